@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Configuration loading. libconfig parses the syntax; this file checks every
+ * key against what portico knows, every value against its type and range,
+ * and turns the tree into struct pt_config. The first problem found is
+ * reported as "FILE:LINE: option: what is wrong", and nothing half-loaded
+ * ever escapes: a reload either gets a whole new configuration or none.
+ *
+ * It does not bind sockets (listen.c) nor fork (spawn.c), so `portico -t`
+ * can run it with no side effect beyond loading modules.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "master/conf.h"
+#include "master/modload.h"
+#include "common/log.h"
+
+#ifndef PT_SYSCONFDIR
+#define PT_SYSCONFDIR "/usr/local/etc"
+#endif
+#ifndef PT_MODULEDIR
+#define PT_MODULEDIR "/usr/local/lib/portico"
+#endif
+
+struct conf_ctx {
+	struct pt_config	*conf;
+	char			*err;
+	bool			 failed;
+};
+
+static const char *const conf_root_keys[] = {
+	"workers", "cpu_affinity", "user", "group", "pid_file", "error_log",
+	"log_level", "module_dir", "shutdown_timeout", "listeners", "limits",
+	"relay", "modules", NULL
+};
+static const char *const conf_listener_keys[] = {
+	"address", "protocol", "to", "backlog", NULL
+};
+static const char *const conf_limits_keys[] = {
+	"max_connections", "header_timeout", "connect_timeout",
+	"idle_timeout", NULL
+};
+static const char *const conf_relay_keys[] = {
+	"method", "buffer_size", NULL
+};
+
+/* Records the first error as "FILE:LINE: path: message". */
+static int __attribute__((format(printf, 3, 4)))
+conf_err(struct conf_ctx *cc, const config_setting_t *s, const char *fmt, ...)
+{
+	const char	*file = NULL;
+	char		 path[256] = "";
+	int		 n = 0, line = 0;
+	va_list		 ap;
+
+	if (cc->failed)
+		return -1;
+	cc->failed = true;
+	if (s != NULL) {
+		file = config_setting_source_file(s);
+		line = (int)config_setting_source_line(s);
+		if (config_setting_name(s) != NULL)
+			snprintf(path, sizeof(path), "%s: ",
+			    config_setting_name(s));
+	}
+	if (file == NULL)
+		file = cc->conf->file;
+	if (line > 0)
+		n = snprintf(cc->err, CONF_ERRSZ, "%s:%d: %s", file, line, path);
+	else
+		n = snprintf(cc->err, CONF_ERRSZ, "%s: %s", file, path);
+	if (n < 0 || n >= CONF_ERRSZ)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(cc->err + n, CONF_ERRSZ - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static bool
+conf_key_known(const char *name, const char *const *keys)
+{
+	for (; *keys != NULL; keys++)
+		if (strcmp(name, *keys) == 0)
+			return true;
+	return false;
+}
+
+/* Refuses any member of group <g> not in <keys>: a typo must not pass. */
+static int
+conf_check_keys(struct conf_ctx *cc, const config_setting_t *g,
+    const char *const *keys)
+{
+	config_setting_t	*m;
+	int			 i;
+
+	for (i = 0; (m = config_setting_get_elem(g, (unsigned)i)) != NULL;
+	    i++) {
+		if (config_setting_name(m) == NULL ||
+		    conf_key_known(config_setting_name(m), keys))
+			continue;
+		return conf_err(cc, m, "unknown option");
+	}
+	return 0;
+}
+
+static bool
+conf_is_int(const config_setting_t *s)
+{
+	return config_setting_type(s) == CONFIG_TYPE_INT ||
+	    config_setting_type(s) == CONFIG_TYPE_INT64;
+}
+
+/* Integer member <name> of <g> in [min, max], or <def> when absent. */
+static int
+conf_int(struct conf_ctx *cc, const config_setting_t *g, const char *name,
+    long long min, long long max, long long def, long long *out)
+{
+	config_setting_t	*s;
+	long long		 v;
+
+	*out = def;
+	if (g == NULL || (s = config_setting_get_member(g, name)) == NULL)
+		return 0;
+	if (!conf_is_int(s))
+		return conf_err(cc, s, "expected an integer");
+	v = config_setting_get_int64(s);
+	if (v < min || v > max)
+		return conf_err(cc, s, "%lld out of range (%lld-%lld)", v,
+		    min, max);
+	*out = v;
+	return 0;
+}
+
+/* String member <name> of <g>, copied, or a copy of <def> (may be NULL). */
+static int
+conf_str(struct conf_ctx *cc, const config_setting_t *g, const char *name,
+    const char *def, char **out)
+{
+	config_setting_t	*s;
+	const char		*v = def;
+
+	*out = NULL;
+	if (g != NULL && (s = config_setting_get_member(g, name)) != NULL) {
+		if (config_setting_type(s) != CONFIG_TYPE_STRING)
+			return conf_err(cc, s, "expected a string");
+		v = config_setting_get_string(s);
+		if (v[0] == '\0')
+			return conf_err(cc, s, "must not be empty");
+	}
+	if (v != NULL && (*out = strdup(v)) == NULL)
+		return conf_err(cc, NULL, "out of memory");
+	return 0;
+}
+
+int
+conf_usable_cpus(int *cpus_out, int max)
+{
+	cpu_set_t	 set;
+	FILE		*f;
+	long long	 quota, period;
+	char		 q[32];
+	int		 n = 0, cpu, limit = max;
+
+	/* A container's CPU quota caps the worker count even when more CPUs
+	 * are visible: "200000 100000" in cpu.max means two CPUs' worth. */
+	if ((f = fopen("/sys/fs/cgroup/cpu.max", "re")) != NULL) {
+		if (fscanf(f, "%31s %lld", q, &period) == 2 &&
+		    strcmp(q, "max") != 0 && period > 0) {
+			quota = atoll(q);
+			if (quota > 0) {
+				limit = (int)((quota + period - 1) / period);
+				if (limit > max)
+					limit = max;
+			}
+		}
+		fclose(f);
+	}
+	if (sched_getaffinity(0, sizeof(set), &set) < 0) {
+		cpus_out[0] = 0;
+		return 1;
+	}
+	for (cpu = 0; cpu < CPU_SETSIZE && n < max; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			cpus_out[n++] = cpu;
+	if (n == 0)
+		cpus_out[n++] = 0;
+	return n < limit ? n : limit;
+}
+
+static int
+conf_workers(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct pt_config	*conf = cc->conf;
+	config_setting_t	*s, *e;
+	int			 usable[CONF_MAX_WORKERS], nusable, i, n;
+
+	nusable = conf_usable_cpus(usable, CONF_MAX_WORKERS);
+	conf->workers = 1;
+	s = config_setting_get_member(root, "workers");
+	if (s == NULL || (config_setting_type(s) == CONFIG_TYPE_STRING &&
+	    strcmp(config_setting_get_string(s), "auto") == 0)) {
+		conf->workers_auto = true;
+		conf->workers = nusable;
+	} else if (conf_is_int(s)) {
+		long long v = config_setting_get_int64(s);
+
+		if (v < 1 || v > CONF_MAX_WORKERS)
+			return conf_err(cc, s, "%lld out of range (1-%d)", v,
+			    CONF_MAX_WORKERS);
+		conf->workers = (int)v;
+	} else {
+		return conf_err(cc, s, "expected an integer or \"auto\"");
+	}
+
+	conf->pin = true;
+	s = config_setting_get_member(root, "cpu_affinity");
+	if (s == NULL || (config_setting_type(s) == CONFIG_TYPE_STRING &&
+	    strcmp(config_setting_get_string(s), "auto") == 0)) {
+		for (i = 0; i < conf->workers; i++)
+			conf->cpus[i] = usable[i % nusable];
+		return 0;
+	}
+	if (config_setting_type(s) == CONFIG_TYPE_STRING &&
+	    strcmp(config_setting_get_string(s), "none") == 0) {
+		conf->pin = false;
+		return 0;
+	}
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY &&
+	    config_setting_type(s) != CONFIG_TYPE_LIST)
+		return conf_err(cc, s,
+		    "expected \"auto\", \"none\" or a list of CPU numbers");
+	n = config_setting_length(s);
+	if (n == 0)
+		return conf_err(cc, s, "empty CPU list");
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned)i);
+		if (!conf_is_int(e) || config_setting_get_int64(e) < 0 ||
+		    config_setting_get_int64(e) >= CPU_SETSIZE)
+			return conf_err(cc, s, "element %d: expected a CPU "
+			    "number (0-%d)", i + 1, CPU_SETSIZE - 1);
+	}
+	/* Worker slot i takes the i-th CPU, wrapping like nginx does when
+	 * the list is shorter than the worker count. */
+	for (i = 0; i < conf->workers; i++)
+		conf->cpus[i] = (int)config_setting_get_int64(
+		    config_setting_get_elem(s, (unsigned)(i % n)));
+	return 0;
+}
+
+static int
+conf_user(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct pt_config	*conf = cc->conf;
+	struct passwd		*pw;
+	struct group		*gr;
+
+	conf->uid = (uid_t)-1;
+	conf->gid = (gid_t)-1;
+	if (conf_str(cc, root, "user", NULL, &conf->user) < 0 ||
+	    conf_str(cc, root, "group", NULL, &conf->group) < 0)
+		return -1;
+	if (conf->user != NULL) {
+		if ((pw = getpwnam(conf->user)) == NULL)
+			return conf_err(cc, config_setting_get_member(root,
+			    "user"), "no such user \"%s\"", conf->user);
+		conf->uid = pw->pw_uid;
+		conf->gid = pw->pw_gid;
+	}
+	if (conf->group != NULL) {
+		if ((gr = getgrnam(conf->group)) == NULL)
+			return conf_err(cc, config_setting_get_member(root,
+			    "group"), "no such group \"%s\"", conf->group);
+		conf->gid = gr->gr_gid;
+	}
+	return 0;
+}
+
+static int
+conf_listener(struct conf_ctx *cc, config_setting_t *s,
+    struct conf_listener *l)
+{
+	config_setting_t	*m;
+	const char		*errstr, *proto;
+	char			 host[256];
+	uint16_t		 port;
+	long long		 v;
+
+	l->line = (int)config_setting_source_line(s);
+	if (config_setting_type(s) != CONFIG_TYPE_GROUP)
+		return conf_err(cc, s, "listener: expected a group { ... }");
+	if (conf_check_keys(cc, s, conf_listener_keys) < 0)
+		return -1;
+	if ((m = config_setting_get_member(s, "address")) == NULL)
+		return conf_err(cc, s, "listener: missing \"address\"");
+	if (conf_str(cc, s, "address", NULL, &l->address) < 0)
+		return -1;
+	if (sockaddr_parse(l->address, &l->addr, &errstr) < 0)
+		return conf_err(cc, m, "\"%s\": %s", l->address, errstr);
+
+	if ((m = config_setting_get_member(s, "protocol")) == NULL)
+		return conf_err(cc, s, "listener: missing \"protocol\"");
+	if (config_setting_type(m) != CONFIG_TYPE_STRING)
+		return conf_err(cc, m, "expected a string");
+	proto = config_setting_get_string(m);
+	if (strcmp(proto, "tcp") == 0)
+		l->proto = CONF_PROTO_TCP;
+	else if (strcmp(proto, "http") == 0 || strcmp(proto, "socks5") == 0 ||
+	    strcmp(proto, "auto") == 0)
+		return conf_err(cc, m, "\"%s\" is not supported by this "
+		    "version yet", proto);
+	else
+		return conf_err(cc, m, "unknown protocol \"%s\" (expected "
+		    "\"tcp\")", proto);
+
+	m = config_setting_get_member(s, "to");
+	if (l->proto == CONF_PROTO_TCP) {
+		if (m == NULL)
+			return conf_err(cc, s, "listener: protocol \"tcp\" "
+			    "needs \"to\"");
+		if (conf_str(cc, s, "to", NULL, &l->to) < 0)
+			return -1;
+		if (sockaddr_resolve(l->to, &l->to_addr, &errstr) < 0)
+			return conf_err(cc, m, "\"%s\": %s", l->to, errstr);
+		if (sockaddr_split(l->to, host, sizeof(host), &port,
+		    &errstr) < 0 || (l->to_host = strdup(host)) == NULL)
+			return conf_err(cc, m, "out of memory");
+	} else if (m != NULL) {
+		return conf_err(cc, m, "only for protocol \"tcp\"");
+	}
+	if (conf_int(cc, s, "backlog", 1, 65535, 4096, &v) < 0)
+		return -1;
+	l->backlog = (int)v;
+	return 0;
+}
+
+static int
+conf_listeners(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct pt_config	*conf = cc->conf;
+	config_setting_t	*s;
+	int			 i, j, n;
+
+	s = config_setting_get_member(root, "listeners");
+	if (s == NULL)
+		return conf_err(cc, NULL, "no \"listeners\": nothing to serve");
+	if (config_setting_type(s) != CONFIG_TYPE_LIST)
+		return conf_err(cc, s, "expected a list ( { ... }, ... )");
+	n = config_setting_length(s);
+	if (n == 0)
+		return conf_err(cc, s, "empty list: nothing to serve");
+	if ((conf->listeners = calloc((size_t)n, sizeof(*conf->listeners)))
+	    == NULL)
+		return conf_err(cc, NULL, "out of memory");
+	conf->nlisteners = n;
+	for (i = 0; i < n; i++) {
+		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+
+		if (conf_listener(cc, e, &conf->listeners[i]) < 0)
+			return -1;
+		for (j = 0; j < i; j++)
+			if (sockaddr_equal(&conf->listeners[j].addr,
+			    &conf->listeners[i].addr))
+				return conf_err(cc, e, "duplicate listener "
+				    "\"%s\" (first at line %d)",
+				    conf->listeners[i].address,
+				    conf->listeners[j].line);
+	}
+	return 0;
+}
+
+static int
+conf_limits(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct conf_limits	*lim = &cc->conf->limits;
+	config_setting_t	*g;
+	long long		 v;
+
+	g = config_setting_get_member(root, "limits");
+	if (g != NULL) {
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+			return conf_err(cc, g, "expected a group { ... }");
+		if (conf_check_keys(cc, g, conf_limits_keys) < 0)
+			return -1;
+	}
+	if (conf_int(cc, g, "max_connections", 1, 1000000, 10000, &v) < 0)
+		return -1;
+	lim->max_connections = (unsigned)v;
+	if (conf_int(cc, g, "header_timeout", 1, 86400, 10, &v) < 0)
+		return -1;
+	lim->header_timeout_ms = (unsigned)v * 1000;
+	if (conf_int(cc, g, "connect_timeout", 1, 86400, 10, &v) < 0)
+		return -1;
+	lim->connect_timeout_ms = (unsigned)v * 1000;
+	if (conf_int(cc, g, "idle_timeout", 1, 604800, 300, &v) < 0)
+		return -1;
+	lim->idle_timeout_ms = (unsigned)v * 1000;
+	return 0;
+}
+
+static int
+conf_relay(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct pt_config	*conf = cc->conf;
+	config_setting_t	*g, *m;
+	const char		*method;
+	long long		 v;
+
+	conf->relay = CONF_RELAY_SPLICE;
+	g = config_setting_get_member(root, "relay");
+	if (g != NULL) {
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+			return conf_err(cc, g, "expected a group { ... }");
+		if (conf_check_keys(cc, g, conf_relay_keys) < 0)
+			return -1;
+		if ((m = config_setting_get_member(g, "method")) != NULL) {
+			if (config_setting_type(m) != CONFIG_TYPE_STRING)
+				return conf_err(cc, m, "expected a string");
+			method = config_setting_get_string(m);
+			if (strcmp(method, "splice") == 0)
+				conf->relay = CONF_RELAY_SPLICE;
+			else if (strcmp(method, "copy") == 0)
+				conf->relay = CONF_RELAY_COPY;
+			else
+				return conf_err(cc, m, "expected \"splice\" "
+				    "or \"copy\"");
+		}
+	}
+	if (conf_int(cc, g, "buffer_size", 4096, 1048576, 16384, &v) < 0)
+		return -1;
+	conf->buffer_size = (unsigned)v;
+	return 0;
+}
+
+static int
+conf_modules(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct pt_config	*conf = cc->conf;
+	struct conf_module	*cm;
+	config_setting_t	*s, *e, *m;
+	const char		*errstr;
+	int			 i, j, n;
+
+	if ((s = config_setting_get_member(root, "modules")) == NULL)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_LIST)
+		return conf_err(cc, s, "expected a list ( { name = ...; }, ... )");
+	n = config_setting_length(s);
+	if (n == 0)
+		return 0;
+	if ((conf->modules = calloc((size_t)n, sizeof(*conf->modules))) == NULL)
+		return conf_err(cc, NULL, "out of memory");
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned)i);
+		cm = &conf->modules[i];
+		cm->line = (int)config_setting_source_line(e);
+		if (config_setting_type(e) != CONFIG_TYPE_GROUP)
+			return conf_err(cc, e, "module: expected a group");
+		if ((m = config_setting_get_member(e, "name")) == NULL)
+			return conf_err(cc, e, "module: missing \"name\"");
+		if (conf_str(cc, e, "name", NULL, &cm->name) < 0)
+			return -1;
+		conf->nmodules = i + 1;
+		for (j = 0; j < i; j++)
+			if (strcmp(conf->modules[j].name, cm->name) == 0)
+				return conf_err(cc, m, "module \"%s\" listed "
+				    "twice (first at line %d)", cm->name,
+				    conf->modules[j].line);
+		if (conf_str(cc, e, "path", NULL, &cm->path) < 0)
+			return -1;
+		cm->mod = modload_open(cm->name, cm->path, conf->module_dir,
+		    &errstr);
+		if (cm->mod == NULL)
+			return conf_err(cc, e, "module \"%s\": %s", cm->name,
+			    errstr);
+		if (modload_conf(cm->mod, conf->file, conf->module_dir, e,
+		    &cm->ctx, &errstr) < 0)
+			return conf_err(cc, e, "module \"%s\": %s", cm->name,
+			    errstr);
+	}
+	return 0;
+}
+
+static int
+conf_root(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct pt_config	*conf = cc->conf;
+	char			*level = NULL;
+	long long		 v;
+
+	if (conf_check_keys(cc, root, conf_root_keys) < 0 ||
+	    conf_workers(cc, root) < 0 || conf_user(cc, root) < 0 ||
+	    conf_str(cc, root, "pid_file", NULL, &conf->pid_file) < 0 ||
+	    conf_str(cc, root, "error_log", "stderr", &conf->error_log) < 0 ||
+	    conf_str(cc, root, "module_dir", PT_MODULEDIR,
+	    &conf->module_dir) < 0 ||
+	    conf_str(cc, root, "log_level", "notice", &level) < 0)
+		goto fail;
+	conf->log_level = log_level_parse(level);
+	if (conf->log_level < 0) {
+		conf_err(cc, config_setting_get_member(root, "log_level"),
+		    "expected error, warn, notice, info or debug");
+		goto fail;
+	}
+	if (conf_int(cc, root, "shutdown_timeout", 0, 86400, 30, &v) < 0)
+		goto fail;
+	conf->shutdown_timeout_ms = (unsigned)v * 1000;
+	if (conf_limits(cc, root) < 0 || conf_relay(cc, root) < 0 ||
+	    conf_listeners(cc, root) < 0 || conf_modules(cc, root) < 0)
+		goto fail;
+	free(level);
+	return 0;
+fail:
+	free(level);
+	return -1;
+}
+
+struct pt_config *
+conf_load(const char *file, char err[CONF_ERRSZ])
+{
+	struct pt_config	*conf;
+	struct conf_ctx		 cc;
+
+	if ((conf = calloc(1, sizeof(*conf))) == NULL) {
+		snprintf(err, CONF_ERRSZ, "%s: out of memory", file);
+		return NULL;
+	}
+	config_init(&conf->cfg);
+	if ((conf->file = strdup(file)) == NULL) {
+		snprintf(err, CONF_ERRSZ, "%s: out of memory", file);
+		conf_free(conf);
+		return NULL;
+	}
+	if (config_read_file(&conf->cfg, file) != CONFIG_TRUE) {
+		if (config_error_type(&conf->cfg) == CONFIG_ERR_FILE_IO)
+			snprintf(err, CONF_ERRSZ, "%s: cannot read: %s", file,
+			    strerror(errno));
+		else
+			snprintf(err, CONF_ERRSZ, "%s:%d: %s",
+			    config_error_file(&conf->cfg) ?
+			    config_error_file(&conf->cfg) : file,
+			    config_error_line(&conf->cfg),
+			    config_error_text(&conf->cfg));
+		conf_free(conf);
+		return NULL;
+	}
+	cc.conf = conf;
+	cc.err = err;
+	cc.failed = false;
+	if (conf_root(&cc, config_root_setting(&conf->cfg)) < 0) {
+		conf_free(conf);
+		return NULL;
+	}
+	return conf;
+}
+
+int
+conf_init_modules(struct pt_config *conf, char err[CONF_ERRSZ])
+{
+	struct conf_module	*cm;
+	int			 i;
+
+	for (i = 0; i < conf->nmodules; i++) {
+		cm = &conf->modules[i];
+		if (cm->mod->mod->init_master != NULL &&
+		    cm->mod->mod->init_master(cm->ctx) != 0) {
+			snprintf(err, CONF_ERRSZ, "%s:%d: module \"%s\": "
+			    "initialisation failed", conf->file, cm->line,
+			    cm->name);
+			return -1;
+		}
+		cm->inited = true;
+	}
+	return 0;
+}
+
+void
+conf_reopen_modules(const struct pt_config *conf)
+{
+	int	 i;
+
+	for (i = 0; i < conf->nmodules; i++)
+		if (conf->modules[i].mod->mod->reopen != NULL)
+			conf->modules[i].mod->mod->reopen(conf->modules[i].ctx);
+}
+
+void
+conf_free(struct pt_config *conf)
+{
+	int	 i;
+
+	if (conf == NULL)
+		return;
+	for (i = 0; i < conf->nlisteners; i++) {
+		free(conf->listeners[i].address);
+		free(conf->listeners[i].to);
+		free(conf->listeners[i].to_host);
+	}
+	free(conf->listeners);
+	for (i = 0; i < conf->nmodules; i++) {
+		struct conf_module *cm = &conf->modules[i];
+
+		if (cm->inited && cm->mod->mod->exit_master != NULL)
+			cm->mod->mod->exit_master(cm->ctx);
+		if (cm->mod != NULL && cm->ctx != NULL)
+			modload_conf_free(cm->mod, cm->ctx);
+		free(conf->modules[i].name);
+		free(conf->modules[i].path);
+	}
+	free(conf->modules);
+	free(conf->file);
+	free(conf->user);
+	free(conf->group);
+	free(conf->pid_file);
+	free(conf->error_log);
+	free(conf->module_dir);
+	config_destroy(&conf->cfg);
+	free(conf);
+}

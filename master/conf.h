@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The configuration: libconfig file -> one validated struct pt_config. */
+#ifndef PT_MASTER_CONF_H
+#define PT_MASTER_CONF_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <libconfig.h>
+
+#include "common/sockaddr.h"
+
+#define CONF_MAX_WORKERS	256
+#define CONF_ERRSZ		1024
+
+enum conf_proto {
+	CONF_PROTO_TCP = 0,
+};
+
+enum conf_relay {
+	CONF_RELAY_SPLICE = 0,
+	CONF_RELAY_COPY,
+};
+
+struct conf_listener {
+	char		*address;	/* as written, for logs */
+	struct pt_addr	 addr;
+	enum conf_proto	 proto;
+	char		*to;		/* tcp: target as written */
+	char		*to_host;	/* tcp: its host part */
+	struct pt_addr	 to_addr;	/* tcp: resolved by the master */
+	int		 backlog;
+	int		 line;
+};
+
+struct modload;
+
+struct conf_module {
+	char			*name;
+	char			*path;		/* the .so actually loaded */
+	int			 line;
+	struct modload		*mod;		/* owned by the module loader */
+	void			*ctx;		/* from the module's conf() */
+	bool			 inited;	/* init_master ran */
+};
+
+struct conf_limits {
+	unsigned	 max_connections;	/* per worker */
+	unsigned	 header_timeout_ms;
+	unsigned	 connect_timeout_ms;
+	unsigned	 idle_timeout_ms;
+};
+
+struct pt_config {
+	char			*file;
+	int			 workers;	/* resolved, >= 1 */
+	bool			 workers_auto;
+	bool			 pin;		/* cpu_affinity not "none" */
+	int			 cpus[CONF_MAX_WORKERS];	/* per slot */
+	char			*user, *group;
+	uid_t			 uid;		/* (uid_t)-1: don't switch */
+	gid_t			 gid;
+	char			*pid_file;
+	char			*error_log;
+	int			 log_level;
+	char			*module_dir;
+	unsigned		 shutdown_timeout_ms;
+	struct conf_limits	 limits;
+	enum conf_relay		 relay;
+	unsigned		 buffer_size;
+	struct conf_listener	*listeners;
+	int			 nlisteners;
+	struct conf_module	*modules;
+	int			 nmodules;
+	config_t		 cfg;		/* kept: modules borrow nodes */
+};
+
+/* ---- master/conf.c --------------------------------------------------- */
+
+/*
+ * Reads and validates <file>. Returns a new configuration owned by the
+ * caller (free with conf_free), or NULL with "FILE:LINE: what" in <err>.
+ * Loads the configured modules and runs their conf() hooks. Master only:
+ * may block (file reads, getpwnam, name resolution of forwarding targets).
+ */
+struct pt_config	*conf_load(const char *file, char err[CONF_ERRSZ]);
+/* Runs every module's init_master for <conf> (once per configuration the
+ * master adopts; conf_free runs exit_master). 0, or -1 with <err> set. */
+int			 conf_init_modules(struct pt_config *conf,
+			    char err[CONF_ERRSZ]);
+/* Runs every module's reopen hook in the master (SIGUSR1). */
+void			 conf_reopen_modules(const struct pt_config *conf);
+void			 conf_free(struct pt_config *conf);
+/* CPUs usable by this process: sched_getaffinity() limited by the cgroup
+ * quota. Fills <cpus_out> (at most <max>) and returns how many. */
+int			 conf_usable_cpus(int *cpus_out, int max);
+
+#endif

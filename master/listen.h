@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Listening sockets: one SO_REUSEPORT socket per worker slot per listener. */
+#ifndef PT_MASTER_LISTEN_H
+#define PT_MASTER_LISTEN_H
+
+struct pt_config;
+
+/*
+ * The sockets of one configuration. fds[l * nslots + s] is listener l's
+ * socket for worker slot s. Index-stable: slot s is always served by
+ * socket s, and its replacement worker inherits the same descriptor.
+ */
+struct listen_set {
+	int	 nlisteners;
+	int	 nslots;
+	int	*fds;
+};
+
+/* ---- master/listen.c ------------------------------------------------- */
+
+/*
+ * Builds the socket set for <conf>, reusing from <old> (may be NULL, with
+ * <oldconf>) every socket whose listener address and slot still exist, so
+ * their accept queues survive a reload, and binding the rest. On failure
+ * nothing in <old> is touched, every socket bound here is closed, and
+ * <err> holds "address: why". Returns 0 or -1. Master only.
+ */
+int	 listen_open(const struct pt_config *conf, struct listen_set *out,
+	    const struct pt_config *oldconf, const struct listen_set *old,
+	    char *err, size_t errsz);
+/* Closes the sockets of <old> that <cur> did not take over. */
+void	 listen_close_unused(struct listen_set *old,
+	    const struct listen_set *cur);
+/* Closes every socket of <ls> and frees it. */
+void	 listen_close(struct listen_set *ls);
+
+#endif

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * portico's entry point: the command line, then the master's start-up in
+ * the order the design requires: load and validate everything, open the
+ * log, bind every listener, map the counters, initialise modules,
+ * daemonize, write the pid file, and hand over to the supervisor. Any
+ * failure before the fork stops here with a message naming its cause.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/counters.h"
+#include "common/log.h"
+#include "master/conf.h"
+#include "master/listen.h"
+#include "master/signal.h"
+#include "master/spawn.h"
+
+#define MAIN_DEFAULT_CONF	PT_SYSCONFDIR "/portico/portico.conf"
+
+static noreturn void
+main_usage(void)
+{
+	fprintf(stderr, "usage: portico [-ftV] [-c file] "
+	    "[-s reload|stop|quit|reopen]\n");
+	exit(2);
+}
+
+static void
+main_version(void)
+{
+	DIR		*d;
+	struct dirent	*e;
+	size_t		 n;
+
+	printf("portico %s (module ABI %d.%d)\n", PACKAGE_VERSION,
+	    PT_ABI_MAJOR, PT_ABI_MINOR);
+	printf("configuration: %s\nmodule_dir: %s\nmodules:", MAIN_DEFAULT_CONF,
+	    PT_MODULEDIR);
+	if ((d = opendir(PT_MODULEDIR)) != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			n = strlen(e->d_name);
+			if (n > 3 && strcmp(e->d_name + n - 3, ".so") == 0)
+				printf(" %.*s", (int)(n - 3), e->d_name);
+		}
+		closedir(d);
+	}
+	printf("\n");
+}
+
+/* Reads the pid in <path>; 0 when missing or unreadable. */
+static pid_t
+main_read_pid(const char *path)
+{
+	FILE	*f;
+	long	 pid = 0;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	if (fscanf(f, "%ld", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return (pid_t)pid;
+}
+
+/* True when <pid> is a live portico: a stale pid file must not stop a
+ * start, and a live master must not get a twin sharing its ports. */
+static bool
+main_is_portico(pid_t pid)
+{
+	char	 path[64], comm[32] = "";
+	FILE	*f;
+
+	if (pid <= 0 || kill(pid, 0) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return true;
+	if (fgets(comm, sizeof(comm), f) == NULL)
+		comm[0] = '\0';
+	fclose(f);
+	return strncmp(comm, "portico", 7) == 0;
+}
+
+static int
+main_signal(const struct pt_config *conf, const char *what)
+{
+	static const struct { const char *name; int sig; } sigs[] = {
+		{ "reload", SIGHUP }, { "stop", SIGTERM },
+		{ "quit", SIGQUIT }, { "reopen", SIGUSR1 },
+	};
+	pid_t	 pid;
+	size_t	 i;
+
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (strcmp(what, sigs[i].name) == 0)
+			break;
+	if (i == sizeof(sigs) / sizeof(sigs[0])) {
+		fprintf(stderr, "portico: -s %s: expected reload, stop, quit "
+		    "or reopen\n", what);
+		return 2;
+	}
+	if (conf->pid_file == NULL) {
+		fprintf(stderr, "portico: -s needs pid_file in %s\n",
+		    conf->file);
+		return 1;
+	}
+	if ((pid = main_read_pid(conf->pid_file)) <= 0) {
+		fprintf(stderr, "portico: %s: no pid: is portico running?\n",
+		    conf->pid_file);
+		return 1;
+	}
+	if (kill(pid, sigs[i].sig) < 0) {
+		fprintf(stderr, "portico: kill %d: %s\n", (int)pid,
+		    strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static void
+main_write_pid(const char *path)
+{
+	char	 buf[32];
+	int	 fd, n;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		fatal("pid_file %s: %s", path, strerror(errno));
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (write(fd, buf, (size_t)n) != n)
+		fatal("pid_file %s: short write", path);
+	close(fd);
+}
+
+static void
+main_daemonize(void)
+{
+	pid_t	 pid;
+	int	 fd;
+
+	if ((pid = fork()) < 0)
+		fatal("fork: %s", strerror(errno));
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		fatal("setsid: %s", strerror(errno));
+	if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		fatal("/dev/null: %s", strerror(errno));
+	dup2(fd, 0);
+	dup2(fd, 1);
+	/* Standard error follows the error log, or goes nowhere. */
+	dup2(log_fd() != 2 ? log_fd() : fd, 2);
+	close(fd);
+	/* No chdir("/"): relative paths in the configuration keep meaning
+	 * what they meant when it was checked, on every reload too. */
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct pt_config	*conf;
+	struct listen_set	 ls;
+	const char		*file = MAIN_DEFAULT_CONF, *sig = NULL;
+	char			 err[CONF_ERRSZ];
+	bool			 test = false, foreground = false;
+	int			 ch, sigfd, rc;
+
+	while ((ch = getopt(argc, argv, "c:fs:tV")) != -1) {
+		switch (ch) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'f':
+			foreground = true;
+			break;
+		case 's':
+			sig = optarg;
+			break;
+		case 't':
+			test = true;
+			break;
+		case 'V':
+			main_version();
+			return 0;
+		default:
+			main_usage();
+		}
+	}
+	if (optind != argc)
+		main_usage();
+
+	if ((conf = conf_load(file, err)) == NULL) {
+		fprintf(stderr, "portico: %s\n", err);
+		return 1;
+	}
+	if (test) {
+		fprintf(stderr, "portico: %s: configuration is valid\n", file);
+		conf_free(conf);
+		return 0;
+	}
+	if (sig != NULL) {
+		rc = main_signal(conf, sig);
+		conf_free(conf);
+		return rc;
+	}
+
+	if ((rc = log_open(conf->error_log, conf->uid, conf->gid)) < 0) {
+		fprintf(stderr, "portico: error_log %s: %s\n", conf->error_log,
+		    strerror(-rc));
+		return 1;
+	}
+	log_set_level(conf->log_level);
+	if (conf->pid_file != NULL &&
+	    main_is_portico(main_read_pid(conf->pid_file)))
+		fatal("already running as pid %d (%s)",
+		    (int)main_read_pid(conf->pid_file), conf->pid_file);
+	if ((sigfd = signal_setup()) < 0)
+		fatal("signalfd: %s", strerror(-sigfd));
+	if (listen_open(conf, &ls, NULL, NULL, err, sizeof(err)) < 0)
+		fatal("%s", err);
+	if ((rc = counters_map(CONF_MAX_WORKERS)) < 0)
+		fatal("mapping counters: %s", strerror(-rc));
+	if (conf_init_modules(conf, err) < 0)
+		fatal("%s", err);
+	if (!foreground)
+		main_daemonize();
+	if (conf->pid_file != NULL)
+		main_write_pid(conf->pid_file);
+
+	{
+		char	*pid_file = conf->pid_file ? strdup(conf->pid_file) :
+		    NULL;
+
+		rc = spawn_run(conf, &ls, sigfd);
+		if (pid_file != NULL) {
+			unlink(pid_file);
+			free(pid_file);
+		}
+	}
+	return rc;
+}

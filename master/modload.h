@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Module loader: dlopen, ABI check, and calls into a module's life cycle. */
+#ifndef PT_MASTER_MODLOAD_H
+#define PT_MASTER_MODLOAD_H
+
+#include <libconfig.h>
+
+#include "portico/module.h"
+
+#define MODLOAD_MAX	32
+
+struct modload {
+	char			*name;
+	char			*path;
+	void			*handle;
+	const struct pt_module	*mod;
+	int			 index;		/* conn ctx slot */
+	int			 master_inited;
+};
+
+/* ---- master/modload.c ------------------------------------------------ */
+
+/*
+ * Loads module <name> from <path>, or from <dir>/<name>.so when <path> is
+ * NULL, once per process life: a later call for the same name returns the
+ * same handle (reload re-runs conf(), never dlopen). Returns the loaded
+ * module, or NULL with *errstr set (static or thread-local text).
+ * Master only.
+ */
+struct modload	*modload_open(const char *name, const char *path,
+		    const char *dir, const char **errstr);
+/* Runs the module's conf() on <node>; stores its context in *ctx_out.
+ * Returns 0, or -1 with *errstr set. */
+int		 modload_conf(struct modload *ml, const char *file,
+		    const char *dir, const config_setting_t *node,
+		    void **ctx_out, const char **errstr);
+void		 modload_conf_free(struct modload *ml, void *ctx);
+/* Every module loaded so far, in load order; returns how many. */
+int		 modload_all(struct modload ***all_out);
+/* Unloads every module (exit_master, dlclose). Master, at exit only. */
+void		 modload_close_all(void);
+
+#endif

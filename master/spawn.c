@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Supervision. The master forks one worker per slot and then only waits
+ * for signals: it never touches client traffic.
+ *
+ * - A worker that dies is replaced in the same slot, on the same CPU and
+ *   the same sockets; the first time at once, and with a doubling delay
+ *   (capped) while it keeps dying young, so a crash loop cannot eat a CPU.
+ * - Reload: the new configuration is loaded and its new sockets bound
+ *   before anything running is touched; any failure leaves the running
+ *   generation exactly as it was. Then the new generation is forked on
+ *   the carried-over sockets, and only after that is the old one told to
+ *   drain. The kernel queues of carried-over sockets are shared by both,
+ *   so no connection is refused or reset in between.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "master/spawn.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "master/conf.h"
+#include "master/signal.h"
+#include "worker/worker.h"
+
+#define SPAWN_YOUNG_MS		10000	/* died younger: counts as a crash */
+#define SPAWN_BACKOFF_MIN_MS	100
+#define SPAWN_BACKOFF_MAX_MS	30000
+#define SPAWN_KILL_GRACE_MS	5000	/* after shutdown_timeout, SIGKILL */
+
+struct spawn_slot {
+	pid_t		 pid;		/* 0: not running */
+	uint64_t	 started_ms;
+	unsigned	 crashes;	/* deaths in a row, each young */
+	uint64_t	 respawn_at;	/* 0: nothing pending */
+};
+
+/* A worker of an older generation, draining. */
+struct spawn_old {
+	pid_t		 pid;
+	uint64_t	 kill_at;
+};
+
+static struct pt_config		*spawn_conf;
+static struct listen_set	 spawn_ls;
+static struct spawn_slot	 spawn_slots[CONF_MAX_WORKERS];
+static struct spawn_old		*spawn_olds;
+static int			 spawn_nolds;
+static int			 spawn_generation = 1;
+static bool			 spawn_stopping;
+static uint64_t			 spawn_stop_kill_at;
+
+static uint64_t
+spawn_now(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+spawn_log_totals(void)
+{
+	uint64_t	 t[CTR_COUNT];
+
+	counters_total(t);
+	pt_log(PT_LOG_NOTICE, "totals: accepted=%llu active=%llu closed=%llu "
+	    "bytes_in=%llu bytes_out=%llu accept_paused=%llu "
+	    "upstream_failed=%llu denied=%llu",
+	    (unsigned long long)t[CTR_ACCEPTED],
+	    (unsigned long long)t[CTR_ACTIVE],
+	    (unsigned long long)t[CTR_CLOSED],
+	    (unsigned long long)t[CTR_BYTES_IN],
+	    (unsigned long long)t[CTR_BYTES_OUT],
+	    (unsigned long long)t[CTR_ACCEPT_PAUSED],
+	    (unsigned long long)t[CTR_UPSTREAM_FAILED],
+	    (unsigned long long)t[CTR_DENIED]);
+}
+
+static void
+spawn_fork(int slot)
+{
+	struct spawn_slot	*s = &spawn_slots[slot];
+	pid_t			 pid;
+
+	s->respawn_at = 0;
+	pid = fork();
+	if (pid < 0) {
+		pt_log_err(PT_LOG_ERR, errno, "fork worker %d", slot);
+		s->respawn_at = spawn_now() + SPAWN_BACKOFF_MAX_MS / 10;
+		return;
+	}
+	if (pid == 0) {
+		signal_close_in_child();
+		worker_main(spawn_conf, slot, spawn_ls.nslots, spawn_ls.fds);
+	}
+	s->pid = pid;
+	s->started_ms = spawn_now();
+}
+
+static void
+spawn_all(void)
+{
+	int	 i;
+
+	for (i = 0; i < spawn_conf->workers; i++) {
+		spawn_slots[i].crashes = 0;
+		spawn_fork(i);
+	}
+}
+
+static void
+spawn_old_add(pid_t pid, uint64_t kill_at)
+{
+	struct spawn_old	*grown;
+
+	grown = realloc(spawn_olds, sizeof(*grown) * (size_t)(spawn_nolds + 1));
+	if (grown == NULL) {
+		/* Without a record it would never be killed at the deadline;
+		 * it still drains and exits on its own. */
+		pt_log(PT_LOG_WARNING, "out of memory tracking pid %d", pid);
+		return;
+	}
+	spawn_olds = grown;
+	spawn_olds[spawn_nolds].pid = pid;
+	spawn_olds[spawn_nolds].kill_at = kill_at;
+	spawn_nolds++;
+}
+
+static bool
+spawn_old_del(pid_t pid)
+{
+	int	 i;
+
+	for (i = 0; i < spawn_nolds; i++)
+		if (spawn_olds[i].pid == pid) {
+			spawn_olds[i] = spawn_olds[--spawn_nolds];
+			return true;
+		}
+	return false;
+}
+
+static void
+spawn_describe_exit(int slot, pid_t pid, int status)
+{
+	if (WIFSIGNALED(status))
+		pt_log(PT_LOG_ERR, "worker %d (pid %d) killed by signal %d",
+		    slot, (int)pid, WTERMSIG(status));
+	else
+		pt_log(PT_LOG_ERR, "worker %d (pid %d) exited with status %d",
+		    slot, (int)pid, WEXITSTATUS(status));
+}
+
+static void
+spawn_schedule_respawn(int slot)
+{
+	struct spawn_slot	*s = &spawn_slots[slot];
+	uint64_t		 now = spawn_now(), delay = 0;
+	unsigned		 shift;
+
+	if (now - s->started_ms < SPAWN_YOUNG_MS)
+		s->crashes++;
+	else
+		s->crashes = 1;
+	/* The first death is replaced at once; a worker that keeps dying
+	 * young waits 100 ms, 200 ms, ... up to 30 s. */
+	if (s->crashes > 1) {
+		shift = s->crashes - 2 > 16 ? 16 : s->crashes - 2;
+		delay = (uint64_t)SPAWN_BACKOFF_MIN_MS << shift;
+		if (delay > SPAWN_BACKOFF_MAX_MS)
+			delay = SPAWN_BACKOFF_MAX_MS;
+		pt_log(PT_LOG_WARNING, "worker %d keeps dying (%u times in a "
+		    "row): next restart in %llu ms", slot, s->crashes,
+		    (unsigned long long)delay);
+	}
+	s->respawn_at = now + delay;
+	if (s->respawn_at == 0)
+		s->respawn_at = 1;
+}
+
+static void
+spawn_reap(void)
+{
+	pid_t	 pid;
+	int	 status, i;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (spawn_old_del(pid))
+			continue;
+		for (i = 0; i < CONF_MAX_WORKERS; i++)
+			if (spawn_slots[i].pid == pid)
+				break;
+		if (i == CONF_MAX_WORKERS)
+			continue;
+		spawn_slots[i].pid = 0;
+		if (spawn_stopping)
+			continue;
+		spawn_describe_exit(i, pid, status);
+		spawn_schedule_respawn(i);
+	}
+}
+
+static void
+spawn_respawn_due(void)
+{
+	uint64_t	 now = spawn_now();
+	int		 i;
+
+	for (i = 0; i < spawn_conf->workers; i++) {
+		if (spawn_slots[i].respawn_at == 0 ||
+		    spawn_slots[i].respawn_at > now)
+			continue;
+		pt_log(PT_LOG_NOTICE, "respawning worker %d", i);
+		spawn_fork(i);
+	}
+}
+
+static void
+spawn_signal_all(int sig)
+{
+	int	 i;
+
+	for (i = 0; i < CONF_MAX_WORKERS; i++)
+		if (spawn_slots[i].pid > 0)
+			kill(spawn_slots[i].pid, sig);
+	for (i = 0; i < spawn_nolds; i++)
+		kill(spawn_olds[i].pid, sig);
+}
+
+static void
+spawn_reload(void)
+{
+	struct pt_config	*conf;
+	struct listen_set	 ls;
+	char			 err[CONF_ERRSZ];
+	uint64_t		 kill_at;
+	int			 i;
+
+	pt_log(PT_LOG_NOTICE, "reloading %s", spawn_conf->file);
+	if ((conf = conf_load(spawn_conf->file, err)) == NULL) {
+		pt_log(PT_LOG_ERR, "reload failed: %s; keeping the running "
+		    "configuration", err);
+		return;
+	}
+	if (conf_init_modules(conf, err) < 0 ||
+	    listen_open(conf, &ls, spawn_conf, &spawn_ls, err,
+	    sizeof(err)) < 0) {
+		pt_log(PT_LOG_ERR, "reload failed: %s; keeping the running "
+		    "configuration", err);
+		conf_free(conf);
+		return;
+	}
+	if (strcmp(conf->error_log, spawn_conf->error_log) != 0 &&
+	    log_open(conf->error_log, conf->uid, conf->gid) < 0)
+		pt_log(PT_LOG_ERR, "reload: cannot open error_log %s: keeping "
+		    "the old one", conf->error_log);
+	log_set_level(conf->log_level);
+
+	/* Old workers first become "old", then the new ones are forked on
+	 * the same sockets, and only then are the old ones told to drain. */
+	kill_at = spawn_now() + spawn_conf->shutdown_timeout_ms +
+	    SPAWN_KILL_GRACE_MS;
+	for (i = 0; i < CONF_MAX_WORKERS; i++) {
+		if (spawn_slots[i].pid > 0)
+			spawn_old_add(spawn_slots[i].pid, kill_at);
+		memset(&spawn_slots[i], 0, sizeof(spawn_slots[i]));
+	}
+	listen_close_unused(&spawn_ls, &ls);
+	spawn_ls = ls;
+	conf_free(spawn_conf);
+	spawn_conf = conf;
+	spawn_generation++;
+	spawn_all();
+	for (i = 0; i < spawn_nolds; i++)
+		kill(spawn_olds[i].pid, SIGQUIT);
+	pt_log(PT_LOG_NOTICE, "reloaded %s: generation %d, %d workers",
+	    conf->file, spawn_generation, conf->workers);
+	spawn_log_totals();
+}
+
+static void
+spawn_reopen(void)
+{
+	if (log_open(spawn_conf->error_log, spawn_conf->uid,
+	    spawn_conf->gid) < 0)
+		pt_log(PT_LOG_ERR, "reopening %s failed", spawn_conf->error_log);
+	conf_reopen_modules(spawn_conf);
+	spawn_signal_all(SIGUSR1);
+	pt_log(PT_LOG_NOTICE, "logs reopened");
+}
+
+static void
+spawn_stop(bool graceful)
+{
+	uint64_t	 grace;
+
+	if (spawn_stopping && graceful)
+		return;
+	spawn_stopping = true;
+	if (graceful) {
+		pt_log(PT_LOG_NOTICE, "shutting down gracefully");
+		grace = spawn_conf->shutdown_timeout_ms + SPAWN_KILL_GRACE_MS;
+		spawn_signal_all(SIGQUIT);
+	} else {
+		pt_log(PT_LOG_NOTICE, "shutting down");
+		grace = SPAWN_KILL_GRACE_MS;
+		spawn_signal_all(SIGTERM);
+	}
+	spawn_stop_kill_at = spawn_now() + grace;
+}
+
+static bool
+spawn_children_left(void)
+{
+	int	 i;
+
+	for (i = 0; i < CONF_MAX_WORKERS; i++)
+		if (spawn_slots[i].pid > 0)
+			return true;
+	return spawn_nolds > 0;
+}
+
+/* Milliseconds until the next deadline the loop must act on, or -1. */
+static int
+spawn_next_timeout(void)
+{
+	uint64_t	 now = spawn_now(), next = UINT64_MAX;
+	int		 i;
+
+	for (i = 0; i < CONF_MAX_WORKERS && !spawn_stopping; i++)
+		if (spawn_slots[i].respawn_at != 0 &&
+		    spawn_slots[i].respawn_at < next)
+			next = spawn_slots[i].respawn_at;
+	for (i = 0; i < spawn_nolds; i++)
+		if (spawn_olds[i].kill_at < next)
+			next = spawn_olds[i].kill_at;
+	if (spawn_stopping && spawn_stop_kill_at < next)
+		next = spawn_stop_kill_at;
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)(next - now);
+}
+
+static void
+spawn_kill_overdue(void)
+{
+	uint64_t	 now = spawn_now();
+	int		 i;
+
+	for (i = 0; i < spawn_nolds; i++)
+		if (spawn_olds[i].kill_at <= now) {
+			pt_log(PT_LOG_WARNING, "old worker pid %d still "
+			    "draining after shutdown_timeout: killing it",
+			    (int)spawn_olds[i].pid);
+			kill(spawn_olds[i].pid, SIGKILL);
+			spawn_olds[i].kill_at = UINT64_MAX;
+		}
+	if (spawn_stopping && spawn_stop_kill_at <= now) {
+		pt_log(PT_LOG_WARNING, "workers still running: killing them");
+		spawn_signal_all(SIGKILL);
+		spawn_stop_kill_at = UINT64_MAX;
+	}
+}
+
+int
+spawn_run(struct pt_config *conf, struct listen_set *ls, int sigfd)
+{
+	struct signal_flags	 f;
+	struct pollfd		 pfd;
+
+	spawn_conf = conf;
+	spawn_ls = *ls;
+	spawn_all();
+	pt_log(PT_LOG_NOTICE, "started: %d workers, %d listeners",
+	    conf->workers, conf->nlisteners);
+	pfd.fd = sigfd;
+	pfd.events = POLLIN;
+	while (!spawn_stopping || spawn_children_left()) {
+		if (poll(&pfd, 1, spawn_next_timeout()) < 0 && errno != EINTR)
+			fatal("poll: %s", strerror(errno));
+		memset(&f, 0, sizeof(f));
+		signal_read(sigfd, &f);
+		if (f.child)
+			spawn_reap();
+		if (f.terminate)
+			spawn_stop(false);
+		else if (f.quit)
+			spawn_stop(true);
+		if (f.reload && !spawn_stopping)
+			spawn_reload();
+		if (f.reopen)
+			spawn_reopen();
+		if (!spawn_stopping)
+			spawn_respawn_due();
+		spawn_kill_overdue();
+	}
+	spawn_log_totals();
+	listen_close(&spawn_ls);
+	conf_free(spawn_conf);
+	free(spawn_olds);
+	pt_log(PT_LOG_NOTICE, "exiting");
+	return 0;
+}

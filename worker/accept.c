@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Accepting connections on the worker's own SO_REUSEPORT sockets. When the
+ * worker runs out of descriptors (EMFILE/ENFILE) or connection slots it
+ * stops watching its listeners for a moment instead of spinning on a
+ * readable socket it cannot serve; the connections wait in the kernel's
+ * queue, which belongs to this worker's socket alone, and are taken when
+ * resources come back. Nothing is accepted only to be closed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "worker/accept.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "master/conf.h"
+#include "worker/conn.h"
+#include "worker/tcp.h"
+
+/* Accepts per readiness event: enough to amortise epoll_wait, few enough
+ * that one busy listener cannot starve established connections. */
+#define ACCEPT_BATCH		64
+#define ACCEPT_PAUSE_MS		100
+
+static struct worker_listener	*accept_ls;
+static int			 accept_nls;
+static bool			 accept_paused;
+static bool			 accept_stopped;
+static struct pt_timer		 accept_resume_timer;
+
+static void	accept_on_readable(struct loop_io *io, uint32_t events);
+
+static void
+accept_watch(bool on)
+{
+	int	 i;
+
+	for (i = 0; i < accept_nls; i++)
+		loop_io_set(&accept_ls[i].io, on ? EPOLLIN : 0);
+}
+
+static void
+accept_on_resume(struct pt_timer *t, void *arg)
+{
+	if (accept_stopped)
+		return;
+	accept_paused = false;
+	accept_watch(true);
+}
+
+static void
+accept_pause(uint64_t ms)
+{
+	if (accept_paused)
+		return;
+	accept_paused = true;
+	counters_add(CTR_ACCEPT_PAUSED, 1);
+	accept_watch(false);
+	if (ms > 0)
+		pt_timer_start(&accept_resume_timer, ms, accept_on_resume, NULL);
+}
+
+void
+accept_slot_freed(void)
+{
+	/* Paused for want of a slot (no timer armed): resume now. */
+	if (accept_paused && accept_resume_timer.heap_idx == 0 &&
+	    !accept_stopped) {
+		accept_paused = false;
+		accept_watch(true);
+	}
+}
+
+/* Takes one connection; returns false when the listener should be left
+ * alone until the next event. */
+static bool
+accept_one(struct worker_listener *l)
+{
+	struct sockaddr_storage	 peer;
+	struct pt_conn		*c;
+	socklen_t		 len = sizeof(peer);
+	int			 fd;
+
+	if (conn_pool_full()) {
+		pt_log(PT_LOG_WARNING, "%s: max_connections reached, "
+		    "pausing accept", l->conf->address);
+		accept_pause(0);
+		return false;
+	}
+	fd = accept4(l->fd, (struct sockaddr *)&peer, &len,
+	    SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		switch (errno) {
+		case EAGAIN:
+		case EINTR:
+			return false;
+		case EMFILE:
+		case ENFILE:
+		case ENOBUFS:
+		case ENOMEM:
+			pt_log_err(PT_LOG_WARNING, errno, "accept on %s: "
+			    "pausing %d ms", l->conf->address, ACCEPT_PAUSE_MS);
+			accept_pause(ACCEPT_PAUSE_MS);
+			return false;
+		default:
+			/* ECONNABORTED and friends: that client gave up. */
+			return true;
+		}
+	}
+	if ((c = conn_new(l, fd, &peer)) == NULL)
+		return true;
+	switch (l->conf->proto) {
+	case CONF_PROTO_TCP:
+		tcp_start(c);
+		break;
+	}
+	return true;
+}
+
+static void
+accept_on_readable(struct loop_io *io, uint32_t events)
+{
+	struct worker_listener	*l = (struct worker_listener *)io;
+	int			 n;
+
+	for (n = 0; n < ACCEPT_BATCH && !accept_paused; n++)
+		if (!accept_one(l))
+			break;
+}
+
+int
+accept_start(const struct conf_listener *conf, const int *fds, int n)
+{
+	int	 i, rc;
+
+	accept_ls = calloc((size_t)n, sizeof(*accept_ls));
+	if (accept_ls == NULL)
+		return -ENOMEM;
+	accept_nls = n;
+	for (i = 0; i < n; i++) {
+		accept_ls[i].conf = &conf[i];
+		accept_ls[i].fd = fds[i];
+		rc = loop_io_start(&accept_ls[i].io, fds[i], EPOLLIN,
+		    accept_on_readable);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+void
+accept_stop(void)
+{
+	int	 i, n;
+
+	if (accept_stopped)
+		return;
+	accept_stopped = true;
+	pt_timer_stop(&accept_resume_timer);
+	for (i = 0; i < accept_nls; i++) {
+		/* Whatever the kernel already queued on our socket would be
+		 * reset when the last copy of a removed socket closes: take
+		 * it and serve it. Bounded so a flood cannot keep a
+		 * draining worker alive. */
+		accept_paused = false;
+		for (n = 0; n < 4096 && !accept_paused; n++)
+			if (!accept_one(&accept_ls[i]))
+				break;
+		loop_io_stop(&accept_ls[i].io);
+		close(accept_ls[i].fd);
+	}
+	accept_paused = true;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Listening sockets in a worker: accept, pause when out of resources. */
+#ifndef PT_WORKER_ACCEPT_H
+#define PT_WORKER_ACCEPT_H
+
+#include <stdbool.h>
+
+#include "worker/loop.h"
+
+struct conf_listener;
+
+struct worker_listener {
+	struct loop_io			 io;
+	const struct conf_listener	*conf;
+	int				 fd;
+};
+
+/* ---- worker/accept.c ------------------------------------------------- */
+
+/* Starts accepting on <n> listeners (fds inherited from the master).
+ * Worker, before the loop. 0 or -errno. */
+int	 accept_start(const struct conf_listener *conf, const int *fds, int n);
+/* Resumes accepting if it was paused for want of a connection slot. */
+void	 accept_slot_freed(void);
+/*
+ * Graceful stop: takes every connection already queued (so none is lost
+ * when the socket closes), then stops watching and closes the worker's
+ * copies of the listening sockets.
+ */
+void	 accept_stop(void);
+
+#endif

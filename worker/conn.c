@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Connection life cycle: allocation from the worker's pool, the single
+ * timer, and the single exit, conn_close(). Protocol logic (tcp.c, later
+ * http.c and socks5.c) and byte pumping (relay.c) live elsewhere; this file
+ * only guarantees that every connection ends exactly once, that its LOG
+ * hooks run, and that its memory outlives every callback on the stack.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "worker/conn.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "common/sockaddr.h"
+#include "worker/accept.h"
+#include "worker/phase.h"
+#include "worker/pool.h"
+#include "worker/relay.h"
+
+static struct pool	 conn_pool;
+static struct pt_conn	*conn_reap_list;
+static uint64_t		 conn_next_id;
+/* Every open connection, for conn_close_all(). */
+static struct pt_conn	*conn_live;
+
+void
+conn_pool_init(unsigned max, size_t modctx)
+{
+	pool_init(&conn_pool, "conn", sizeof(struct pt_conn) + modctx, max);
+}
+
+unsigned
+conn_count(void)
+{
+	return conn_pool.in_use;
+}
+
+bool
+conn_pool_full(void)
+{
+	return conn_pool.limit != 0 && conn_pool.in_use >= conn_pool.limit;
+}
+
+static void
+conn_side_init(struct pt_conn *c, enum conn_side_id id)
+{
+	struct conn_side	*s = &c->c_side[id];
+
+	memset(s, 0, sizeof(*s));
+	s->io.fd = -1;
+	s->conn = c;
+}
+
+static void
+conn_live_add(struct pt_conn *c)
+{
+	c->c_live_prev = NULL;
+	c->c_live_next = conn_live;
+	if (conn_live != NULL)
+		conn_live->c_live_prev = c;
+	conn_live = c;
+}
+
+static void
+conn_live_del(struct pt_conn *c)
+{
+	if (c->c_live_prev != NULL)
+		c->c_live_prev->c_live_next = c->c_live_next;
+	else
+		conn_live = c->c_live_next;
+	if (c->c_live_next != NULL)
+		c->c_live_next->c_live_prev = c->c_live_prev;
+}
+
+struct pt_conn *
+conn_new(const struct worker_listener *l, int fd,
+    const struct sockaddr_storage *peer)
+{
+	struct pt_conn	*c;
+	socklen_t	 len;
+	int		 one = 1;
+
+	if ((c = pool_get(&conn_pool)) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	memset(c, 0, conn_pool.size);
+	c->c_id = ++conn_next_id;
+	c->c_listener = l;
+	c->c_state = CONN_PHASES;
+	conn_side_init(c, SIDE_CLIENT);
+	conn_side_init(c, SIDE_UPSTREAM);
+	c->c_side[SIDE_CLIENT].io.fd = fd;
+	c->c_dir[0].pipe_r = c->c_dir[0].pipe_w = -1;
+	c->c_dir[1].pipe_r = c->c_dir[1].pipe_w = -1;
+	c->c_req.peer = *peer;
+	len = sizeof(c->c_req.local);
+	getsockname(fd, (struct sockaddr *)&c->c_req.local, &len);
+	c->c_req.start_ms = loop_now();
+	c->c_last_active = loop_now();
+	/* Small writes on a proxied leg must not wait for Nagle. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	conn_live_add(c);
+	counters_add(CTR_ACCEPTED, 1);
+	counters_add(CTR_ACTIVE, 1);
+	return c;
+}
+
+static void
+conn_side_close(struct conn_side *s)
+{
+	if (s->io.fd < 0)
+		return;
+	loop_io_stop(&s->io);
+	close(s->io.fd);
+	s->io.fd = -1;
+}
+
+void
+conn_close(struct pt_conn *c, const char *why)
+{
+	if (c->c_state == CONN_CLOSED)
+		return;
+	c->c_state = CONN_CLOSED;
+	conn_live_del(c);
+	pt_timer_stop(&c->c_timer);
+	if (why != NULL && c->c_req.error == NULL)
+		c->c_req.error = why;
+	if (c->c_transport != NULL && c->c_transport->free != NULL)
+		c->c_transport->free(c, c->c_tctx);
+	c->c_transport = NULL;
+	conn_side_close(&c->c_side[SIDE_CLIENT]);
+	conn_side_close(&c->c_side[SIDE_UPSTREAM]);
+	relay_release(c);
+	c->c_req.end_ms = loop_now();
+	if (!c->c_logged) {
+		c->c_logged = true;
+		phase_run(c, PT_PHASE_LOG, NULL);
+	}
+	counters_add(CTR_ACTIVE, -1);
+	counters_add(CTR_CLOSED, 1);
+	if (why != NULL)
+		pt_clog(c, PT_LOG_DEBUG, "closed: %s", why);
+	/* A module still holding the connection (it answered AGAIN) will
+	 * call pt_conn_resume(); the memory is reaped after that. */
+	if (!c->c_waiting) {
+		c->c_reap_next = conn_reap_list;
+		conn_reap_list = c;
+	}
+}
+
+void
+conn_reap(void)
+{
+	struct pt_conn	*c;
+	bool		 freed = false;
+
+	while ((c = conn_reap_list) != NULL) {
+		conn_reap_list = c->c_reap_next;
+		pool_put(&conn_pool, c);
+		freed = true;
+	}
+	if (freed)
+		accept_slot_freed();
+}
+
+void
+conn_release_waiting(struct pt_conn *c)
+{
+	c->c_reap_next = conn_reap_list;
+	conn_reap_list = c;
+}
+
+void
+conn_close_all(const char *why)
+{
+	while (conn_live != NULL)
+		conn_close(conn_live, why);
+}
+
+uint64_t
+pt_conn_id(const struct pt_conn *c)
+{
+	return c->c_id;
+}
+
+void
+pt_clog(struct pt_conn *c, int level, const char *fmt, ...)
+{
+	char	 prefix[128], peer[SOCKADDR_STRLEN];
+	va_list	 ap;
+
+	snprintf(prefix, sizeof(prefix), "*%llu %s ",
+	    (unsigned long long)c->c_id,
+	    sockaddr_fmt((const struct sockaddr *)&c->c_req.peer, peer,
+	    sizeof(peer)));
+	va_start(ap, fmt);
+	log_vprefixed(level, prefix, fmt, ap);
+	va_end(ap);
+}

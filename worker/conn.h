@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A proxied connection: the client leg, the upstream leg, the bytes in
+ * flight between them, one timer, and the transaction the modules see.
+ */
+#ifndef PT_WORKER_CONN_H
+#define PT_WORKER_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "portico/module.h"
+#include "worker/loop.h"
+
+struct pt_conn;
+struct worker_listener;
+
+enum conn_side_id {
+	SIDE_CLIENT = 0,
+	SIDE_UPSTREAM = 1,
+};
+
+enum conn_state {
+	CONN_PHASES = 0,	/* running module hooks before dialing */
+	CONN_CONNECTING,	/* upstream connect() in progress */
+	CONN_RELAY,		/* tunnel open: bytes flow both ways */
+	CONN_CLOSED,
+};
+
+struct conn_side {
+	struct loop_io		 io;		/* io.fd < 0: no socket yet */
+	struct pt_conn		*conn;
+	bool			 rd_eof;	/* peer sent FIN */
+	bool			 wr_shut;	/* we sent FIN */
+};
+
+/*
+ * Bytes moving from one side to the other. Invariant: in copy mode
+ * 0 <= head <= tail <= buffer size, and buf is NULL whenever head == tail
+ * and the source would block (an idle tunnel holds no payload memory); in
+ * splice mode pipe_fill bytes sit in the pipe, and the pipe is back in the
+ * pool whenever pipe_fill == 0 at rest.
+ */
+struct relay_dir {
+	char		*buf;
+	uint32_t	 head, tail;
+	int		 pipe_r, pipe_w;	/* -1: no pipe held */
+	size_t		 pipe_fill;
+	bool		 done;		/* EOF read and passed on */
+};
+
+typedef void (*conn_phase_done_fn)(struct pt_conn *c, enum pt_verdict v);
+
+struct pt_conn {
+	uint64_t			 c_id;
+	enum conn_state			 c_state;
+	const struct worker_listener	*c_listener;
+	struct conn_side		 c_side[2];
+	struct relay_dir		 c_dir[2];	/* [SIDE_CLIENT]: c->u */
+	struct pt_timer			 c_timer;	/* one at a time */
+	void				(*c_dial_done)(struct pt_conn *, int);
+	uint64_t			 c_last_active;
+	struct pt_req			 c_req;
+
+	/* Where the module phase runner stands (phase.c). */
+	enum pt_phase			 c_phase;
+	int				 c_hook;
+	conn_phase_done_fn		 c_phase_done;
+	bool				 c_waiting;	/* a hook said AGAIN */
+	bool				 c_logged;
+
+	const struct pt_transport	*c_transport;	/* NULL: plain */
+	void				*c_tctx;
+	struct pt_conn			*c_reap_next;
+	struct pt_conn			*c_live_prev, *c_live_next;
+	/* Module per-connection state follows, at offsets from phase.c. */
+	unsigned char			 c_modctx[];
+};
+
+/* ---- worker/conn.c --------------------------------------------------- */
+
+/* Sizes the connection pool for <max> connections with <modctx> bytes of
+ * module state each. Worker, before the loop. */
+void		 conn_pool_init(unsigned max, size_t modctx);
+/* Connections allocated and not yet reaped. */
+unsigned	 conn_count(void);
+/* True when conn_new() would fail for want of a slot. */
+bool		 conn_pool_full(void);
+/*
+ * Takes ownership of accepted socket <fd> from <l>. Returns the new
+ * connection, or NULL (fd closed) when the pool is exhausted.
+ */
+struct pt_conn	*conn_new(const struct worker_listener *l, int fd,
+		    const struct sockaddr_storage *peer);
+/*
+ * The only way a connection ends: stops and closes both sockets, returns
+ * buffers and pipes, runs the LOG phase once, and queues the memory for
+ * conn_reap() so callbacks still on the stack stay valid. Idempotent.
+ * <why> is a static string for the debug log and LOG hooks, or NULL.
+ */
+void		 conn_close(struct pt_conn *c, const char *why);
+/* Frees every connection closed during this loop iteration. */
+void		 conn_reap(void);
+/* Queues for reaping a closed connection whose module hook has just
+ * resumed (phase.c). */
+void		 conn_release_waiting(struct pt_conn *c);
+/* Closes every open connection (fast stop, drain timeout). */
+void		 conn_close_all(const char *why);
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The worker's event loop: epoll for descriptors, a heap for timers. */
+#ifndef PT_WORKER_LOOP_H
+#define PT_WORKER_LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "portico/module.h"
+
+struct loop_io;
+typedef void (*loop_io_fn)(struct loop_io *io, uint32_t events);
+
+/* Embedded in whatever owns the descriptor; epoll hands it back. */
+struct loop_io {
+	int		 fd;
+	uint32_t	 events;	/* registered interest */
+	bool		 added;
+	loop_io_fn	 fn;
+};
+
+/* ---- worker/loop.c --------------------------------------------------- */
+
+/* Creates the epoll instance. Worker, before the loop. 0 or -errno. */
+int		 loop_init(void);
+void		 loop_fini(void);
+/* Watches <fd> for <events> (EPOLLIN/EPOLLOUT; level-triggered).
+ * 0 or -errno. */
+int		 loop_io_start(struct loop_io *io, int fd, uint32_t events,
+		    loop_io_fn fn);
+/* Changes the interest set; a no-op when it is unchanged. */
+int		 loop_io_set(struct loop_io *io, uint32_t events);
+/* Stops watching (before the owner closes the fd). Idempotent. */
+void		 loop_io_stop(struct loop_io *io);
+/* Waits for events at most until the next timer, runs callbacks and due
+ * timers. Returns 0, or -errno when epoll_wait failed (not EINTR). */
+int		 loop_once(void);
+/* Re-reads the monotonic clock into loop_now(). */
+void		 loop_update_time(void);
+uint64_t	 loop_now(void);
+/* Tests only: freezes the clock at <ms> (loop_update_time then no-ops). */
+void		 loop_set_time(uint64_t ms);
+/* Runs every timer due at loop_now(); returns how many ran. */
+int		 loop_run_timers(void);
+/* Milliseconds until the next timer, or -1 when none. */
+int		 loop_next_timeout(void);
+unsigned	 loop_timer_count(void);
+
+#endif

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The module phase runner. For every phase it keeps the configured
+ * modules' hooks sorted by priority, and walks them for one connection,
+ * stopping at the first ALLOW, DENY or ERROR. A hook that answers AGAIN
+ * parks the connection; pt_conn_resume() picks the walk up where it
+ * stopped. What a verdict means on the wire is decided by the caller's
+ * <done> callback, never here.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/phase.h"
+#include "common/log.h"
+#include "master/conf.h"
+#include "master/modload.h"
+
+#define PHASE_MAX_HOOKS	64
+
+struct phase_hook {
+	pt_hook_fn		 fn;
+	int			 priority;
+	void			*modctx;	/* the module's conf() result */
+};
+
+struct phase_mod {
+	const struct pt_module	*mod;
+	size_t			 offset;	/* into pt_conn.c_modctx */
+};
+
+static struct phase_hook	phase_hooks[PT_PHASE_COUNT][PHASE_MAX_HOOKS];
+static int			phase_nhooks[PT_PHASE_COUNT];
+static struct phase_mod		phase_mods[MODLOAD_MAX];
+static int			phase_nmods;
+
+static void
+phase_add(enum pt_phase p, pt_hook_fn fn, int priority, void *modctx)
+{
+	struct phase_hook	*h = phase_hooks[p];
+	int			 i;
+
+	if (phase_nhooks[p] == PHASE_MAX_HOOKS) {
+		pt_log(PT_LOG_WARNING, "too many hooks in phase %d", (int)p);
+		return;
+	}
+	/* Insertion keeps equal priorities in configuration order. */
+	for (i = phase_nhooks[p]; i > 0 && h[i - 1].priority > priority; i--)
+		h[i] = h[i - 1];
+	h[i].fn = fn;
+	h[i].priority = priority;
+	h[i].modctx = modctx;
+	phase_nhooks[p]++;
+}
+
+size_t
+phase_init(const struct pt_config *conf)
+{
+	const struct pt_module	*m;
+	const struct pt_hook	*h;
+	size_t			 total = 0;
+	int			 i;
+
+	phase_fini();
+	for (i = 0; i < conf->nmodules; i++) {
+		m = conf->modules[i].mod->mod;
+		phase_mods[phase_nmods].mod = m;
+		phase_mods[phase_nmods].offset = total;
+		phase_nmods++;
+		total += (m->conn_ctx_size + 15) & ~(size_t)15;
+		for (h = m->hooks; h != NULL && h->fn != NULL; h++)
+			if ((unsigned)h->phase < PT_PHASE_COUNT)
+				phase_add(h->phase, h->fn, h->priority,
+				    conf->modules[i].ctx);
+	}
+	return total;
+}
+
+void
+phase_fini(void)
+{
+	memset(phase_nhooks, 0, sizeof(phase_nhooks));
+	phase_nmods = 0;
+}
+
+bool
+phase_has_hooks(enum pt_phase phase)
+{
+	return phase_nhooks[phase] > 0;
+}
+
+void *
+pt_conn_ctx(struct pt_conn *c, const struct pt_module *mod)
+{
+	int	 i;
+
+	for (i = 0; i < phase_nmods; i++)
+		if (phase_mods[i].mod == mod)
+			return c->c_modctx + phase_mods[i].offset;
+	return NULL;
+}
+
+static void
+phase_finish(struct pt_conn *c, enum pt_verdict v)
+{
+	conn_phase_done_fn	 done = c->c_phase_done;
+
+	c->c_phase_done = NULL;
+	if (done != NULL)
+		done(c, v);
+}
+
+/* Walks the hooks of c->c_phase from c->c_hook on. */
+static void
+phase_walk(struct pt_conn *c)
+{
+	const struct phase_hook	*h;
+	enum pt_phase		 p = c->c_phase;
+	enum pt_verdict		 v;
+
+	while (c->c_hook < phase_nhooks[p]) {
+		h = &phase_hooks[p][c->c_hook];
+		v = h->fn(c, &c->c_req, h->modctx);
+		switch (v) {
+		case PT_VERDICT_CONTINUE:
+			c->c_hook++;
+			break;
+		case PT_VERDICT_AGAIN:
+			if (p == PT_PHASE_LOG) {
+				c->c_hook++;
+				break;
+			}
+			c->c_waiting = true;
+			return;
+		case PT_VERDICT_ALLOW:
+		case PT_VERDICT_DENY:
+		case PT_VERDICT_ERROR:
+			phase_finish(c, v);
+			return;
+		default:
+			pt_clog(c, PT_LOG_ERR, "module hook returned %d", (int)v);
+			phase_finish(c, PT_VERDICT_ERROR);
+			return;
+		}
+	}
+	phase_finish(c, PT_VERDICT_CONTINUE);
+}
+
+void
+phase_run(struct pt_conn *c, enum pt_phase phase, conn_phase_done_fn done)
+{
+	c->c_phase = phase;
+	c->c_hook = 0;
+	c->c_phase_done = done;
+	if (phase_nhooks[phase] == 0) {
+		phase_finish(c, PT_VERDICT_CONTINUE);
+		return;
+	}
+	phase_walk(c);
+}
+
+void
+pt_conn_resume(struct pt_conn *c, enum pt_verdict v)
+{
+	if (!c->c_waiting) {
+		pt_clog(c, PT_LOG_ERR, "pt_conn_resume without AGAIN: ignored");
+		return;
+	}
+	c->c_waiting = false;
+	/* The client went away while the module worked: the connection is
+	 * closed and only its memory was kept for this call. */
+	if (c->c_state == CONN_CLOSED) {
+		conn_release_waiting(c);
+		return;
+	}
+	if (v == PT_VERDICT_CONTINUE || v == PT_VERDICT_AGAIN) {
+		c->c_hook++;
+		phase_walk(c);
+	} else {
+		phase_finish(c, v);
+	}
+}
+
+int
+phase_init_worker(const struct pt_config *conf, struct pt_worker *w)
+{
+	const struct pt_module	*m;
+	int			 i;
+
+	for (i = 0; i < conf->nmodules; i++) {
+		m = conf->modules[i].mod->mod;
+		if (m->init_worker != NULL &&
+		    m->init_worker(w, conf->modules[i].ctx) != 0) {
+			pt_log(PT_LOG_ERR, "module \"%s\": init_worker failed",
+			    m->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+phase_exit_worker(const struct pt_config *conf, struct pt_worker *w)
+{
+	const struct pt_module	*m;
+	int			 i;
+
+	for (i = conf->nmodules - 1; i >= 0; i--) {
+		m = conf->modules[i].mod->mod;
+		if (m->exit_worker != NULL)
+			m->exit_worker(w, conf->modules[i].ctx);
+	}
+}
+
+void
+phase_reopen(const struct pt_config *conf)
+{
+	const struct pt_module	*m;
+	int			 i;
+
+	for (i = 0; i < conf->nmodules; i++) {
+		m = conf->modules[i].mod->mod;
+		if (m->reopen != NULL)
+			m->reopen(conf->modules[i].ctx);
+	}
+}

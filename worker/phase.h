@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Runs the modules' hooks for one phase of one connection. */
+#ifndef PT_WORKER_PHASE_H
+#define PT_WORKER_PHASE_H
+
+#include <stddef.h>
+
+#include "portico/module.h"
+#include "worker/conn.h"
+
+struct pt_config;
+
+/* ---- worker/phase.c -------------------------------------------------- */
+
+/* Builds the per-phase hook tables from the configuration's modules and
+ * lays out their per-connection state. Returns the bytes of state each
+ * connection needs. Worker, before the loop. */
+size_t		 phase_init(const struct pt_config *conf);
+void		 phase_fini(void);
+/* True when some module hooks <phase> (the core may skip work if not). */
+bool		 phase_has_hooks(enum pt_phase phase);
+/*
+ * Runs the hooks of <phase> in priority order, then calls <done> with
+ * CONTINUE (all passed), ALLOW, DENY or ERROR. <done> may run before
+ * phase_run returns, or later when a hook answered AGAIN. The LOG phase
+ * never waits: AGAIN there counts as CONTINUE.
+ */
+void		 phase_run(struct pt_conn *c, enum pt_phase phase,
+		    conn_phase_done_fn done);
+/* Runs the init_worker / exit_worker hooks. */
+int		 phase_init_worker(const struct pt_config *conf,
+		    struct pt_worker *w);
+void		 phase_exit_worker(const struct pt_config *conf,
+		    struct pt_worker *w);
+void		 phase_reopen(const struct pt_config *conf);
+
+#endif

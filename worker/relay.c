@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The tunnel pump: moves bytes between the two legs of a connection in both
+ * directions, either through a pooled pipe with splice() (no copy through
+ * user space) or through a pooled buffer with read()/write(). Which is
+ * faster depends on transfer sizes (bench/), so it is a setting.
+ *
+ * Each direction reads only when it has nothing left to write, so at most
+ * one buffer (or one pipe) per direction is in flight, and it goes back to
+ * the pool as soon as the source would block with nothing pending: an
+ * idle tunnel holds no payload memory. EOF is passed on with shutdown()
+ * once everything before it has been written (half-close); the connection
+ * ends when both directions have passed EOF, or at the first error.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "worker/relay.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "worker/pool.h"
+#include "worker/worker.h"
+#include "master/conf.h"
+
+/* Reads and writes per direction per event, so one fast tunnel cannot
+ * starve the others sharing the worker. */
+#define RELAY_ROUNDS		16
+#define RELAY_SPLICE_CHUNK	65536
+/* Idle pipes kept open for reuse; beyond that they are closed, so pooled
+ * pipes cannot eat the descriptors clients need. */
+#define RELAY_PIPES_KEPT	64
+
+static bool		 relay_use_splice;
+static unsigned		 relay_bufsz;
+static struct pool	 relay_bufs;
+static int		 relay_pipes[RELAY_PIPES_KEPT][2];
+static int		 relay_npipes;
+
+static void	relay_on_event(struct loop_io *io, uint32_t events);
+
+void
+relay_init(bool splice, unsigned buffer_size, unsigned max_conns)
+{
+	relay_use_splice = splice;
+	relay_bufsz = buffer_size;
+	pool_init(&relay_bufs, "relay buffer", buffer_size, 2 * max_conns);
+}
+
+void
+relay_fini(void)
+{
+	while (relay_npipes > 0) {
+		relay_npipes--;
+		close(relay_pipes[relay_npipes][0]);
+		close(relay_pipes[relay_npipes][1]);
+	}
+	pool_fini(&relay_bufs);
+}
+
+unsigned
+relay_buffers_in_use(void)
+{
+	return relay_bufs.in_use;
+}
+
+static int
+relay_pipe_get(struct relay_dir *r)
+{
+	int	 p[2];
+
+	if (r->pipe_r >= 0)
+		return 0;
+	if (relay_npipes > 0) {
+		relay_npipes--;
+		r->pipe_r = relay_pipes[relay_npipes][0];
+		r->pipe_w = relay_pipes[relay_npipes][1];
+		return 0;
+	}
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	r->pipe_r = p[0];
+	r->pipe_w = p[1];
+	return 0;
+}
+
+/* Returns the direction's pipe or buffer; only ever called when empty. */
+static void
+relay_dir_idle(struct relay_dir *r)
+{
+	if (r->pipe_r >= 0) {
+		if (r->pipe_fill == 0 && relay_npipes < RELAY_PIPES_KEPT) {
+			relay_pipes[relay_npipes][0] = r->pipe_r;
+			relay_pipes[relay_npipes][1] = r->pipe_w;
+			relay_npipes++;
+		} else {
+			close(r->pipe_r);
+			close(r->pipe_w);
+		}
+		r->pipe_r = r->pipe_w = -1;
+		r->pipe_fill = 0;
+	}
+	if (r->buf != NULL) {
+		pool_put(&relay_bufs, r->buf);
+		r->buf = NULL;
+		r->head = r->tail = 0;
+	}
+}
+
+void
+relay_release(struct pt_conn *c)
+{
+	/* A pipe still holding bytes is closed, never pooled. */
+	relay_dir_idle(&c->c_dir[0]);
+	relay_dir_idle(&c->c_dir[1]);
+}
+
+static size_t
+relay_pending(const struct relay_dir *r)
+{
+	return r->pipe_fill + (r->tail - r->head);
+}
+
+/* Moves pending bytes of direction <d> to its destination: bytes written,
+ * or -errno (-EAGAIN: destination full). */
+static ssize_t
+relay_write(struct pt_conn *c, struct relay_dir *r, int dst)
+{
+	ssize_t	 n;
+
+	if (r->pipe_fill > 0) {
+		n = splice(r->pipe_r, NULL, dst, NULL, r->pipe_fill,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0)
+			return -errno;
+		r->pipe_fill -= (size_t)n;
+		return n;
+	}
+	n = send(dst, r->buf + r->head, r->tail - r->head, MSG_NOSIGNAL);
+	if (n < 0)
+		return -errno;
+	r->head += (uint32_t)n;
+	if (r->head == r->tail)
+		r->head = r->tail = 0;
+	return n;
+}
+
+/* Reads from the source of direction <d> into its pipe or buffer: bytes
+ * read, 0 at EOF, or -errno (-EAGAIN: nothing to read). */
+static ssize_t
+relay_read(struct pt_conn *c, struct relay_dir *r, int src)
+{
+	ssize_t	 n;
+	int	 rc;
+
+	if (relay_use_splice) {
+		if ((rc = relay_pipe_get(r)) < 0)
+			return rc;
+		n = splice(src, NULL, r->pipe_w, NULL, RELAY_SPLICE_CHUNK,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0)
+			return -errno;
+		r->pipe_fill += (size_t)n;
+		return n;
+	}
+	if (r->buf == NULL) {
+		if ((r->buf = pool_get(&relay_bufs)) == NULL)
+			return -ENOBUFS;
+		r->head = r->tail = 0;
+	}
+	n = recv(src, r->buf, relay_bufsz, 0);
+	if (n < 0)
+		return -errno;
+	r->tail = (uint32_t)n;
+	return n;
+}
+
+/*
+ * Pumps direction <d> (from side d to side 1-d) as far as it goes without
+ * blocking. Returns 0, or -errno on a failure that ends the connection.
+ */
+static int
+relay_pump(struct pt_conn *c, enum conn_side_id d)
+{
+	struct relay_dir	*r = &c->c_dir[d];
+	struct conn_side	*src = &c->c_side[d], *dst = &c->c_side[1 - d];
+	ssize_t			 n;
+	int			 i;
+
+	for (i = 0; i < RELAY_ROUNDS && !r->done; i++) {
+		if (relay_pending(r) > 0) {
+			n = relay_write(c, r, dst->io.fd);
+			if (n == -EAGAIN)
+				return 0;
+			if (n < 0)
+				return (int)n;
+			c->c_last_active = loop_now();
+			continue;
+		}
+		if (src->rd_eof) {
+			relay_dir_idle(r);
+			if (shutdown(dst->io.fd, SHUT_WR) < 0 && errno != ENOTCONN)
+				return -errno;
+			dst->wr_shut = true;
+			r->done = true;
+			return 0;
+		}
+		n = relay_read(c, r, src->io.fd);
+		if (n == -EAGAIN) {
+			relay_dir_idle(r);
+			return 0;
+		}
+		if (n < 0)
+			return (int)n;
+		if (n == 0) {
+			src->rd_eof = true;
+			continue;
+		}
+		c->c_last_active = loop_now();
+		if (d == SIDE_CLIENT) {
+			c->c_req.bytes_in += (uint64_t)n;
+			counters_add(CTR_BYTES_IN, n);
+		} else {
+			c->c_req.bytes_out += (uint64_t)n;
+			counters_add(CTR_BYTES_OUT, n);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Watches side <s> for what the relay needs from it now. A side that hung
+ * up is reported by epoll whatever the interest set, so when nothing is
+ * wanted from it any more it is taken out of epoll altogether.
+ */
+static void
+relay_watch(struct pt_conn *c, enum conn_side_id id, bool hup)
+{
+	struct conn_side	*s = &c->c_side[id];
+	uint32_t		 want = 0;
+
+	if (!c->c_dir[id].done && !s->rd_eof &&
+	    relay_pending(&c->c_dir[id]) == 0)
+		want |= EPOLLIN;
+	if (relay_pending(&c->c_dir[1 - id]) > 0)
+		want |= EPOLLOUT;
+	if (want == 0 && hup) {
+		loop_io_stop(&s->io);
+		return;
+	}
+	if (!s->io.added) {
+		if (want != 0 && loop_io_start(&s->io, s->io.fd, want,
+		    relay_on_event) < 0)
+			conn_close(c, "epoll_ctl");
+		return;
+	}
+	loop_io_set(&s->io, want);
+}
+
+static void
+relay_on_event(struct loop_io *io, uint32_t events)
+{
+	struct conn_side	*s = (struct conn_side *)io;
+	struct pt_conn		*c = s->conn;
+	enum conn_side_id	 id = s == &c->c_side[SIDE_CLIENT] ?
+				    SIDE_CLIENT : SIDE_UPSTREAM;
+	bool			 hup = (events & (EPOLLHUP | EPOLLERR)) != 0;
+	int			 rc = 0;
+
+	/* Error and hang-up are handled by trying both directions: the
+	 * system calls then report what exactly happened. */
+	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+		rc = relay_pump(c, 1 - id);
+	if (rc == 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		rc = relay_pump(c, id);
+	if (rc < 0) {
+		conn_close(c, rc == -ECONNRESET || rc == -EPIPE ?
+		    "reset by peer" : "relay error");
+		return;
+	}
+	if (c->c_dir[0].done && c->c_dir[1].done) {
+		conn_close(c, NULL);
+		return;
+	}
+	relay_watch(c, id, hup);
+	if (c->c_state != CONN_CLOSED)
+		relay_watch(c, 1 - id, false);
+}
+
+static void
+relay_on_timer(struct pt_timer *t, void *arg)
+{
+	struct pt_conn	*c = arg;
+	uint64_t	 idle = worker_self()->conf->limits.idle_timeout_ms;
+	uint64_t	 quiet = loop_now() - c->c_last_active;
+
+	/* Activity only stamps c_last_active; the deadline moves here, once
+	 * per timeout period at most, instead of on every read. */
+	if (quiet < idle) {
+		pt_timer_start(&c->c_timer, idle - quiet, relay_on_timer, c);
+		return;
+	}
+	conn_close(c, "idle timeout");
+}
+
+void
+relay_start(struct pt_conn *c)
+{
+	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+
+	c->c_state = CONN_RELAY;
+	c->c_last_active = loop_now();
+	if (!cl->io.added && loop_io_start(&cl->io, cl->io.fd, 0,
+	    relay_on_event) < 0) {
+		conn_close(c, "epoll_ctl");
+		return;
+	}
+	cl->io.fn = relay_on_event;
+	up->io.fn = relay_on_event;
+	pt_timer_start(&c->c_timer, worker_self()->conf->limits.idle_timeout_ms,
+	    relay_on_timer, c);
+	relay_watch(c, SIDE_CLIENT, false);
+	relay_watch(c, SIDE_UPSTREAM, false);
+}

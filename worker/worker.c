@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A worker's whole life after fork(), in this order: keep only its own
+ * listening sockets, drop privileges, pin its CPU, name itself, set up
+ * pools, modules and listeners, then loop until told to stop. It reads no
+ * file and loads no module: everything came from the master's memory.
+ *
+ * Stopping: SIGQUIT drains (stop accepting, finish what is open, at most
+ * shutdown_timeout), SIGTERM/SIGINT close everything now, and a worker
+ * whose master died drains too (PR_SET_PDEATHSIG), so orphans never keep
+ * a port.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "worker/worker.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "master/conf.h"
+#include "worker/accept.h"
+#include "worker/conn.h"
+#include "worker/loop.h"
+#include "worker/phase.h"
+#include "worker/relay.h"
+
+static struct pt_worker	 worker;
+static struct pt_worker	*worker_cur;
+static struct loop_io	 worker_sigio;
+static struct pt_timer	 worker_drain_timer;
+static char		 worker_role[32];
+
+struct pt_worker *
+worker_self(void)
+{
+	return worker_cur;
+}
+
+int
+pt_worker_id(const struct pt_worker *w)
+{
+	return w->slot;
+}
+
+static void
+worker_drop_privileges(const struct pt_config *conf)
+{
+	if (geteuid() != 0 || conf->uid == (uid_t)-1)
+		return;
+	if (setgroups(1, &conf->gid) < 0 || setgid(conf->gid) < 0 ||
+	    setuid(conf->uid) < 0)
+		fatal("dropping privileges to %s: %s", conf->user,
+		    strerror(errno));
+	/* Dropping privileges clears the dumpable flag; a worker that crashes
+	 * should still leave a core for the operator. */
+	prctl(PR_SET_DUMPABLE, 1);
+}
+
+static void
+worker_pin(const struct pt_config *conf, int slot)
+{
+	cpu_set_t	 set;
+
+	worker.cpu = -1;
+	if (!conf->pin)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(conf->cpus[slot], &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		pt_log_err(PT_LOG_WARNING, errno, "sched_setaffinity cpu %d",
+		    conf->cpus[slot]);
+		return;
+	}
+	worker.cpu = conf->cpus[slot];
+}
+
+static void
+worker_on_drain_timeout(struct pt_timer *t, void *arg)
+{
+	pt_log(PT_LOG_NOTICE, "shutdown_timeout: closing %u connections",
+	    conn_count());
+	conn_close_all("shutdown timeout");
+}
+
+static void
+worker_drain(void)
+{
+	if (worker.stopping)
+		return;
+	worker.stopping = true;
+	prctl(PR_SET_NAME, "portico-drain");
+	accept_stop();
+	pt_timer_start(&worker_drain_timer, worker.conf->shutdown_timeout_ms,
+	    worker_on_drain_timeout, NULL);
+}
+
+static void
+worker_on_signal(struct loop_io *io, uint32_t events)
+{
+	struct signalfd_siginfo	 si;
+
+	while (read(io->fd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGQUIT:
+			worker_drain();
+			break;
+		case SIGTERM:
+		case SIGINT:
+			worker.stopping = true;
+			accept_stop();
+			conn_close_all("fast stop");
+			break;
+		case SIGUSR1:
+			if (log_reopen() < 0)
+				pt_log(PT_LOG_ERR, "reopening the error log "
+				    "failed");
+			phase_reopen(worker.conf);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void
+worker_signals(void)
+{
+	sigset_t	 set;
+	int		 fd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGHUP);
+	/* The master blocked these before fork; the worker keeps them
+	 * blocked and reads them from its loop. */
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0 || loop_io_start(&worker_sigio, fd, EPOLLIN,
+	    worker_on_signal) < 0)
+		fatal("worker signalfd: %s", strerror(errno));
+}
+
+static void
+worker_keep_own_sockets(int slot, int nslots, int nlisteners, const int *fds,
+    int *mine)
+{
+	int	 l, s;
+
+	for (l = 0; l < nlisteners; l++)
+		for (s = 0; s < nslots; s++) {
+			if (s == slot)
+				mine[l] = fds[l * nslots + s];
+			else
+				close(fds[l * nslots + s]);
+		}
+}
+
+noreturn void
+worker_main(const struct pt_config *conf, int slot, int nslots,
+    const int *fds)
+{
+	int	 mine[conf->nlisteners];
+	size_t	 modctx;
+
+	snprintf(worker_role, sizeof(worker_role), "worker %d", slot);
+	log_set_role(worker_role);
+	worker.slot = slot;
+	worker.conf = conf;
+	worker_cur = &worker;
+	prctl(PR_SET_PDEATHSIG, SIGQUIT);
+	worker_keep_own_sockets(slot, nslots, conf->nlisteners, fds, mine);
+	worker_drop_privileges(conf);
+	worker_pin(conf, slot);
+	{
+		char	 name[16];
+
+		snprintf(name, sizeof(name), "portico-w%d", slot);
+		prctl(PR_SET_NAME, name);
+	}
+	counters_use_slot(slot);
+	if (loop_init() < 0)
+		fatal("epoll_create1: %s", strerror(errno));
+	worker_signals();
+	modctx = phase_init(conf);
+	conn_pool_init(conf->limits.max_connections, modctx);
+	relay_init(conf->relay == CONF_RELAY_SPLICE, conf->buffer_size,
+	    conf->limits.max_connections);
+	if (phase_init_worker(conf, &worker) < 0)
+		fatal("module initialisation failed");
+	if (accept_start(conf->listeners, mine, conf->nlisteners) < 0)
+		fatal("watching listeners: %s", strerror(errno));
+	pt_log(PT_LOG_NOTICE, "worker %d started on cpu %d", slot, worker.cpu);
+
+	while (!worker.stopping || conn_count() > 0) {
+		if (loop_once() < 0)
+			fatal("epoll_wait: %s", strerror(errno));
+		conn_reap();
+	}
+	phase_exit_worker(conf, &worker);
+	relay_fini();
+	pt_log(PT_LOG_INFO, "worker %d exiting", slot);
+	/* _exit: the master's atexit handlers and stdio buffers belong to
+	 * the master, not to this copy of it. */
+	_exit(0);
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A worker process: post-fork set-up, the loop, and stopping. */
+#ifndef PT_WORKER_WORKER_H
+#define PT_WORKER_WORKER_H
+
+#include <stdbool.h>
+#include <stdnoreturn.h>
+
+struct pt_config;
+
+struct pt_worker {
+	int			 slot;
+	int			 cpu;		/* -1: not pinned */
+	const struct pt_config	*conf;
+	bool			 stopping;
+};
+
+/* ---- worker/worker.c ------------------------------------------------- */
+
+/*
+ * Runs worker <slot> in a freshly forked child: closes the other slots'
+ * sockets, drops privileges, pins the CPU, initialises modules, then loops
+ * until told to stop. <fds>[listener * nslots + slot] are the master's
+ * listening sockets. Never returns.
+ */
+noreturn void	worker_main(const struct pt_config *conf, int slot, int nslots,
+		    const int *fds);
+/* The running worker (NULL in the master). */
+struct pt_worker *worker_self(void);
+
+#endif
