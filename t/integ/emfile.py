@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+Out of descriptors must not spin. portico runs with RLIMIT_NOFILE = 64 and
+one worker; 100 client connections are opened and held, far more than fit.
+For ~2 s the worker's CPU time (utime + stime) grows by less than 0.5 s and
+its pid is the same (not killed, not respawned). Once those connections
+close, new connections are served again.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+
+NOFILE = 64
+HOLD = 100
+
+
+def main(t):
+    echo = t.echo_server()
+    port = ptest.free_port()
+    conf = t.conf("forward", WORKERS=1, RELAY="splice",
+                  LISTENERS=ptest.listeners(("127.0.0.1:%d" % port,
+                                             echo.address)))
+    p = t.portico(conf, nofile=NOFILE)
+    w = p.workers()
+    wpid = w.get(0)
+    t.check(wpid is not None, "one worker runs", str(p.all_children()))
+    ok, why = ptest.echo_once(port)
+    t.check(ok, "the forwarder works before the flood", why)
+
+    socks = ptest.nonblocking_connects(port, HOLD)
+    t.at_exit(lambda: [s.close() for s in socks])
+    t.diag("%d of %d client connections opened" % (len(socks), HOLD))
+    t.check(len(socks) >= HOLD * 9 // 10,
+            "the kernel queued most of the %d connections" % HOLD,
+            "%d opened" % len(socks))
+    # let the worker run into the limit
+    time.sleep(0.5)
+    t.diag("worker fds now: %s; echo server connections: %d" % (
+        ptest.fd_count(wpid), echo.active))
+    c0 = ptest.cpu_seconds(wpid)
+    t0 = time.monotonic()
+    time.sleep(2.0)
+    c1 = ptest.cpu_seconds(wpid)
+    el = time.monotonic() - t0
+    used = None if c0 is None or c1 is None else c1 - c0
+    t.check(used is not None and used < 0.5,
+            "out of descriptors, the worker does not spin "
+            "(CPU < 0.5 s in %.1f s)" % el,
+            lambda: ["worker cpu used: %s s" % used] +
+            ptest.tail(p.log(), 15))
+    t.check(p.workers().get(0) == wpid and ptest.alive(wpid),
+            "out of descriptors, the worker is not killed or replaced",
+            lambda: ["before %s, now %s" % (wpid, p.workers())] +
+            ptest.tail(p.log(), 15))
+    t.check(p.running(), "the master is still running")
+    mc = ptest.cpu_seconds(p.pid)
+    t.diag("master cpu so far: %s s" % mc)
+
+    for s in socks:
+        s.close()
+    socks.clear()
+
+    # new connections are served again (bounded wait for the backlog of
+    # closed connections to be accepted and dropped)
+    res = ptest.wait_for(lambda: ptest.echo_once(port,
+                                                 timeout=ptest.bound(3))[0],
+                         ptest.bound(15), interval=0.2)
+    t.check(res, "after the flood closes, new connections are served",
+            lambda: ptest.tail(p.log(), 20))
+    good = sum(1 for _ in range(10) if ptest.echo_once(port)[0])
+    t.check(good == 10, "and keep being served (10 of 10 echo)",
+            "%d of 10" % good)
+    t.check(p.workers().get(0) == wpid,
+            "the same worker served before and after the flood",
+            "before %s, now %s" % (wpid, p.workers()))
+    lines = p.log_lines(r"(?i)descriptor|EMFILE|ENFILE|too many open|paus")
+    t.diag(["log lines about the limit:"] + lines[:10])
+    t.stop_portico(p)
+
+
+if __name__ == "__main__":
+    ptest.Test("emfile").run(main)

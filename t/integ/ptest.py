@@ -1,0 +1,1303 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+ptest: a small library for portico's integration tests.
+
+Each scenario in t/integ/<name>.py starts the real portico binary with a
+real configuration (a template from t/conf/, or text built here), drives it
+with real clients against real servers this library starts on loopback,
+and reports TAP on stdout.  Python 3 standard library only.
+
+Environment (given by `make check`, defaults for running by hand from the
+build directory):
+  PORTICO        the binary                     (./portico)
+  PT_SRCDIR      top of the source tree         (two levels above this file)
+  PT_BUILDDIR    top of the build tree          (.)
+  PT_TESTMODDIR  hookrec.so and badabi.so       (t/modules/.libs)
+  PT_KEEP=1      keep the temporary directories, even when all passed
+  PT_SLOW=N      multiply every time bound by N (default: 3 when the binary
+                 is built with AddressSanitizer, else 1)
+
+Rules every scenario follows: ephemeral ports on 127.0.0.1/::1, one temp
+dir, every loop bounded in count and time, every process stopped by PID in
+a finally block (Test.run does it), no timing assertion beyond generous
+bounds.
+"""
+
+import errno
+import hashlib
+import os
+import re
+import resource
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+PORTICO = os.path.abspath(os.environ.get("PORTICO", "./portico"))
+SRCDIR = os.path.abspath(os.environ.get("PT_SRCDIR",
+                                        os.path.join(HERE, "..", "..")))
+BUILDDIR = os.path.abspath(os.environ.get("PT_BUILDDIR", "."))
+TESTMODDIR = os.path.abspath(os.environ.get("PT_TESTMODDIR",
+                                            "t/modules/.libs"))
+CONFDIR = os.path.join(SRCDIR, "t", "conf")
+if not os.path.isdir(CONFDIR):
+    CONFDIR = os.path.join(HERE, "..", "conf")
+KEEP = os.environ.get("PT_KEEP", "") not in ("", "0")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+MiB = 1024 * 1024
+
+
+def _detect_slow():
+    if os.environ.get("PT_SLOW"):
+        try:
+            return max(1.0, float(os.environ["PT_SLOW"]))
+        except ValueError:
+            return 1.0
+    try:
+        with open(PORTICO, "rb") as f:
+            data = f.read(64 * MiB)
+        if b"__asan_init" in data or b"AddressSanitizer" in data:
+            return 3.0
+    except OSError:
+        pass
+    return 1.0
+
+
+SLOW = _detect_slow()
+
+
+def bound(seconds):
+    """A time bound, stretched for slow (sanitizer) builds."""
+    return seconds * SLOW
+
+
+# ---------------------------------------------------------------------------
+# TAP
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+        self.lock = threading.Lock()
+
+    def _emit(self, text):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def check(self, cond, desc, details=None):
+        """One TAP test point. <details>: str, list or callable (called only
+        on failure) giving '# ' lines."""
+        with self.lock:
+            self.n += 1
+            desc = desc.replace("#", "No.").replace("\n", " ")
+            if cond:
+                self._emit("ok %d - %s\n" % (self.n, desc))
+            else:
+                self.failed += 1
+                self._emit("not ok %d - %s\n" % (self.n, desc))
+                if callable(details):
+                    try:
+                        details = details()
+                    except Exception as e:  # never lose the verdict
+                        details = "details unavailable: %r" % (e,)
+                if details is not None:
+                    self.diag(details)
+        return bool(cond)
+
+    def skip(self, desc, why):
+        with self.lock:
+            self.n += 1
+            self._emit("ok %d - %s # SKIP %s\n" % (self.n, desc, why))
+
+    def diag(self, details):
+        if isinstance(details, (list, tuple)):
+            lines = []
+            for d in details:
+                lines.extend(str(d).splitlines())
+        else:
+            lines = str(details).splitlines()
+        out = []
+        for line in lines[:200]:
+            out.append("# " + line + "\n")
+        if len(lines) > 200:
+            out.append("# ... %d more lines\n" % (len(lines) - 200))
+        self._emit("".join(out))
+
+    def plan(self):
+        self._emit("1..%d\n" % self.n)
+
+
+# ---------------------------------------------------------------------------
+# ports, files, configuration
+
+def have_ipv6():
+    try:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        try:
+            s.bind(("::1", 0))
+        finally:
+            s.close()
+        return True
+    except OSError:
+        return False
+
+
+def free_port(host="127.0.0.1"):
+    """A port nobody listens on now (bind port 0, read it, close)."""
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def hostport(host, port):
+    """'127.0.0.1:80' or '[::1]:80' as portico's configuration wants it."""
+    if ":" in host:
+        return "[%s]:%d" % (host, port)
+    return "%s:%d" % (host, port)
+
+
+def _conf_value(v, indent):
+    pad = "  " * indent
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, dict):
+        inner = "".join("%s  %s = %s;\n" % (pad, k, _conf_value(x, indent + 1))
+                        for k, x in v.items())
+        return "{\n" + inner + pad + "}"
+    if isinstance(v, (list, tuple)):
+        if all(isinstance(x, dict) for x in v) and v:
+            inner = ",\n".join(pad + "  " + _conf_value(x, indent + 1)
+                               for x in v)
+            return "(\n" + inner + "\n" + pad + ")"
+        return "[" + ", ".join(_conf_value(x, indent) for x in v) + "]"
+    raise TypeError("cannot write %r as libconfig" % (v,))
+
+
+def conf_text(d):
+    """libconfig text from a dict: dicts are groups, lists of dicts are
+    lists ( ... ), other lists are arrays [ ... ]."""
+    return "".join("%s = %s;\n" % (k, _conf_value(v, 0)) for k, v in d.items())
+
+
+def template(name, **subst):
+    """t/conf/<name>.conf with every @KEY@ replaced by subst[KEY]."""
+    path = os.path.join(CONFDIR, name if name.endswith(".conf")
+                        else name + ".conf")
+    with open(path) as f:
+        text = f.read()
+    return fill(text, **subst)
+
+
+def fill(text, **subst):
+    def rep(m):
+        k = m.group(1)
+        if k not in subst:
+            raise KeyError("configuration template needs @%s@" % k)
+        return str(subst[k])
+    return re.sub(r"@([A-Z][A-Z0-9_]*)@", rep, text)
+
+
+def listeners(*pairs, protocol="tcp"):
+    """Text for the body of `listeners = ( ... );`: one tcp forwarder per
+    (listen address, target address) pair."""
+    return ",\n".join('  { address = "%s"; protocol = "%s"; to = "%s"; }'
+                       % (a, protocol, b) for a, b in pairs)
+
+
+def write_file(path, text):
+    """Writes <text> atomically (rename), as an operator's editor would."""
+    tmp = path + ".tmp%d" % os.getpid()
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+    return path
+
+
+def write_conf(dirpath, conf, name="portico.conf"):
+    """Writes a dict (see conf_text) or text into <dirpath>/<name>."""
+    text = conf if isinstance(conf, str) else conf_text(conf)
+    return write_file(os.path.join(dirpath, name), text)
+
+
+def line_of(text, needle):
+    """1-based number of the first line of <text> containing <needle>."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return i
+    raise ValueError("%r not in the text" % (needle,))
+
+
+def tail(text, n=40):
+    lines = text.splitlines()
+    return lines[-n:]
+
+
+def wait_for(pred, timeout, interval=0.05):
+    """Polls pred() until it returns a true value or <timeout> seconds pass
+    (already stretched by the caller if wanted). Returns the last value."""
+    deadline = time.monotonic() + timeout
+    n = 0
+    while True:
+        v = pred()
+        if v:
+            return v
+        n += 1
+        if time.monotonic() >= deadline or n > 100000:
+            return v
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------
+# /proc
+
+def proc_stat(pid):
+    """(comm, state, ppid, utime+stime seconds) or None if gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            data = f.read()
+    except (OSError, ValueError):
+        return None
+    lp, rp = data.find("("), data.rfind(")")
+    comm = data[lp + 1:rp]
+    rest = data[rp + 2:].split()
+    # rest[0] is field 3 (state); utime is field 14, stime field 15.
+    state, ppid = rest[0], int(rest[1])
+    cpu = (int(rest[11]) + int(rest[12])) / CLK_TCK
+    return comm, state, ppid, cpu
+
+
+def alive(pid):
+    st = proc_stat(pid)
+    return st is not None and st[1] not in ("Z", "X")
+
+
+def comm(pid):
+    st = proc_stat(pid)
+    return st[0] if st else None
+
+
+def cpu_seconds(pid):
+    st = proc_stat(pid)
+    return st[3] if st else None
+
+
+def children(ppid):
+    """{pid: comm} of the live children of <ppid>."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        st = proc_stat(int(d))
+        if st and st[2] == ppid and st[1] not in ("Z", "X"):
+            out[int(d)] = st[0]
+    return out
+
+
+def cpus_allowed(pid):
+    """Cpus_allowed_list of <pid> as a sorted list of ints, or None."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("Cpus_allowed_list:"):
+                    return parse_cpu_list(line.split(":", 1)[1].strip())
+    except OSError:
+        return None
+    return None
+
+
+def parse_cpu_list(s):
+    cpus = []
+    for part in s.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-")
+            cpus.extend(range(int(a), int(b) + 1))
+        else:
+            cpus.append(int(part))
+    return sorted(cpus)
+
+
+def usable_cpus():
+    return sorted(os.sched_getaffinity(0))
+
+
+def _proc_net_tcp():
+    """Yields (local_port, remote_port, state, inode) for every TCP socket
+    of this network namespace, v4 and v6."""
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            p = line.split()
+            if len(p) < 10:
+                continue
+            lport = int(p[1].rsplit(":", 1)[1], 16)
+            rport = int(p[2].rsplit(":", 1)[1], 16)
+            yield lport, rport, p[3], int(p[9])
+
+
+def listening(port):
+    """True when some socket listens on TCP <port> (no connection made)."""
+    return any(lp == port and st == "0A" for lp, _, st, _ in _proc_net_tcp())
+
+
+def socket_inodes(pid):
+    """Set of socket inodes open in <pid>."""
+    out = set()
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            out.add(int(link[8:-1]))
+    return out
+
+
+def fd_count(pid):
+    try:
+        return len(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return None
+
+
+def owner_of(conn, listen_port, pids):
+    """Which of <pids> holds the accepted end of client socket <conn>
+    (connected to <listen_port>): the socket whose local port is
+    <listen_port> and remote port is conn's local port. None if unknown."""
+    cport = conn.getsockname()[1]
+    inodes = {ino for lp, rp, st, ino in _proc_net_tcp()
+              if lp == listen_port and rp == cport and st != "0A" and ino}
+    if not inodes:
+        return None
+    for pid in pids:
+        if socket_inodes(pid) & inodes:
+            return pid
+    return None
+
+
+# ---------------------------------------------------------------------------
+# servers
+
+class _Server:
+    """A threaded TCP server on loopback. Subclasses define handle(sock)."""
+
+    def __init__(self, host="127.0.0.1", port=0, backlog=512):
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.host = host
+        self.sock = socket.socket(fam, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(backlog)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.accepted = 0
+        self.active = 0
+        self.errors = []
+        self.conns = set()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def address(self):
+        return hostport(self.host, self.port)
+
+    def _serve(self):
+        while not self.stopping.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError as e:
+                if self.stopping.is_set():
+                    return
+                if e.errno in (errno.EMFILE, errno.ENFILE):
+                    time.sleep(0.05)
+                    continue
+                self.errors.append("accept: %s" % e)
+                time.sleep(0.05)
+                continue
+            with self.lock:
+                self.accepted += 1
+                self.active += 1
+                self.conns.add(c)
+            threading.Thread(target=self._run, args=(c,), daemon=True).start()
+
+    def _run(self, c):
+        try:
+            c.settimeout(120)
+            self.handle(c)
+        except OSError as e:
+            if not self.stopping.is_set():
+                with self.lock:
+                    self.errors.append("%s: %s" % (type(self).__name__, e))
+        finally:
+            with self.lock:
+                self.active -= 1
+                self.conns.discard(c)
+            try:
+                c.close()
+            except OSError:
+                pass
+
+    def handle(self, c):
+        raise NotImplementedError
+
+    def stop(self):
+        self.stopping.set()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        with self.lock:
+            conns = list(self.conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.thread.join(2)
+
+
+class EchoServer(_Server):
+    """Echoes every byte. After the client's FIN it finishes echoing, then
+    closes (half-close aware)."""
+
+    def handle(self, c):
+        while True:
+            data = c.recv(65536)
+            if not data:
+                break
+            c.sendall(data)
+        c.shutdown(socket.SHUT_WR)
+
+
+class SinkServer(_Server):
+    """Reads until EOF; records (bytes, sha256 hex) per connection."""
+
+    def __init__(self, *a, **kw):
+        self.results = []
+        super().__init__(*a, **kw)
+
+    def handle(self, c):
+        h, n = hashlib.sha256(), 0
+        while True:
+            data = c.recv(65536)
+            if not data:
+                break
+            h.update(data)
+            n += len(data)
+        with self.lock:
+            self.results.append((n, h.hexdigest()))
+
+
+class SourceServer(_Server):
+    """Sends <nbytes> of pseudo-random data on every connection, then
+    closes; <digest> is their sha256."""
+
+    def __init__(self, nbytes, *a, **kw):
+        self.nbytes = nbytes
+        self.block = os.urandom(256 * 1024)
+        h = hashlib.sha256()
+        left = nbytes
+        while left > 0:
+            h.update(self.block[:min(left, len(self.block))])
+            left -= min(left, len(self.block))
+        self.digest = h.hexdigest()
+        super().__init__(*a, **kw)
+
+    def handle(self, c):
+        left = self.nbytes
+        while left > 0:
+            n = min(left, len(self.block))
+            c.sendall(self.block[:n])
+            left -= n
+        c.shutdown(socket.SHUT_WR)
+
+
+# ---------------------------------------------------------------------------
+# clients
+
+def connect(port, host="127.0.0.1", timeout=5.0):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect((host, port))
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def recv_exact(s, n):
+    buf = bytearray()
+    while len(buf) < n:
+        d = s.recv(n - len(buf))
+        if not d:
+            break
+        buf += d
+    return bytes(buf)
+
+
+def err_kind(e):
+    """A short name for a client-side failure."""
+    if isinstance(e, ConnectionRefusedError):
+        return "refused"
+    if isinstance(e, ConnectionResetError):
+        return "reset"
+    if isinstance(e, BrokenPipeError):
+        return "broken-pipe"
+    if isinstance(e, socket.timeout):
+        return "timeout"
+    if isinstance(e, OSError):
+        return "oserror:%s" % (errno.errorcode.get(e.errno, e.errno),)
+    return type(e).__name__
+
+
+def echo_once(port, payload=None, host="127.0.0.1", timeout=5.0,
+              half_close=True):
+    """One short connection through <port> to an echo server. Returns
+    (True, None) or (False, 'why')."""
+    if payload is None:
+        payload = os.urandom(32)
+    try:
+        s = connect(port, host, timeout)
+    except Exception as e:
+        return False, "connect: " + err_kind(e)
+    try:
+        s.sendall(payload)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        got = recv_exact(s, len(payload))
+        if got != payload:
+            return False, "short or wrong echo (%d of %d bytes)" % (
+                len(got), len(payload))
+        if half_close:
+            rest = s.recv(1)
+            if rest:
+                return False, "extra bytes after the echo"
+        return True, None
+    except Exception as e:
+        return False, "io: " + err_kind(e)
+    finally:
+        s.close()
+
+
+def try_connect(port, host="127.0.0.1", timeout=2.0):
+    """'ok', 'refused', or another failure name."""
+    try:
+        s = connect(port, host, timeout)
+    except Exception as e:
+        return err_kind(e)
+    s.close()
+    return "ok"
+
+
+class Held:
+    """A connection through the proxy kept open; ping() proves it still
+    relays both ways."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=5.0):
+        self.port = port
+        self.sock = connect(port, host, timeout)
+        self.n = 0
+
+    def ping(self):
+        self.n += 1
+        msg = b"ping %d %s\n" % (self.n, os.urandom(6).hex().encode())
+        try:
+            self.sock.sendall(msg)
+            got = recv_exact(self.sock, len(msg))
+        except Exception as e:
+            return False, err_kind(e)
+        if got != msg:
+            return False, "got %r" % (got[:40],)
+        return True, None
+
+    def closed_by_peer(self, timeout):
+        """True when the proxy side closes (EOF or reset) within timeout."""
+        self.sock.settimeout(timeout)
+        try:
+            d = self.sock.recv(1)
+            return d == b""
+        except ConnectionResetError:
+            return True
+        except Exception:
+            return False
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class Transfer:
+    """Sends <nbytes> through the proxy to an echo server while reading the
+    echo back, in threads; result() gives sha256 of both sides.
+
+    half_close: shut down the write side after the last byte (the echo must
+    still arrive in full). pace(): called before every read (may sleep: a
+    slow reader); pace_event: when set, pace stops slowing down."""
+
+    def __init__(self, port, nbytes, host="127.0.0.1", half_close=True,
+                 chunk=65536, read_chunk=65536, slow_until=None,
+                 slow_sleep=0.005, timeout=60.0):
+        self.port, self.nbytes, self.host = port, nbytes, host
+        self.half_close = half_close
+        self.chunk, self.read_chunk = chunk, read_chunk
+        self.slow_until, self.slow_sleep = slow_until, slow_sleep
+        self.timeout = timeout
+        self.sent_h = hashlib.sha256()
+        self.recv_h = hashlib.sha256()
+        self.sent = 0
+        self.received = 0
+        self.eof = False
+        self.error = None
+        self.done = threading.Event()
+        self.sock = None
+
+    def start(self):
+        self.sock = connect(self.port, self.host, bound(10))
+        self.sock.settimeout(self.timeout)
+        self._ts = threading.Thread(target=self._send, daemon=True)
+        self._tr = threading.Thread(target=self._recv, daemon=True)
+        self._ts.start()
+        self._tr.start()
+        return self
+
+    def _send(self):
+        try:
+            block = os.urandom(1024 * 1024)
+            off = 0
+            while self.sent < self.nbytes:
+                n = min(self.chunk, self.nbytes - self.sent)
+                if off + n > len(block):
+                    off = 0
+                    block = os.urandom(1024 * 1024)
+                data = block[off:off + n]
+                off += n
+                self.sock.sendall(data)
+                self.sent_h.update(data)
+                self.sent += n
+            if self.half_close:
+                self.sock.shutdown(socket.SHUT_WR)
+        except Exception as e:
+            if self.error is None:
+                self.error = "send after %d bytes: %s" % (self.sent,
+                                                          err_kind(e))
+
+    def _recv(self):
+        try:
+            deadline = time.monotonic() + self.timeout * 4
+            while time.monotonic() < deadline:
+                if self.slow_until is not None and \
+                        not self.slow_until.is_set():
+                    time.sleep(self.slow_sleep)
+                    rc = min(self.read_chunk, 16384)
+                else:
+                    rc = self.read_chunk
+                if not self.half_close and self.received >= self.nbytes:
+                    break
+                d = self.sock.recv(rc)
+                if not d:
+                    self.eof = True
+                    break
+                self.recv_h.update(d)
+                self.received += len(d)
+            else:
+                self.error = self.error or "receive: out of time"
+        except Exception as e:
+            if self.error is None:
+                self.error = "receive after %d bytes: %s" % (self.received,
+                                                             err_kind(e))
+        finally:
+            self.done.set()
+
+    def wait(self, timeout):
+        self.done.wait(timeout)
+        self._ts.join(max(0.1, timeout / 10))
+        return self.done.is_set()
+
+    def ok(self):
+        return (self.done.is_set() and self.error is None and
+                self.sent == self.nbytes and self.received == self.nbytes and
+                self.sent_h.hexdigest() == self.recv_h.hexdigest() and
+                (self.eof or not self.half_close))
+
+    def describe(self):
+        return ("sent %d of %d, received %d, eof=%s, error=%s, sha equal=%s"
+                % (self.sent, self.nbytes, self.received, self.eof,
+                   self.error,
+                   self.sent_h.hexdigest() == self.recv_h.hexdigest()))
+
+    def close(self):
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+
+class ClientLoop:
+    """Bounded short-connection echo load from <threads> threads: each
+    thread makes connections until it made <per_thread> and <until> is set
+    (or it made <max_per_thread>, or <max_seconds> passed)."""
+
+    def __init__(self, port, threads=4, per_thread=500, max_per_thread=None,
+                 until=None, max_seconds=60.0, pause=0.0, host="127.0.0.1",
+                 timeout=10.0, payload_size=24):
+        self.port, self.host = port, host
+        self.threads = threads
+        self.per_thread = per_thread
+        self.max_per_thread = max_per_thread or per_thread
+        self.until = until
+        self.max_seconds = max_seconds
+        self.pause = pause
+        self.timeout = timeout
+        self.payload_size = payload_size
+        self.lock = threading.Lock()
+        self.total = 0
+        self.good = 0
+        self.failures = []      # (monotonic time, why)
+        self.stop_now = threading.Event()
+        self._threads = []
+
+    def start(self):
+        for i in range(self.threads):
+            t = threading.Thread(target=self._run, args=(i,), daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def _run(self, i):
+        t0 = time.monotonic()
+        n = 0
+        while n < self.max_per_thread and not self.stop_now.is_set():
+            if n >= self.per_thread and (self.until is None or
+                                         self.until.is_set()):
+                break
+            if time.monotonic() - t0 > self.max_seconds:
+                break
+            payload = b"%d.%d." % (i, n) + os.urandom(self.payload_size)
+            ok, why = echo_once(self.port, payload, self.host, self.timeout)
+            n += 1
+            with self.lock:
+                self.total += 1
+                if ok:
+                    self.good += 1
+                else:
+                    self.failures.append((time.monotonic(), why))
+            if self.pause:
+                time.sleep(self.pause)
+
+    def running(self):
+        return any(t.is_alive() for t in self._threads)
+
+    def join(self, timeout):
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        return not self.running()
+
+    def summary(self):
+        kinds = {}
+        for _, why in self.failures:
+            kinds[why] = kinds.get(why, 0) + 1
+        return "%d connections, %d good, failures: %s" % (
+            self.total, self.good, kinds or "none")
+
+
+# ---------------------------------------------------------------------------
+# portico
+
+LOG_RE = re.compile(r"^(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d) \[(\w+)\] (\d+) "
+                    r"([^:]+): (.*)$")
+
+
+def run_portico(args, timeout=None, **kw):
+    """Runs portico to completion (for -t, -V, -s). Returns
+    CompletedProcess with text stdout/stderr."""
+    return subprocess.run([PORTICO] + list(args), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True,
+                          timeout=timeout or bound(20), **kw)
+
+
+def _rlimit_preexec(nofile):
+    def f():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    return f
+
+
+class Portico:
+    """The real binary, `portico -f -c FILE`, in the foreground.
+
+    conf: text or dict (written to <tmp>/<conf_name>). start() waits until
+    the expected number of workers exist and every listener in the
+    configuration is listening. stderr and stdout go to <tmp>/stderr.log.
+    """
+
+    def __init__(self, test, conf, conf_name="portico.conf", workers=None,
+                 nofile=None, args=(), wait=True, env=None):
+        self.test = test
+        self.tmp = test.tmp
+        self.conf_path = write_conf(self.tmp, conf, conf_name)
+        self.conf_text = conf if isinstance(conf, str) else conf_text(conf)
+        self.expect_workers = workers
+        self.nofile = nofile
+        self.args = list(args)
+        self.wait_ready = wait
+        self.env = env
+        self.proc = None
+        self.seen = set()           # every pid of ours ever seen
+        self.stderr_path = os.path.join(
+            self.tmp, "stderr-%d.log" % len(test.porticos))
+        self.returncode = None
+        self.error_log = self._conf_str("error_log")
+        self.pid_file = self._conf_str("pid_file")
+        test.porticos.append(self)
+
+    # -- configuration facts ------------------------------------------
+    def _conf_str(self, key, text=None):
+        m = re.search(r"^\s*%s\s*=\s*\"([^\"]*)\"" % key,
+                      text or self.conf_text, re.M)
+        return m.group(1) if m else None
+
+    def listener_ports(self, text=None):
+        out = []
+        for m in re.finditer(r"address\s*=\s*\"([^\"]+)\"",
+                             text or self.conf_text):
+            a = m.group(1)
+            port = a.rsplit(":", 1)[-1]
+            if port.isdigit():
+                out.append(int(port))
+        return out
+
+    def _workers_wanted(self):
+        if self.expect_workers is not None:
+            return self.expect_workers
+        m = re.search(r"^\s*workers\s*=\s*(\d+)", self.conf_text, re.M)
+        if m:
+            return int(m.group(1))
+        return len(usable_cpus())
+
+    def set_conf(self, conf):
+        """Rewrites the configuration file (for a reload)."""
+        self.conf_text = conf if isinstance(conf, str) else conf_text(conf)
+        write_conf(self.tmp, conf, os.path.basename(self.conf_path))
+
+    # -- life ------------------------------------------------------------
+    def start(self):
+        if not os.path.exists(PORTICO):
+            raise RuntimeError("no portico binary at %s (set PORTICO)"
+                               % PORTICO)
+        env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "abort_on_error=0")
+        if self.env:
+            env.update(self.env)
+        self.err_f = open(self.stderr_path, "ab")
+        self.proc = subprocess.Popen(
+            [PORTICO, "-f", "-c", self.conf_path] + self.args,
+            stdin=subprocess.DEVNULL, stdout=self.err_f, stderr=self.err_f,
+            preexec_fn=_rlimit_preexec(self.nofile) if self.nofile else None,
+            start_new_session=True, env=env, close_fds=True)
+        self.pid = self.proc.pid
+        self.seen.add(self.pid)
+        if self.wait_ready:
+            self.wait_started()
+        return self
+
+    def wait_started(self, timeout=None):
+        """Until <workers> workers run and every listener listens."""
+        timeout = timeout or bound(10)
+        want = self._workers_wanted()
+        ports = self.listener_ports()
+
+        def ready():
+            if self.proc.poll() is not None:
+                return "exited"
+            if len(self.workers()) < want:
+                return False
+            return all(listening(p) for p in ports)
+        r = wait_for(ready, timeout)
+        if r != True:  # noqa: E712 (may be a string)
+            raise RuntimeError(
+                "portico did not start (%s): %d of %d workers, listening "
+                "%s; exit %s\n%s" % (
+                    "exited" if r == "exited" else "timeout",
+                    len(self.workers()), want,
+                    {p: listening(p) for p in ports}, self.proc.poll(),
+                    "\n".join(tail(self.log(), 30))))
+        return True
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_exit(self, timeout):
+        try:
+            self.returncode = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return self.returncode
+
+    def stop(self, sig=signal.SIGTERM, timeout=None):
+        """Stops the master by PID (sig, then SIGKILL after timeout) and
+        kills by PID any child of ours left behind. Returns exit status."""
+        if self.proc is None:
+            return None
+        timeout = timeout or bound(10)
+        self.all_children()
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+            if self.wait_exit(timeout) is None:
+                self.test.tap.diag("portico %d ignored signal %d for %.0f s:"
+                                   " killing it" % (self.pid, sig, timeout))
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.wait_exit(bound(5))
+        self.returncode = self.proc.poll()
+        self._reap_leftovers()
+        try:
+            self.err_f.close()
+        except Exception:
+            pass
+        return self.returncode
+
+    def _reap_leftovers(self):
+        """Kills (by PID) processes of ours still alive: orphaned workers."""
+        left = []
+        for pid in sorted(self.seen):
+            if pid == self.pid:
+                continue
+            c = comm(pid)
+            if c is not None and alive(pid) and c.startswith("portico"):
+                left.append(pid)
+        if left:
+            # Give them a moment: workers may be exiting on their own.
+            wait_for(lambda: not any(alive(p) for p in left), bound(3))
+        stuck = [p for p in left if alive(p) and
+                 (comm(p) or "").startswith("portico")]
+        for pid in stuck:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.leftovers = stuck
+        return stuck
+
+    # -- processes -------------------------------------------------------
+    def all_children(self):
+        """{pid: comm} of the master's live children (remembered)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return {}
+        ch = children(self.pid)
+        self.seen.update(ch)
+        return ch
+
+    def workers(self):
+        """{slot: pid} of current-generation workers (comm portico-wN)."""
+        out = {}
+        for pid, c in self.all_children().items():
+            m = re.match(r"portico-w(\d+)$", c)
+            if m:
+                out[int(m.group(1))] = pid
+        return out
+
+    def draining(self):
+        """pids of old-generation workers (comm portico-drain)."""
+        return sorted(p for p, c in self.all_children().items()
+                      if c == "portico-drain")
+
+    def wait_workers(self, n, timeout, exclude=()):
+        """Until exactly <n> current workers run, none in <exclude>."""
+        def pred():
+            w = self.workers()
+            if len(w) == n and not (set(w.values()) & set(exclude)):
+                return w
+            return None
+        return wait_for(pred, timeout)
+
+    # -- signals ---------------------------------------------------------
+    def signal(self, sig):
+        os.kill(self.pid, sig)
+
+    def hup(self):
+        self.signal(signal.SIGHUP)
+
+    def quit(self):
+        self.signal(signal.SIGQUIT)
+
+    def term(self):
+        self.signal(signal.SIGTERM)
+
+    def usr1(self):
+        self.signal(signal.SIGUSR1)
+
+    # -- logs --------------------------------------------------------------
+    def stderr_text(self):
+        try:
+            with open(self.stderr_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def log(self, path=None):
+        """The error log (a file, or stderr when error_log is stderr or
+        unset), plus anything else the process wrote to stderr."""
+        path = path or self.error_log
+        text = ""
+        if path and path != "stderr":
+            try:
+                with open(path, errors="replace") as f:
+                    text = f.read()
+            except OSError:
+                text = ""
+        se = self.stderr_text()
+        return text + se if se else text
+
+    def log_lines(self, pattern, path=None):
+        rx = re.compile(pattern)
+        return [ln for ln in self.log(path).splitlines() if rx.search(ln)]
+
+    def wait_log(self, pattern, count=1, timeout=None, path=None):
+        """Until at least <count> log lines match <pattern>. Returns them
+        (maybe fewer on timeout)."""
+        timeout = timeout or bound(10)
+        got = wait_for(lambda: len(self.log_lines(pattern, path)) >= count
+                       and self.log_lines(pattern, path), timeout)
+        return got or self.log_lines(pattern, path)
+
+    def sanitizer_reports(self):
+        text = self.stderr_text()
+        if self.error_log and self.error_log != "stderr":
+            try:
+                with open(self.error_log, errors="replace") as f:
+                    text += f.read()
+            except OSError:
+                pass
+        return [ln for ln in text.splitlines()
+                if "AddressSanitizer" in ln or "LeakSanitizer" in ln or
+                "runtime error:" in ln or "UndefinedBehaviorSanitizer" in ln]
+
+
+# ---------------------------------------------------------------------------
+# the test harness
+
+class Test:
+    """One scenario: a TAP stream, a temp dir, and everything to clean up.
+
+        t = ptest.Test("forward_bytes")
+        def main(t): ...
+        t.run(main)
+    """
+
+    def __init__(self, name):
+        self.name = name
+        self.tap = Tap()
+        self.tmp = tempfile.mkdtemp(prefix="pt-%s-" % name)
+        self.porticos = []
+        self.servers = []
+        self.cleanups = []
+
+    # shortcuts
+    def check(self, cond, desc, details=None):
+        return self.tap.check(cond, desc, details)
+
+    def skip(self, desc, why):
+        self.tap.skip(desc, why)
+
+    def diag(self, d):
+        self.tap.diag(d)
+
+    def path(self, *p):
+        return os.path.join(self.tmp, *p)
+
+    def echo_server(self, host="127.0.0.1"):
+        s = EchoServer(host)
+        self.servers.append(s)
+        return s
+
+    def sink_server(self, host="127.0.0.1"):
+        s = SinkServer(host)
+        self.servers.append(s)
+        return s
+
+    def source_server(self, nbytes, host="127.0.0.1"):
+        s = SourceServer(nbytes, host)
+        self.servers.append(s)
+        return s
+
+    def portico(self, conf, **kw):
+        """Starts portico (see Portico); stopped by run() at the end."""
+        return Portico(self, conf, **kw).start()
+
+    def base_conf(self, **over):
+        """Subsitutions every template may use."""
+        d = dict(TMP=self.tmp, MODDIR=TESTMODDIR)
+        d.update(over)
+        return d
+
+    def conf(self, name, **subst):
+        d = self.base_conf()
+        d.update(subst)
+        return template(name, **d)
+
+    def at_exit(self, fn):
+        self.cleanups.append(fn)
+
+    def log_details(self, p, n=30):
+        return lambda: ["log tail:"] + tail(p.log(), n)
+
+    def stop_portico(self, p, sig=signal.SIGTERM):
+        """Stops <p>, then checks it left no process and no sanitizer
+        report behind."""
+        rc = p.stop(sig)
+        self.check(not getattr(p, "leftovers", []),
+                   "no portico process left behind after the master exited",
+                   lambda: "had to kill: %s" % (p.leftovers,))
+        rep = p.sanitizer_reports()
+        self.check(not rep, "no sanitizer report",
+                   lambda: rep[:40])
+        return rc
+
+    def _cleanup(self):
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception as e:
+                self.tap.diag("cleanup: %r" % (e,))
+        for p in self.porticos:
+            try:
+                was_running = p.running()
+                p.stop()
+                if was_running:
+                    rep = p.sanitizer_reports()
+                    if rep:
+                        self.check(False, "no sanitizer report", rep[:40])
+            except Exception as e:
+                self.tap.diag("stopping portico: %r" % (e,))
+        for s in self.servers:
+            try:
+                s.stop()
+            except Exception:
+                pass
+
+    def run(self, main):
+        def on_term(signum, frame):
+            raise SystemExit("signal %d" % signum)
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGHUP, on_term)
+        # The test process holds many sockets in some scenarios.
+        try:
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if soft < 4096 and (hard == resource.RLIM_INFINITY or
+                                hard > soft):
+                resource.setrlimit(resource.RLIMIT_NOFILE,
+                                   (min(4096, hard) if hard !=
+                                    resource.RLIM_INFINITY else 4096, hard))
+        except (OSError, ValueError):
+            pass
+        self.tap.diag("%s: portico=%s slow=x%g tmp=%s" % (
+            self.name, PORTICO, SLOW, self.tmp))
+        try:
+            if not os.access(PORTICO, os.X_OK):
+                self.check(False, "portico binary is executable",
+                           "PORTICO=%s" % PORTICO)
+            else:
+                main(self)
+        except BaseException as e:
+            self.check(False, "scenario ran to its end without an exception",
+                       traceback.format_exc())
+            if isinstance(e, KeyboardInterrupt):
+                pass
+        finally:
+            try:
+                self._cleanup()
+            finally:
+                self.tap.plan()
+                if self.tap.failed or KEEP:
+                    sys.stdout.write("# kept %s\n" % self.tmp)
+                else:
+                    _rmtree(self.tmp)
+                sys.stdout.flush()
+        sys.exit(0)
+
+
+def _rmtree(path):
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def hold_many(port, n, host="127.0.0.1", timeout=5.0):
+    """Opens <n> held connections; returns (list of Held, errors)."""
+    held, errs = [], []
+    for _ in range(n):
+        try:
+            held.append(Held(port, host, timeout))
+        except Exception as e:
+            errs.append(err_kind(e))
+    return held, errs
+
+
+def nonblocking_connects(port, n, host="127.0.0.1"):
+    """Starts <n> connections without waiting for accept(); returns the
+    sockets (connected at the TCP level once the kernel queues them)."""
+    socks = []
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(n):
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect((host, port))
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            continue
+        socks.append(s)
+    # wait (bounded) for the handshakes the kernel completes
+    deadline = time.monotonic() + 5
+    pending = list(socks)
+    while pending and time.monotonic() < deadline:
+        _, w, _ = select.select([], pending, [], 0.2)
+        pending = [s for s in pending if s not in w]
+    for s in socks:
+        s.setblocking(True)
+        s.settimeout(5)
+    return socks
