@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -165,6 +166,20 @@ main_daemonize(void)
 	 * what they meant when it was checked, on every reload too. */
 }
 
+/* Each connection costs descriptors; the hard limit is what the operator
+ * allowed, the soft one is only a default. */
+static void
+main_raise_nofile(void)
+{
+	struct rlimit	 rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			pt_log_err(PT_LOG_WARNING, errno, "setrlimit NOFILE");
+	}
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -224,6 +239,7 @@ main(int argc, char *argv[])
 	    main_is_portico(main_read_pid(conf->pid_file)))
 		fatal("already running as pid %d (%s)",
 		    (int)main_read_pid(conf->pid_file), conf->pid_file);
+	main_raise_nofile();
 	if ((sigfd = signal_setup()) < 0)
 		fatal("signalfd: %s", strerror(-sigfd));
 	if (listen_open(conf, &ls, NULL, NULL, err, sizeof(err)) < 0)

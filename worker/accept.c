@@ -32,6 +32,7 @@ static int			 accept_nls;
 static bool			 accept_paused;
 static bool			 accept_stopped;
 static struct pt_timer		 accept_resume_timer;
+static uint64_t			 accept_last_warn;
 
 static void	accept_on_readable(struct loop_io *io, uint32_t events);
 
@@ -76,6 +77,22 @@ accept_slot_freed(void)
 	}
 }
 
+/* Once a minute at most: a worker at its limit must not also flood the
+ * log; the counters keep the exact number of pauses. */
+static void
+accept_warn(const struct worker_listener *l, int err, const char *what)
+{
+	if (accept_last_warn != 0 && loop_now() - accept_last_warn < 60000)
+		return;
+	accept_last_warn = loop_now();
+	if (err != 0)
+		pt_log_err(PT_LOG_WARNING, err, "%s on %s: pausing", what,
+		    l->conf->address);
+	else
+		pt_log(PT_LOG_WARNING, "%s on %s: pausing", what,
+		    l->conf->address);
+}
+
 /* Takes one connection; returns false when the listener should be left
  * alone until the next event. */
 static bool
@@ -87,8 +104,7 @@ accept_one(struct worker_listener *l)
 	int			 fd;
 
 	if (conn_pool_full()) {
-		pt_log(PT_LOG_WARNING, "%s: max_connections reached, "
-		    "pausing accept", l->conf->address);
+		accept_warn(l, 0, "max_connections reached");
 		accept_pause(0);
 		return false;
 	}
@@ -103,8 +119,7 @@ accept_one(struct worker_listener *l)
 		case ENFILE:
 		case ENOBUFS:
 		case ENOMEM:
-			pt_log_err(PT_LOG_WARNING, errno, "accept on %s: "
-			    "pausing %d ms", l->conf->address, ACCEPT_PAUSE_MS);
+			accept_warn(l, errno, "accept");
 			accept_pause(ACCEPT_PAUSE_MS);
 			return false;
 		default:

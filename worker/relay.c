@@ -156,11 +156,10 @@ static ssize_t
 relay_read(struct pt_conn *c, struct relay_dir *r, int src)
 {
 	ssize_t	 n;
-	int	 rc;
 
-	if (relay_use_splice) {
-		if ((rc = relay_pipe_get(r)) < 0)
-			return rc;
+	/* Out of descriptors for a pipe: this read goes through a buffer
+	 * instead; the tunnel must not die for an optimisation. */
+	if (relay_use_splice && relay_pipe_get(r) == 0) {
 		n = splice(src, NULL, r->pipe_w, NULL, RELAY_SPLICE_CHUNK,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n < 0)

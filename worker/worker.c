@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -33,6 +34,10 @@
 #include "worker/loop.h"
 #include "worker/phase.h"
 #include "worker/relay.h"
+
+/* Descriptors kept free of connections: signalfd, epoll, log, pooled
+ * pipes, whatever modules open. */
+#define WORKER_FD_RESERVE	64
 
 static struct pt_worker	 worker;
 static struct pt_worker	*worker_cur;
@@ -168,12 +173,41 @@ worker_keep_own_sockets(int slot, int nslots, int nlisteners, const int *fds,
 		}
 }
 
+/*
+ * Connections this worker may hold at once: max_connections, lowered when
+ * the descriptor limit could not serve that many (two sockets each, plus
+ * a reserve for pipes, logs and modules). Accepting a client whose
+ * upstream socket would then fail is worse than leaving it queued.
+ */
+static unsigned
+worker_max_connections(const struct pt_config *conf)
+{
+	struct rlimit	 rl;
+	unsigned	 max = conf->limits.max_connections, fit;
+	rlim_t		 reserve;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return max;
+	reserve = rl.rlim_cur / 4 < WORKER_FD_RESERVE ?
+	    rl.rlim_cur / 4 : WORKER_FD_RESERVE;
+	fit = rl.rlim_cur > reserve + 2 ?
+	    (unsigned)((rl.rlim_cur - reserve) / 2) : 1;
+	if (fit < max) {
+		pt_log(PT_LOG_WARNING, "max_connections %u lowered to %u by "
+		    "the descriptor limit (%llu)", max, fit,
+		    (unsigned long long)rl.rlim_cur);
+		max = fit;
+	}
+	return max;
+}
+
 noreturn void
 worker_main(const struct pt_config *conf, int slot, int nslots,
     const int *fds)
 {
-	int	 mine[conf->nlisteners];
-	size_t	 modctx;
+	int		 mine[conf->nlisteners];
+	size_t		 modctx;
+	unsigned	 maxconn;
 
 	snprintf(worker_role, sizeof(worker_role), "worker %d", slot);
 	log_set_role(worker_role);
@@ -195,9 +229,9 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 		fatal("epoll_create1: %s", strerror(errno));
 	worker_signals();
 	modctx = phase_init(conf);
-	conn_pool_init(conf->limits.max_connections, modctx);
-	relay_init(conf->relay == CONF_RELAY_SPLICE, conf->buffer_size,
-	    conf->limits.max_connections);
+	maxconn = worker_max_connections(conf);
+	conn_pool_init(maxconn, modctx);
+	relay_init(conf->relay == CONF_RELAY_SPLICE, conf->buffer_size, maxconn);
 	if (phase_init_worker(conf, &worker) < 0)
 		fatal("module initialisation failed");
 	if (accept_start(conf->listeners, mine, conf->nlisteners) < 0)
