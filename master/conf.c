@@ -44,7 +44,7 @@ static const char *const conf_root_keys[] = {
 	"relay", "modules", NULL
 };
 static const char *const conf_listener_keys[] = {
-	"address", "protocol", "to", "backlog", NULL
+	"address", "protocol", "to", "backlog", "transport", NULL
 };
 static const char *const conf_limits_keys[] = {
 	"max_connections", "header_timeout", "connect_timeout",
@@ -286,6 +286,34 @@ conf_user(struct conf_ctx *cc, const config_setting_t *root)
 	return 0;
 }
 
+/* transport = "module": the named module's transport replaces plain
+ * socket I/O on the client leg of this listener. */
+static int
+conf_transport(struct conf_ctx *cc, config_setting_t *s,
+    struct conf_listener *l)
+{
+	struct pt_config	*conf = cc->conf;
+	config_setting_t	*m;
+	const char		*name;
+	int			 i;
+
+	if ((m = config_setting_get_member(s, "transport")) == NULL)
+		return 0;
+	if (config_setting_type(m) != CONFIG_TYPE_STRING)
+		return conf_err(cc, m, "expected a module name");
+	name = config_setting_get_string(m);
+	for (i = 0; i < conf->nmodules; i++) {
+		if (strcmp(conf->modules[i].name, name) != 0)
+			continue;
+		if (conf->modules[i].mod->mod->transport == NULL)
+			return conf_err(cc, m, "module \"%s\" has no "
+			    "transport", name);
+		l->transport_mod = conf->modules[i].mod->mod;
+		return 0;
+	}
+	return conf_err(cc, m, "module \"%s\" is not in \"modules\"", name);
+}
+
 static int
 conf_listener(struct conf_ctx *cc, config_setting_t *s,
     struct conf_listener *l)
@@ -341,7 +369,7 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	if (conf_int(cc, s, "backlog", 1, 65535, 4096, &v) < 0)
 		return -1;
 	l->backlog = (int)v;
-	return 0;
+	return conf_transport(cc, s, l);
 }
 
 static int
@@ -516,7 +544,7 @@ conf_root(struct conf_ctx *cc, const config_setting_t *root)
 		goto fail;
 	conf->shutdown_timeout_ms = (unsigned)v * 1000;
 	if (conf_limits(cc, root) < 0 || conf_relay(cc, root) < 0 ||
-	    conf_listeners(cc, root) < 0 || conf_modules(cc, root) < 0)
+	    conf_modules(cc, root) < 0 || conf_listeners(cc, root) < 0)
 		goto fail;
 	free(level);
 	return 0;

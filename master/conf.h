@@ -10,6 +10,8 @@
 
 #include "common/sockaddr.h"
 
+struct pt_module;
+
 #define CONF_MAX_WORKERS	256
 #define CONF_ERRSZ		1024
 
@@ -31,6 +33,8 @@ struct conf_listener {
 	struct pt_addr	 to_addr;	/* tcp: resolved by the master */
 	int		 backlog;
 	int		 line;
+	/* The module whose transport wraps the client leg, or NULL. */
+	const struct pt_module	*transport_mod;
 };
 
 struct modload;

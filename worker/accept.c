@@ -131,7 +131,7 @@ accept_one(struct worker_listener *l)
 		return true;
 	switch (l->conf->proto) {
 	case CONF_PROTO_TCP:
-		tcp_start(c);
+		conn_start(c, tcp_start);
 		break;
 	}
 	return true;

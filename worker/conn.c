@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,10 +21,12 @@
 #include "common/counters.h"
 #include "common/log.h"
 #include "common/sockaddr.h"
+#include "master/conf.h"
 #include "worker/accept.h"
 #include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/relay.h"
+#include "worker/worker.h"
 
 static struct pool	 conn_pool;
 static struct pt_conn	*conn_reap_list;
@@ -105,6 +108,10 @@ conn_new(const struct worker_listener *l, int fd,
 	len = sizeof(c->c_req.local);
 	getsockname(fd, (struct sockaddr *)&c->c_req.local, &len);
 	c->c_req.start_ms = loop_now();
+	if (l->conf->transport_mod != NULL) {
+		c->c_transport = l->conf->transport_mod->transport;
+		c->c_tctx = pt_conn_ctx(c, l->conf->transport_mod);
+	}
 	c->c_last_active = loop_now();
 	/* Small writes on a proxied leg must not wait for Nagle. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -112,6 +119,60 @@ conn_new(const struct worker_listener *l, int fd,
 	counters_add(CTR_ACCEPTED, 1);
 	counters_add(CTR_ACTIVE, 1);
 	return c;
+}
+
+static void
+conn_handshake_step(struct pt_conn *c)
+{
+	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
+	uint32_t		 want = EPOLLIN;
+	int			 rc;
+
+	rc = c->c_transport->handshake(c, s->io.fd, c->c_tctx, &want);
+	if (rc == -EAGAIN) {
+		if (loop_io_set(&s->io, want ? want : EPOLLIN) < 0)
+			conn_close(c, "epoll_ctl");
+		return;
+	}
+	if (rc < 0) {
+		conn_close(c, "transport handshake failed");
+		return;
+	}
+	pt_timer_stop(&c->c_timer);
+	loop_io_set(&s->io, 0);
+	c->c_on_ready(c);
+}
+
+static void
+conn_on_handshake_io(struct loop_io *io, uint32_t events)
+{
+	conn_handshake_step(((struct conn_side *)io)->conn);
+}
+
+static void
+conn_on_handshake_timeout(struct pt_timer *t, void *arg)
+{
+	conn_close(arg, "transport handshake timed out");
+}
+
+void
+conn_start(struct pt_conn *c, void (*ready)(struct pt_conn *))
+{
+	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
+
+	if (c->c_transport == NULL || c->c_transport->handshake == NULL) {
+		ready(c);
+		return;
+	}
+	c->c_on_ready = ready;
+	if (loop_io_start(&s->io, s->io.fd, EPOLLIN, conn_on_handshake_io) < 0) {
+		conn_close(c, "epoll_ctl");
+		return;
+	}
+	pt_timer_start(&c->c_timer,
+	    worker_self()->conf->limits.header_timeout_ms,
+	    conn_on_handshake_timeout, c);
+	conn_handshake_step(c);
 }
 
 static void

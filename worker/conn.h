@@ -30,6 +30,7 @@ enum conn_state {
 struct conn_side {
 	struct loop_io		 io;		/* io.fd < 0: no socket yet */
 	struct pt_conn		*conn;
+	uint32_t		 t_want;	/* what the transport waits for */
 	bool			 rd_eof;	/* peer sent FIN */
 	bool			 wr_shut;	/* we sent FIN */
 };
@@ -69,8 +70,10 @@ struct pt_conn {
 	bool				 c_waiting;	/* a hook said AGAIN */
 	bool				 c_logged;
 
+	/* Client leg only; the upstream leg is always plain. */
 	const struct pt_transport	*c_transport;	/* NULL: plain */
-	void				*c_tctx;
+	void				*c_tctx;	/* module conn ctx */
+	void				(*c_on_ready)(struct pt_conn *);
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Module per-connection state follows, at offsets from phase.c. */
@@ -92,6 +95,11 @@ bool		 conn_pool_full(void);
  */
 struct pt_conn	*conn_new(const struct worker_listener *l, int fd,
 		    const struct sockaddr_storage *peer);
+/*
+ * Runs the listener's transport handshake, if any, bounded by
+ * header_timeout, then calls <ready> (the protocol's start).
+ */
+void		 conn_start(struct pt_conn *c, void (*ready)(struct pt_conn *));
 /*
  * The only way a connection ends: stops and closes both sockets, returns
  * buffers and pipes, runs the LOG phase once, and queues the memory for

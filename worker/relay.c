@@ -24,9 +24,9 @@
 #include "worker/relay.h"
 #include "common/counters.h"
 #include "common/log.h"
+#include "master/conf.h"
 #include "worker/pool.h"
 #include "worker/worker.h"
-#include "master/conf.h"
 
 /* Reads and writes per direction per event, so one fast tunnel cannot
  * starve the others sharing the worker. */
@@ -126,42 +126,64 @@ relay_pending(const struct relay_dir *r)
 	return r->pipe_fill + (r->tail - r->head);
 }
 
-/* Moves pending bytes of direction <d> to its destination: bytes written,
- * or -errno (-EAGAIN: destination full). */
-static ssize_t
-relay_write(struct pt_conn *c, struct relay_dir *r, int dst)
+/* The client leg may be wrapped by a module's transport (tls); the
+ * upstream leg is always a plain socket. */
+static const struct pt_transport *
+relay_transport(struct pt_conn *c, struct conn_side *s)
 {
-	ssize_t	 n;
+	return s == &c->c_side[SIDE_CLIENT] ? c->c_transport : NULL;
+}
+
+/* Moves pending bytes of a direction to side <dst>: bytes written, or
+ * -errno (-EAGAIN: destination full). */
+static ssize_t
+relay_write(struct pt_conn *c, struct relay_dir *r, struct conn_side *dst)
+{
+	const struct pt_transport	*t = relay_transport(c, dst);
+	ssize_t				 n;
 
 	if (r->pipe_fill > 0) {
-		n = splice(r->pipe_r, NULL, dst, NULL, r->pipe_fill,
+		n = splice(r->pipe_r, NULL, dst->io.fd, NULL, r->pipe_fill,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n < 0)
 			return -errno;
 		r->pipe_fill -= (size_t)n;
 		return n;
 	}
-	n = send(dst, r->buf + r->head, r->tail - r->head, MSG_NOSIGNAL);
-	if (n < 0)
-		return -errno;
+	if (t != NULL) {
+		dst->t_want = EPOLLOUT;
+		n = t->write(c, dst->io.fd, c->c_tctx, r->buf + r->head,
+		    r->tail - r->head, &dst->t_want);
+		if (n < 0)
+			return n;
+		dst->t_want = 0;
+	} else {
+		n = send(dst->io.fd, r->buf + r->head, r->tail - r->head,
+		    MSG_NOSIGNAL);
+		if (n < 0)
+			return -errno;
+	}
 	r->head += (uint32_t)n;
 	if (r->head == r->tail)
 		r->head = r->tail = 0;
 	return n;
 }
 
-/* Reads from the source of direction <d> into its pipe or buffer: bytes
- * read, 0 at EOF, or -errno (-EAGAIN: nothing to read). */
+/* Reads from side <src> into the direction's pipe or buffer: bytes read,
+ * 0 at EOF, or -errno (-EAGAIN: nothing to read). */
 static ssize_t
-relay_read(struct pt_conn *c, struct relay_dir *r, int src)
+relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 {
-	ssize_t	 n;
+	const struct pt_transport	*t = relay_transport(c, src);
+	ssize_t				 n;
 
-	/* Out of descriptors for a pipe: this read goes through a buffer
-	 * instead; the tunnel must not die for an optimisation. */
-	if (relay_use_splice && relay_pipe_get(r) == 0) {
-		n = splice(src, NULL, r->pipe_w, NULL, RELAY_SPLICE_CHUNK,
-		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	/* Splice needs plain sockets at both ends. Out of descriptors for a
+	 * pipe, this read goes through a buffer instead: the tunnel must
+	 * not die for an optimisation. */
+	if (relay_use_splice && c->c_transport == NULL &&
+	    relay_pipe_get(r) == 0) {
+		n = splice(src->io.fd, NULL, r->pipe_w, NULL,
+		    RELAY_SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n < 0)
 			return -errno;
 		r->pipe_fill += (size_t)n;
@@ -172,11 +194,38 @@ relay_read(struct pt_conn *c, struct relay_dir *r, int src)
 			return -ENOBUFS;
 		r->head = r->tail = 0;
 	}
-	n = recv(src, r->buf, relay_bufsz, 0);
-	if (n < 0)
-		return -errno;
+	if (t != NULL) {
+		src->t_want = EPOLLIN;
+		n = t->read(c, src->io.fd, c->c_tctx, r->buf, relay_bufsz,
+		    &src->t_want);
+		if (n < 0)
+			return n;
+		src->t_want = 0;
+	} else {
+		n = recv(src->io.fd, r->buf, relay_bufsz, 0);
+		if (n < 0)
+			return -errno;
+	}
 	r->tail = (uint32_t)n;
 	return n;
+}
+
+/* Passes EOF on to side <dst>. */
+static int
+relay_shutdown(struct pt_conn *c, struct conn_side *dst)
+{
+	const struct pt_transport	*t = relay_transport(c, dst);
+	int				 rc;
+
+	if (t != NULL && t->shutdown != NULL) {
+		rc = t->shutdown(c, dst->io.fd, c->c_tctx);
+		if (rc < 0 && rc != -ENOTCONN)
+			return rc;
+	} else if (shutdown(dst->io.fd, SHUT_WR) < 0 && errno != ENOTCONN) {
+		return -errno;
+	}
+	dst->wr_shut = true;
+	return 0;
 }
 
 /*
@@ -193,7 +242,7 @@ relay_pump(struct pt_conn *c, enum conn_side_id d)
 
 	for (i = 0; i < RELAY_ROUNDS && !r->done; i++) {
 		if (relay_pending(r) > 0) {
-			n = relay_write(c, r, dst->io.fd);
+			n = relay_write(c, r, dst);
 			if (n == -EAGAIN)
 				return 0;
 			if (n < 0)
@@ -203,13 +252,10 @@ relay_pump(struct pt_conn *c, enum conn_side_id d)
 		}
 		if (src->rd_eof) {
 			relay_dir_idle(r);
-			if (shutdown(dst->io.fd, SHUT_WR) < 0 && errno != ENOTCONN)
-				return -errno;
-			dst->wr_shut = true;
 			r->done = true;
-			return 0;
+			return relay_shutdown(c, dst);
 		}
-		n = relay_read(c, r, src->io.fd);
+		n = relay_read(c, r, src);
 		if (n == -EAGAIN) {
 			relay_dir_idle(r);
 			return 0;
@@ -248,6 +294,9 @@ relay_watch(struct pt_conn *c, enum conn_side_id id, bool hup)
 		want |= EPOLLIN;
 	if (relay_pending(&c->c_dir[1 - id]) > 0)
 		want |= EPOLLOUT;
+	/* A transport may need the other readiness to make progress (TLS
+	 * reads that must write first, and the reverse). */
+	want |= s->t_want;
 	if (want == 0 && hup) {
 		loop_io_stop(&s->io);
 		return;
@@ -273,6 +322,9 @@ relay_on_event(struct loop_io *io, uint32_t events)
 
 	/* Error and hang-up are handled by trying both directions: the
 	 * system calls then report what exactly happened. */
+	/* A transport's readiness does not map to one direction: try both. */
+	if (s->t_want != 0)
+		events |= EPOLLIN | EPOLLOUT;
 	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 		rc = relay_pump(c, 1 - id);
 	if (rc == 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
