@@ -113,8 +113,25 @@ modload_conf(struct modload *ml, const char *file, const char *dir,
 	struct pt_modconf	 mc;
 
 	*ctx_out = NULL;
-	if (ml->mod->conf == NULL)
+	if (ml->mod->conf == NULL) {
+		config_setting_t	*m;
+		unsigned		 i;
+
+		/* A module without settings still must not let a typo in
+		 * its block pass unnoticed. */
+		for (i = 0; (m = config_setting_get_elem(node, i)) != NULL;
+		    i++) {
+			if (strcmp(config_setting_name(m), "name") != 0 &&
+			    strcmp(config_setting_name(m), "path") != 0) {
+				snprintf(modload_errbuf, sizeof(modload_errbuf),
+				    "unknown option \"%s\" (this module "
+				    "takes none)", config_setting_name(m));
+				*errstr = modload_errbuf;
+				return -1;
+			}
+		}
 		return 0;
+	}
 	memset(&mc, 0, sizeof(mc));
 	mc.file = file;
 	mc.module_dir = dir;

@@ -105,8 +105,11 @@ conn_new(const struct worker_listener *l, int fd,
 	c->c_dir[0].pipe_r = c->c_dir[0].pipe_w = -1;
 	c->c_dir[1].pipe_r = c->c_dir[1].pipe_w = -1;
 	c->c_req.peer = *peer;
-	len = sizeof(c->c_req.local);
-	getsockname(fd, (struct sockaddr *)&c->c_req.local, &len);
+	/* Only modules read the local address: no syscall when none runs. */
+	if (phase_any_hooks()) {
+		len = sizeof(c->c_req.local);
+		getsockname(fd, (struct sockaddr *)&c->c_req.local, &len);
+	}
 	c->c_req.start_ms = loop_now();
 	if (l->conf->transport_mod != NULL) {
 		c->c_transport = l->conf->transport_mod->transport;

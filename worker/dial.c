@@ -17,6 +17,7 @@
 
 #include "worker/dial.h"
 #include "common/counters.h"
+#include "worker/phase.h"
 
 static void
 dial_finish(struct pt_conn *c, int err)
@@ -33,8 +34,10 @@ dial_finish(struct pt_conn *c, int err)
 			close(s->io.fd);
 			s->io.fd = -1;
 		}
-	} else {
-		/* Relay decides what to watch from here on. */
+	} else if (phase_has_hooks(PT_PHASE_ESTABLISHED)) {
+		/* A hook may park the connection (AGAIN); a connected socket
+		 * left watched for EPOLLOUT would wake the loop forever. The
+		 * relay sets the real interest later. */
 		loop_io_set(&s->io, 0);
 	}
 	done(c, err);

@@ -90,6 +90,12 @@ phase_has_hooks(enum pt_phase phase)
 	return phase_nhooks[phase] > 0;
 }
 
+bool
+phase_any_hooks(void)
+{
+	return phase_nmods > 0;
+}
+
 void *
 pt_conn_ctx(struct pt_conn *c, const struct pt_module *mod)
 {

@@ -19,6 +19,8 @@ size_t		 phase_init(const struct pt_config *conf);
 void		 phase_fini(void);
 /* True when some module hooks <phase> (the core may skip work if not). */
 bool		 phase_has_hooks(enum pt_phase phase);
+/* True when any module hooks any phase. */
+bool		 phase_any_hooks(void);
 /*
  * Runs the hooks of <phase> in priority order, then calls <done> with
  * CONTINUE (all passed), ALLOW, DENY or ERROR. <done> may run before

@@ -367,15 +367,13 @@ relay_start(struct pt_conn *c)
 
 	c->c_state = CONN_RELAY;
 	c->c_last_active = loop_now();
-	if (!cl->io.added && loop_io_start(&cl->io, cl->io.fd, 0,
-	    relay_on_event) < 0) {
-		conn_close(c, "epoll_ctl");
-		return;
-	}
+	/* relay_watch adds a leg not yet in epoll with its interest set in
+	 * one call. */
 	cl->io.fn = relay_on_event;
 	up->io.fn = relay_on_event;
 	pt_timer_start(&c->c_timer, worker_self()->conf->limits.idle_timeout_ms,
 	    relay_on_timer, c);
 	relay_watch(c, SIDE_CLIENT, false);
-	relay_watch(c, SIDE_UPSTREAM, false);
+	if (c->c_state != CONN_CLOSED)
+		relay_watch(c, SIDE_UPSTREAM, false);
 }
