@@ -20,6 +20,7 @@
 #include "worker/loop.h"
 
 #define LOOP_MAX_EVENTS	256
+#define LOOP_MAX_WAIT_MS	3600000
 
 static int		 loop_epfd = -1;
 static uint64_t		 loop_now_ms;
@@ -234,6 +235,10 @@ loop_next_timeout(void)
 	when = loop_heap[1]->when;
 	if (when <= loop_now_ms)
 		return 0;
+	/* epoll_wait takes an int; a timer days away just means "wake up
+	 * in an hour and look again". */
+	if (when - loop_now_ms > LOOP_MAX_WAIT_MS)
+		return LOOP_MAX_WAIT_MS;
 	/* The coarse clock ticks every few ms; never wait less than one
 	 * tick too few, or the loop wakes early and spins once. */
 	return (int)(when - loop_now_ms) + 1;
