@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Every unit-test suite, once. Each t/unit/test_<unit>.c defines exactly one
+ * register function that adds its suite to the CUnit registry; main.c calls
+ * them in the order of SUITES_ALL. Adding a test file means one prototype and
+ * one entry here, and nothing in main.c.
+ */
+#ifndef PT_T_UNIT_SUITES_H
+#define PT_T_UNIT_SUITES_H
+
+/* ---- t/unit/test_conf.c ---------------------------------------------- */
+void	register_conf_suite(void);
+/* ---- t/unit/test_sockaddr.c ------------------------------------------ */
+void	register_sockaddr_suite(void);
+/* ---- t/unit/test_loop.c ---------------------------------------------- */
+void	register_loop_suite(void);
+/* ---- t/unit/test_pool.c ---------------------------------------------- */
+void	register_pool_suite(void);
+
+#define SUITES_ALL							\
+	register_conf_suite,						\
+	register_sockaddr_suite,					\
+	register_loop_suite,						\
+	register_pool_suite
+
+#endif
