@@ -198,6 +198,16 @@ conf_usable_cpus(int *cpus_out, int max)
 	return n < limit ? n : limit;
 }
 
+static bool
+conf_cpu_usable(int cpu)
+{
+	cpu_set_t	 set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return true;
+	return CPU_ISSET(cpu, &set);
+}
+
 static int
 conf_workers(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -249,6 +259,9 @@ conf_workers(struct conf_ctx *cc, const config_setting_t *root)
 		    config_setting_get_int64(e) >= CPU_SETSIZE)
 			return conf_err(cc, s, "element %d: expected a CPU "
 			    "number (0-%d)", i + 1, CPU_SETSIZE - 1);
+		if (!conf_cpu_usable((int)config_setting_get_int64(e)))
+			return conf_err(cc, s, "CPU %lld is not available to "
+			    "this process", config_setting_get_int64(e));
 	}
 	/* Worker slot i takes the i-th CPU, wrapping like nginx does when
 	 * the list is shorter than the worker count. */
@@ -568,6 +581,18 @@ conf_load(const char *file, char err[CONF_ERRSZ])
 		snprintf(err, CONF_ERRSZ, "%s: out of memory", file);
 		conf_free(conf);
 		return NULL;
+	}
+	/* @include "x.conf" means next to this file, as in nginx, not
+	 * relative to wherever portico happened to be started. */
+	{
+		char	*slash = strrchr(conf->file, '/');
+
+		if (slash != NULL) {
+			*slash = '\0';
+			config_set_include_dir(&conf->cfg,
+			    slash == conf->file ? "/" : conf->file);
+			*slash = '/';
+		}
 	}
 	if (config_read_file(&conf->cfg, file) != CONFIG_TRUE) {
 		if (config_error_type(&conf->cfg) == CONFIG_ERR_FILE_IO)

@@ -235,6 +235,9 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	log_set_level(conf->log_level);
+	if ((conf->user != NULL || conf->group != NULL) && geteuid() != 0)
+		pt_log(PT_LOG_WARNING, "not started as root: \"user\" and "
+		    "\"group\" are ignored");
 	if (conf->pid_file != NULL &&
 	    main_is_portico(main_read_pid(conf->pid_file)))
 		fatal("already running as pid %d (%s)",

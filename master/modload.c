@@ -57,16 +57,26 @@ modload_open(const char *name, const char *path, const char *dir,
 	void			*h;
 	const char		*why;
 
-	if ((ml = modload_find(name)) != NULL)
-		return ml;
-	if (modload_count == MODLOAD_MAX) {
-		*errstr = "too many modules";
-		return NULL;
-	}
 	if (path != NULL)
 		snprintf(file, sizeof(file), "%s", path);
 	else
 		snprintf(file, sizeof(file), "%s/%s.so", dir, name);
+	if ((ml = modload_find(name)) != NULL) {
+		/* Code cannot be swapped under running workers: a module
+		 * stays what it was at start-up until a restart. */
+		if (strcmp(ml->path, file) != 0) {
+			snprintf(modload_errbuf, sizeof(modload_errbuf),
+			    "already loaded from %s; loading it from %s needs "
+			    "a restart", ml->path, file);
+			*errstr = modload_errbuf;
+			return NULL;
+		}
+		return ml;
+	}
+	if (modload_count == MODLOAD_MAX) {
+		*errstr = "too many modules";
+		return NULL;
+	}
 	if ((h = dlopen(file, RTLD_NOW | RTLD_LOCAL)) == NULL) {
 		snprintf(modload_errbuf, sizeof(modload_errbuf),
 		    "cannot load: %s", dlerror());

@@ -37,7 +37,8 @@ int		 modload_conf(struct modload *ml, const char *file,
 void		 modload_conf_free(struct modload *ml, void *ctx);
 /* Every module loaded so far, in load order; returns how many. */
 int		 modload_all(struct modload ***all_out);
-/* Unloads every module (exit_master, dlclose). Master, at exit only. */
+/* dlclose()s every module. Master, at exit only, after every
+ * configuration (and so every exit_master) is gone. */
 void		 modload_close_all(void);
 
 #endif

@@ -29,6 +29,7 @@
 #include "common/counters.h"
 #include "common/log.h"
 #include "master/conf.h"
+#include "master/modload.h"
 #include "master/signal.h"
 #include "worker/worker.h"
 
@@ -407,6 +408,7 @@ spawn_run(struct pt_config *conf, struct listen_set *ls, int sigfd)
 	spawn_log_totals();
 	listen_close(&spawn_ls);
 	conf_free(spawn_conf);
+	modload_close_all();
 	free(spawn_olds);
 	pt_log(PT_LOG_NOTICE, "exiting");
 	return 0;

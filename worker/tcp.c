@@ -19,6 +19,12 @@
 #include "worker/relay.h"
 #include "worker/worker.h"
 
+static void
+tcp_on_timeout(struct pt_timer *t, void *arg)
+{
+	conn_close(arg, "module phases timed out");
+}
+
 static bool
 tcp_denied(struct pt_conn *c, enum pt_verdict v)
 {
@@ -47,6 +53,8 @@ tcp_on_dialed(struct pt_conn *c, int err)
 		conn_close(c, "connect to target failed");
 		return;
 	}
+	pt_timer_start(&c->c_timer,
+	    worker_self()->conf->limits.header_timeout_ms, tcp_on_timeout, c);
 	phase_run(c, PT_PHASE_ESTABLISHED, tcp_on_established);
 }
 
@@ -85,12 +93,6 @@ tcp_on_accept(struct pt_conn *c, enum pt_verdict v)
 	c->c_req.host.len = strlen(l->to_host);
 	c->c_req.port = sockaddr_port((const struct sockaddr *)&l->to_addr.sa);
 	phase_run(c, PT_PHASE_ACCESS, tcp_on_access);
-}
-
-static void
-tcp_on_timeout(struct pt_timer *t, void *arg)
-{
-	conn_close(arg, "module phases timed out");
 }
 
 void

@@ -60,10 +60,12 @@ pt_worker_id(const struct pt_worker *w)
 static void
 worker_drop_privileges(const struct pt_config *conf)
 {
-	if (geteuid() != 0 || conf->uid == (uid_t)-1)
+	if (geteuid() != 0 || conf->gid == (gid_t)-1)
 		return;
-	if (setgroups(1, &conf->gid) < 0 || setgid(conf->gid) < 0 ||
-	    setuid(conf->uid) < 0)
+	if (setgroups(1, &conf->gid) < 0 || setgid(conf->gid) < 0)
+		fatal("dropping privileges to group %u: %s",
+		    (unsigned)conf->gid, strerror(errno));
+	if (conf->uid != (uid_t)-1 && setuid(conf->uid) < 0)
 		fatal("dropping privileges to %s: %s", conf->user,
 		    strerror(errno));
 	/* Dropping privileges clears the dumpable flag; a worker that crashes

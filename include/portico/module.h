@@ -155,7 +155,9 @@ struct pt_module {
 		    const char **errstr);
 	/* Master, to release a ctx made by conf() (old config, on reload). */
 	void	(*conf_free)(void *ctx);
-	/* Master, once before the first fork. */
+	/* Master, before forking, for every configuration the master
+	 * adopts (start-up and each good reload); exit_master runs when the
+	 * master drops that configuration (after a reload, at exit). */
 	int	(*init_master)(void *ctx);
 	/* Worker, after privileges are dropped, before the loop starts. */
 	int	(*init_worker)(struct pt_worker *w, void *ctx);
