@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,33 @@
 static char	 conf_dir[64];		/* the suite's private directory */
 static char	 empty_dir[80];		/* a module_dir with no module */
 static char	 mod_dir[PATH_MAX];	/* where hookrec.so was built */
+/* CPUs this process may run on (the same one twice on a one-CPU box), and
+ * one it may not (-1 when every CPU number is allowed). */
+static int	 cpu_a, cpu_b, cpu_off;
+
+static void
+conf_pick_cpus(void)
+{
+	cpu_set_t	 set;
+	int		 cpu, n = 0;
+
+	cpu_a = cpu_b = 0;
+	cpu_off = -1;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set)) {
+			if (cpu_off < 0)
+				cpu_off = cpu;
+			continue;
+		}
+		if (n == 0)
+			cpu_a = cpu_b = cpu;
+		else if (n == 1)
+			cpu_b = cpu;
+		n++;
+	}
+}
 
 static int
 conf_suite_init(void)
@@ -58,6 +86,7 @@ conf_suite_init(void)
 	env = getenv("PT_TESTMODDIR");
 	snprintf(mod_dir, sizeof(mod_dir), "%s",
 	    env != NULL && env[0] != '\0' ? env : "t/modules/.libs");
+	conf_pick_cpus();
 	return 0;
 }
 
@@ -194,7 +223,7 @@ test_conf_parses_every_option(void)
 
 	conf = LOAD_OK(conf_text(
 	    "workers = 2;\n"						/* 1 */
-	    "cpu_affinity = [0, 1];\n"
+	    "cpu_affinity = [%d, %d];\n"
 	    "user = \"root\";\n"
 	    "group = \"root\";\n"
 	    "pid_file = \"%s/portico.pid\";\n"				/* 5 */
@@ -217,14 +246,14 @@ test_conf_parses_every_option(void)
 	    "	  to = \"127.0.0.1:9\"; backlog = 128; },\n"
 	    "	{ address = \"[::1]:18081\"; protocol = \"tcp\";\n"
 	    "	  to = \"[::1]:9\"; }\n"
-	    ");\n", conf_dir, conf_dir, empty_dir));			/* 25 */
+	    ");\n", cpu_a, cpu_b, conf_dir, conf_dir, empty_dir));	/* 25 */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
 
 	CU_ASSERT_EQUAL(conf->workers, 2);
 	CU_ASSERT_FALSE(conf->workers_auto);
 	CU_ASSERT_TRUE(conf->pin);
-	CU_ASSERT_EQUAL(conf->cpus[0], 0);
-	CU_ASSERT_EQUAL(conf->cpus[1], 1);
+	CU_ASSERT_EQUAL(conf->cpus[0], cpu_a);
+	CU_ASSERT_EQUAL(conf->cpus[1], cpu_b);
 	CU_ASSERT_STRING_EQUAL(conf->user, "root");
 	CU_ASSERT_STRING_EQUAL(conf->group, "root");
 	CU_ASSERT_EQUAL(conf->uid, 0);
@@ -338,14 +367,15 @@ test_conf_cpu_list_shorter_than_workers_wraps(void)
 {
 	struct pt_config	*conf;
 
-	conf = LOAD_OK("workers = 5;\ncpu_affinity = [4, 6];\n" LISTENER);
+	conf = LOAD_OK(conf_text("workers = 5;\ncpu_affinity = [%d, %d];\n"
+	    LISTENER, cpu_b, cpu_a));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
 	CU_ASSERT_TRUE(conf->pin);
-	CU_ASSERT_EQUAL(conf->cpus[0], 4);
-	CU_ASSERT_EQUAL(conf->cpus[1], 6);
-	CU_ASSERT_EQUAL(conf->cpus[2], 4);
-	CU_ASSERT_EQUAL(conf->cpus[3], 6);
-	CU_ASSERT_EQUAL(conf->cpus[4], 4);
+	CU_ASSERT_EQUAL(conf->cpus[0], cpu_b);
+	CU_ASSERT_EQUAL(conf->cpus[1], cpu_a);
+	CU_ASSERT_EQUAL(conf->cpus[2], cpu_b);
+	CU_ASSERT_EQUAL(conf->cpus[3], cpu_a);
+	CU_ASSERT_EQUAL(conf->cpus[4], cpu_b);
 	conf_free(conf);
 }
 
@@ -511,8 +541,8 @@ test_conf_rejects_out_of_range_values(void)
 	    LISTENER, 2, "header_timeout: 86401 out of range");
 	EXPECT_CONF_ERROR("relay = {\n\tbuffer_size = 1024;\n};\n" LISTENER,
 	    2, "buffer_size: 1024 out of range");
-	EXPECT_CONF_ERROR("cpu_affinity = [0, -1];\n" LISTENER, 1,
-	    "element 2");
+	EXPECT_CONF_ERROR(conf_text("cpu_affinity = [%d, -1];\n" LISTENER,
+	    cpu_a), 1, "element 2");
 	EXPECT_CONF_ERROR("cpu_affinity = [];\n" LISTENER, 1,
 	    "empty CPU list");
 	EXPECT_CONF_ERROR(
@@ -530,6 +560,19 @@ test_conf_rejects_out_of_range_values(void)
 	    "	{ address = \"127.0.0.1:18080\"; protocol = \"tcp\";\n"
 	    "	  to = \"127.0.0.1:9\"; backlog = 0; }\n"		/* 3 */
 	    ");\n", 3, "backlog: 0 out of range");
+}
+
+/* Pinning a worker to a CPU it may not use would fail only after fork. */
+static void
+test_conf_rejects_cpu_outside_affinity(void)
+{
+	char	 want[64];
+
+	if (cpu_off < 0)
+		return;		/* every CPU number is usable here */
+	snprintf(want, sizeof(want), "CPU %d is not available", cpu_off);
+	EXPECT_CONF_ERROR(conf_text("workers = 2;\n"
+	    "cpu_affinity = [%d, %d];\n" LISTENER, cpu_a, cpu_off), 2, want);
 }
 
 static void
@@ -763,6 +806,27 @@ test_conf_reports_module_conf_error_at_module_line(void)
 	    ");\n", mod_dir, conf_dir), 4, "unknown phase \"LATER\"");
 }
 
+/* Workers run the code loaded at start-up; another file under the same
+ * name cannot replace it on reload. */
+static void
+test_conf_refuses_module_from_another_path_once_loaded(void)
+{
+	struct pt_config	*conf;
+
+	conf = LOAD_OK(conf_text(
+	    "module_dir = \"%s\";\n"
+	    LISTENER
+	    "modules = ( { name = \"hookrec\"; record = \"%s/record\"; } );\n",
+	    mod_dir, conf_dir));
+	conf_free(conf);
+	EXPECT_CONF_ERROR(conf_text(
+	    LISTENER
+	    "modules = (\n"
+	    "	{ name = \"hookrec\"; record = \"%s/record\";\n"	/* 3 */
+	    "	  path = \"%s/hookrec.so\"; }\n"
+	    ");\n", conf_dir, empty_dir), 3, "needs a restart");
+}
+
 static void
 test_conf_rejects_module_listed_twice(void)
 {
@@ -838,6 +902,8 @@ register_conf_suite(void)
 	CU_add_test(s, "rejects_wrong_types", test_conf_rejects_wrong_types);
 	CU_add_test(s, "rejects_out_of_range_values",
 	    test_conf_rejects_out_of_range_values);
+	CU_add_test(s, "rejects_cpu_outside_affinity",
+	    test_conf_rejects_cpu_outside_affinity);
 	CU_add_test(s, "rejects_unknown_log_level",
 	    test_conf_rejects_unknown_log_level);
 	CU_add_test(s, "rejects_unknown_relay_method",
@@ -869,6 +935,8 @@ register_conf_suite(void)
 	    test_conf_loads_module_and_runs_its_conf);
 	CU_add_test(s, "reports_module_conf_error_at_module_line",
 	    test_conf_reports_module_conf_error_at_module_line);
+	CU_add_test(s, "refuses_module_from_another_path_once_loaded",
+	    test_conf_refuses_module_from_another_path_once_loaded);
 	CU_add_test(s, "rejects_module_listed_twice",
 	    test_conf_rejects_module_listed_twice);
 	CU_add_test(s, "refuses_module_with_wrong_abi",
