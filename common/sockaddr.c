@@ -53,12 +53,15 @@ sockaddr_split(const char *text, char *host_out, size_t hostsz,
 		*errstr = "host too long";
 		return -1;
 	}
-	if (colon[1] < '0' || colon[1] > '9') {
+	if (colon[1] == '\0' ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
 		*errstr = "missing or invalid port";
 		return -1;
 	}
+	/* Digits only, so strtol cannot stop early; it saturates on
+	 * overflow, which the range check then refuses. */
 	port = strtol(colon + 1, &pend, 10);
-	if (*pend != '\0' || port < 1 || port > 65535) {
+	if (port < 1 || port > 65535) {
 		*errstr = "port out of range (1-65535)";
 		return -1;
 	}
@@ -102,6 +105,12 @@ sockaddr_parse(const char *text, struct pt_addr *out, const char **errstr)
 		return -1;
 	if (sockaddr_from_numeric(host, port, out) < 0) {
 		*errstr = "not a numeric IPv4 or [IPv6] address";
+		return -1;
+	}
+	/* Brackets are for IPv6 only: "[1.2.3.4]:80" is a typo. */
+	if ((text[0] == '[') != (out->sa.ss_family == AF_INET6)) {
+		*errstr = text[0] == '[' ? "brackets around an IPv4 address" :
+		    "IPv6 address must be in brackets";
 		return -1;
 	}
 	return 0;

@@ -188,6 +188,18 @@ conn_side_close(struct conn_side *s)
 	s->io.fd = -1;
 }
 
+/* Idempotent: a module may resume (and so release) a connection from its
+ * LOG hook, inside conn_close, which then must not queue it again. */
+static void
+conn_reap_queue(struct pt_conn *c)
+{
+	if (c->c_reap_queued)
+		return;
+	c->c_reap_queued = true;
+	c->c_reap_next = conn_reap_list;
+	conn_reap_list = c;
+}
+
 void
 conn_close(struct pt_conn *c, const char *why)
 {
@@ -215,10 +227,8 @@ conn_close(struct pt_conn *c, const char *why)
 		pt_clog(c, PT_LOG_DEBUG, "closed: %s", why);
 	/* A module still holding the connection (it answered AGAIN) will
 	 * call pt_conn_resume(); the memory is reaped after that. */
-	if (!c->c_waiting) {
-		c->c_reap_next = conn_reap_list;
-		conn_reap_list = c;
-	}
+	if (!c->c_waiting)
+		conn_reap_queue(c);
 }
 
 void
@@ -239,8 +249,7 @@ conn_reap(void)
 void
 conn_release_waiting(struct pt_conn *c)
 {
-	c->c_reap_next = conn_reap_list;
-	conn_reap_list = c;
+	conn_reap_queue(c);
 }
 
 void

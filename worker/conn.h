@@ -69,6 +69,7 @@ struct pt_conn {
 	conn_phase_done_fn		 c_phase_done;
 	bool				 c_waiting;	/* a hook said AGAIN */
 	bool				 c_logged;
+	bool				 c_reap_queued;
 
 	/* Client leg only; the upstream leg is always plain. */
 	const struct pt_transport	*c_transport;	/* NULL: plain */

@@ -54,8 +54,10 @@ enum pt_phase {
  * What a hook answers. The core, never the module, turns DENY into bytes on
  * the wire (403/407, a SOCKS reply code, or a closed TCP connection).
  * AGAIN means the module started asynchronous work and will call
- * pt_conn_resume() later; the phase then continues with the next hook, or
- * stops if the module set a verdict with pt_conn_set_verdict().
+ * pt_conn_resume() exactly once later, with CONTINUE to go on to the next
+ * hook or with the verdict that ends the phase. It must do so even if the
+ * connection closes meanwhile (its LOG hook runs first): the core keeps
+ * the connection's memory until then.
  */
 enum pt_verdict {
 	PT_VERDICT_CONTINUE = 0,

@@ -63,6 +63,7 @@ struct hookrec_conf {
 	char		*record;
 	unsigned	 again_ms;	/* 0: ACCEPT does not wait */
 	int		 deny_phase;	/* -1: deny nowhere */
+	bool		 resume_at_log;	/* LOG resumes a pending ACCEPT */
 	int		 fd;		/* worker: <record>; -1 in the master */
 	int		 worker;	/* worker id; -1 in the master */
 };
@@ -89,7 +90,8 @@ static const char *const hookrec_phases[PT_PHASE_COUNT] = {
 static const char *const hookrec_keys[] = {
 	/* "name" and "path" belong to the core, which hands us the whole
 	 * module entry. */
-	"name", "path", "record", "again_ms", "deny_phase", NULL
+	"name", "path", "record", "again_ms", "deny_phase", "resume_at_log",
+	NULL
 };
 
 /* conf() runs in the master only, one module entry at a time. */
@@ -210,6 +212,11 @@ hookrec_conf(struct pt_modconf *mc, const config_setting_t *node,
 	if ((s = config_setting_get_member(node, "deny_phase")) != NULL &&
 	    hookrec_conf_phase(s, &deny, errstr) < 0)
 		return -1;
+	if ((s = config_setting_get_member(node, "resume_at_log")) != NULL &&
+	    config_setting_type(s) != CONFIG_TYPE_BOOL) {
+		*errstr = "resume_at_log: expected true or false";
+		return -1;
+	}
 
 	if ((hc = calloc(1, sizeof(*hc))) == NULL ||
 	    (hc->record = strdup(config_setting_get_string(
@@ -220,6 +227,7 @@ hookrec_conf(struct pt_modconf *mc, const config_setting_t *node,
 	}
 	hc->again_ms = again;
 	hc->deny_phase = deny;
+	hc->resume_at_log = s != NULL && config_setting_get_bool(s);
 	hc->fd = -1;
 	hc->worker = -1;
 	mc->ctx = hc;
@@ -352,6 +360,17 @@ hookrec_run(enum pt_phase phase, struct pt_conn *conn, struct pt_req *req,
 		cc->conf = hc;
 		pt_timer_start(&cc->timer, hc->again_ms, hookrec_on_timer, cc);
 		return PT_VERDICT_AGAIN;
+	}
+	/* The connection closed while ACCEPT waited: give it back from the
+	 * LOG hook, the way a module that cancels its work would. */
+	if (phase == PT_PHASE_LOG && hc->resume_at_log) {
+		cc = pt_conn_ctx(conn, &HOOKREC_MODULE);
+		if (cc->timer.heap_idx != 0) {
+			pt_timer_stop(&cc->timer);
+			hookrec_printf(hc, hc->fd, "LOG-RESUMED conn=%llu\n",
+			    (unsigned long long)pt_conn_id(conn));
+			pt_conn_resume(conn, PT_VERDICT_DENY);
+		}
 	}
 	if ((int)phase == hc->deny_phase)
 		return PT_VERDICT_DENY;

@@ -141,6 +141,7 @@ static const struct parse_case parse_cases[] = {
 	{ "127.0.0.1:0", 0, "out of range" },
 	{ "127.0.0.1:65536", 0, "out of range" },
 	{ "[::1]:abc", 0, "port" },
+	{ "[127.0.0.1]:80", 0, "brackets" },
 	{ "127.0.0.1", 0, "host:port" },
 	{ ":80", 0, "missing host" },
 };
