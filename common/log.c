@@ -23,6 +23,7 @@ static int		 log_fd_cur = 2;
 static int		 log_min = PT_LOG_NOTICE;
 static const char	*log_role = "master";
 static char		*log_path;
+static bool		 log_tee;
 
 static const char *const log_names[] = {
 	[PT_LOG_ERR] = "error", [PT_LOG_WARNING] = "warn",
@@ -47,6 +48,12 @@ log_level_parse(const char *name)
 	if (strcasecmp(name, "warning") == 0)
 		return PT_LOG_WARNING;
 	return -1;
+}
+
+void
+log_set_tee(bool on)
+{
+	log_tee = on;
 }
 
 void
@@ -167,6 +174,8 @@ log_vline(int level, int err, const char *prefix, const char *fmt,
 	line[n++] = '\n';
 	/* A failed log write has nowhere better to be reported. */
 	if (write(log_fd_cur, line, n) < 0)
+		return;
+	if (log_tee && log_fd_cur != 2 && write(2, line, n) < 0)
 		return;
 }
 

@@ -15,6 +15,9 @@
 /* Logs to stderr at level notice until log_open() says otherwise. */
 void		log_set_level(int level);
 int		log_level_parse(const char *name);
+/* While on, lines also go to standard error: start-up failures must reach
+ * the operator's terminal, not only a log file. */
+void		log_set_tee(bool on);
 /* "master" or "worker 3": shown on every line. Not copied. */
 void		log_set_role(const char *role);
 /*

@@ -143,16 +143,28 @@ main_write_pid(const char *path)
 	close(fd);
 }
 
-static void
+/*
+ * Detaches from the terminal. The parent waits until the daemon reports
+ * that it runs (pid file written), so "portico && next-step" and systemd's
+ * Type=forking see a failure as a failure. Returns the descriptor the
+ * daemon writes its "ready" byte to.
+ */
+static int
 main_daemonize(void)
 {
 	pid_t	 pid;
-	int	 fd;
+	int	 fd, ready[2];
+	char	 c;
 
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		fatal("pipe: %s", strerror(errno));
 	if ((pid = fork()) < 0)
 		fatal("fork: %s", strerror(errno));
-	if (pid > 0)
-		_exit(0);
+	if (pid > 0) {
+		close(ready[1]);
+		_exit(read(ready[0], &c, 1) == 1 ? 0 : 1);
+	}
+	close(ready[0]);
 	if (setsid() < 0)
 		fatal("setsid: %s", strerror(errno));
 	if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
@@ -164,6 +176,7 @@ main_daemonize(void)
 	close(fd);
 	/* No chdir("/"): relative paths in the configuration keep meaning
 	 * what they meant when it was checked, on every reload too. */
+	return ready[1];
 }
 
 /* Each connection costs descriptors; the hard limit is what the operator
@@ -188,7 +201,7 @@ main(int argc, char *argv[])
 	const char		*file = MAIN_DEFAULT_CONF, *sig = NULL;
 	char			 err[CONF_ERRSZ];
 	bool			 test = false, foreground = false;
-	int			 ch, sigfd, rc;
+	int			 ch, sigfd, rc, ready = -1;
 
 	while ((ch = getopt(argc, argv, "c:fs:tV")) != -1) {
 		switch (ch) {
@@ -235,6 +248,7 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	log_set_level(conf->log_level);
+	log_set_tee(true);
 	if ((conf->user != NULL || conf->group != NULL) && geteuid() != 0)
 		pt_log(PT_LOG_WARNING, "not started as root: \"user\" and "
 		    "\"group\" are ignored");
@@ -251,11 +265,19 @@ main(int argc, char *argv[])
 		fatal("mapping counters: %s", strerror(-rc));
 	if (conf_init_modules(conf, err) < 0)
 		fatal("%s", err);
-	if (!foreground)
-		main_daemonize();
+	if (!foreground) {
+		log_set_tee(false);
+		ready = main_daemonize();
+	}
 	if (conf->pid_file != NULL)
 		main_write_pid(conf->pid_file);
+	if (ready >= 0) {
+		if (write(ready, "", 1) != 1)
+			pt_log(PT_LOG_WARNING, "start-up: parent went away");
+		close(ready);
+	}
 
+	log_set_tee(false);
 	{
 		char	*pid_file = conf->pid_file ? strdup(conf->pid_file) :
 		    NULL;
