@@ -16,11 +16,15 @@ void	register_sockaddr_suite(void);
 void	register_loop_suite(void);
 /* ---- t/unit/test_pool.c ---------------------------------------------- */
 void	register_pool_suite(void);
+void	register_http_parse_suite(void);
+void	register_dns_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
 	register_sockaddr_suite,					\
 	register_loop_suite,						\
-	register_pool_suite
+	register_pool_suite,						\
+	register_http_parse_suite,					\
+	register_dns_suite
 
 #endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Asynchronous name resolution in the worker's event loop: c-ares with its
+ * sockets in our epoll and its timeouts on our timer heap, and a bounded
+ * per-worker cache that honours the answers' TTLs.
+ */
+#ifndef PT_WORKER_DNS_H
+#define PT_WORKER_DNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sockaddr.h"
+
+#define DNS_MAX_ADDRS	8
+
+struct dns_result {
+	int		 naddrs;
+	/* In the order to try them: IPv6 and IPv4 interleaved, the family
+	 * the resolver returned first leading (RFC 8305 6). Ports are 0. */
+	struct pt_addr	 addrs[DNS_MAX_ADDRS];
+};
+
+/*
+ * <err> is 0 with <res> filled (valid only during the call: copy what you
+ * keep), or a positive errno-like code: ENOENT (no such name / no
+ * address), ETIMEDOUT, ECANCELED (dns_cancel or dns_fini), EIO (other).
+ */
+typedef void (*dns_done_fn)(void *arg, int err, const struct dns_result *res);
+
+struct dns_query;
+
+/* ---- worker/dns.c ---------------------------------------------------- */
+
+struct dns_conf {
+	const char	*servers;	/* "ip[:port],..." or NULL: resolv.conf */
+	unsigned	 cache_max;	/* entries; 0: no cache */
+	unsigned	 min_ttl_s;	/* answers kept at least this long */
+	unsigned	 max_ttl_s;	/* and at most this long */
+	unsigned	 neg_ttl_s;	/* failures (NXDOMAIN, no address) */
+	unsigned	 timeout_ms;	/* whole query, all retries */
+};
+
+/*
+ * Starts the resolver: <conf>->servers, or /etc/resolv.conf, and
+ * /etc/hosts, the c-ares way. Worker, before the loop. 0 or -errno.
+ */
+int	 dns_init(const struct dns_conf *conf);
+/* Cancels every query (their callbacks run with ECANCELED) and frees
+ * everything. */
+void	 dns_fini(void);
+/*
+ * Resolves <name> (a host name or an IPv4/IPv6 literal, without
+ * brackets). Literals and fresh cache hits call <done> before returning
+ * and give NULL. Otherwise returns a handle for dns_cancel, and <done>
+ * runs later from the loop, exactly once. Never blocks.
+ */
+struct dns_query *dns_resolve(const char *name, size_t namelen,
+	    dns_done_fn done, void *arg);
+/* Stops a pending query; its callback will not run. */
+void	 dns_cancel(struct dns_query *q);
+/* Tests and stats. */
+unsigned dns_cache_count(void);
+void	 dns_cache_clear(void);
+
+#endif
