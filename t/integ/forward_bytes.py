@@ -13,6 +13,8 @@ import os
 import re
 import socket
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
@@ -87,6 +89,28 @@ def one_method(t, method, echo4, echo6, sink, source):
         x.close()
     sent_in += 8 * ptest.MiB
     sent_out += 8 * ptest.MiB
+
+    # slow readers: the upstream finishes (and closes) while the proxy
+    # still holds data for the client; the EOF must follow the last byte
+    # (one at a time: a race, so six tries)
+    bad = []
+    for i in range(6):
+        release = threading.Event()
+        x = ptest.Transfer(ports["p4"], 8 * ptest.MiB, slow_until=release,
+                           slow_sleep=0.005).start()
+        conns += 1
+        ptest.wait_for(lambda: x.received > 0, ptest.bound(5))
+        time.sleep(0.3)
+        release.set()
+        x.wait(ptest.bound(5))
+        if not x.ok():
+            bad.append("try %d: %s" % (i + 1, x.describe()))
+        x.close()
+        sent_in += 8 * ptest.MiB
+        sent_out += 8 * ptest.MiB
+    t.check(not bad, "%s: 8 MiB through a slow reader, 6 times: exact, "
+            "and EOF follows the last byte within %.0f s"
+            % (method, ptest.bound(5)), lambda: bad)
 
     # no half-close: the client reads everything back, then closes
     x = ptest.Transfer(ports["p4"], ptest.MiB, half_close=False).start()

@@ -1169,7 +1169,7 @@ class Test:
 
     def base_conf(self, **over):
         """Subsitutions every template may use."""
-        d = dict(TMP=self.tmp, MODDIR=TESTMODDIR)
+        d = dict(TMP=self.tmp, MODDIR=TESTMODDIR, SHUTDOWN=30)
         d.update(over)
         return d
 

@@ -98,7 +98,7 @@ def main(t):
     t.check(size(old2) == s2, "-s reopen: the renamed file gets no later "
             "line", lambda: read(old2)[s2 or 0:].splitlines()[:20])
     rc = t.stop_portico(p)
-    t.check(bool(p.wait_log(r"\bexiting\b", path=log)),
+    t.check(bool(p.wait_log(r"master: exiting$", path=log)),
             "the exit line goes to the newest file",
             lambda: ptest.tail(read(log), 10))
     t.check(rc == 0, "SIGTERM: exit status 0", "exit %s" % rc)

@@ -18,12 +18,13 @@ import ptest  # noqa: E402
 LONG = 16 * ptest.MiB
 
 
-def start(t, echo, name):
+def start(t, echo, name, shutdown=30):
     port = ptest.free_port()
     for f in ("error.log", "portico.pid"):
         if os.path.exists(t.path(f)):
             os.rename(t.path(f), t.path("%s.before-%s" % (f, name)))
     conf = t.conf("forward", WORKERS=2, RELAY="splice",
+                  SHUTDOWN=shutdown,
                   LISTENERS=ptest.listeners(("127.0.0.1:%d" % port,
                                              echo.address)))
     p = t.portico(conf, conf_name=name + ".conf")
@@ -34,7 +35,9 @@ def main(t):
     echo = t.echo_server()
 
     # -- SIGQUIT during a long transfer --------------------------------
-    p, port = start(t, echo, "quit")
+    # shutdown_timeout is long: the transfer must end on its own, not be
+    # cut by the timeout
+    p, port = start(t, echo, "quit", shutdown=300)
     t.check(os.path.exists(p.pid_file), "the pid file exists while running")
     workers = list(p.workers().values())
     release = threading.Event()
@@ -52,18 +55,24 @@ def main(t):
             "SIGQUIT: the master waits for the transfer in progress",
             lambda: ["master exit %s" % p.proc.poll(), x.describe()])
     release.set()
-    x.wait(ptest.bound(60))
-    t.check(x.ok(), "SIGQUIT: the %d MiB transfer completes byte-exact"
-            % (LONG // ptest.MiB), lambda: [x.describe()] +
-            ptest.tail(p.log()))
-    rc = p.wait_exit(ptest.bound(15))
+    x.wait(ptest.bound(20))
+    t.check(x.ok(), "SIGQUIT: the %d MiB transfer completes byte-exact, "
+            "with EOF, within %.0f s" % (LONG // ptest.MiB, ptest.bound(20)),
+            lambda: [x.describe()] + ptest.tail(p.log()))
+    if not x.ok():
+        # the checks below then fail too: no need to wait long for them
+        x.close()
+    rc = p.wait_exit(ptest.bound(15 if x.ok() else 3))
     t.check(rc == 0, "SIGQUIT: then the master exits with status 0",
             lambda: ["exit %s" % p.proc.poll()] + ptest.tail(p.log()))
     t.check(not os.path.exists(p.pid_file), "SIGQUIT: the pid file is gone")
+    t.check(not p.log_lines(r"shutdown_timeout"),
+            "SIGQUIT: no connection had to be cut by shutdown_timeout",
+            lambda: p.log_lines(r"shutdown_timeout"))
     t.check(not any(ptest.alive(w) for w in workers),
             "SIGQUIT: the workers are gone",
             str([(w, ptest.comm(w)) for w in workers if ptest.alive(w)]))
-    t.check(bool(p.log_lines(r"\bexiting\b")),
+    t.check(bool(p.log_lines(r"master: exiting$")),
             "SIGQUIT: the log says 'exiting'", lambda: ptest.tail(p.log()))
     t.check(bool(p.log_lines(r"totals: accepted=")),
             "SIGQUIT: the log has the exit totals")
