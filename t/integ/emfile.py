@@ -8,6 +8,7 @@ its pid is the same (not killed, not respawned). Once those connections
 close, new connections are served again.
 """
 import os
+import re
 import sys
 import time
 
@@ -37,6 +38,13 @@ def main(t):
     t.check(len(socks) >= HOLD * 9 // 10,
             "the kernel queued most of the %d connections" % HOLD,
             "%d opened" % len(socks))
+    # a byte on each: the connections the worker takes start relaying and
+    # need their upstream socket (and pipes, with splice) too
+    for s in socks:
+        try:
+            s.send(b"x")
+        except OSError:
+            pass
     # let the worker run into the limit
     time.sleep(0.5)
     t.diag("worker fds now: %s; echo server connections: %d" % (
@@ -60,6 +68,17 @@ def main(t):
     mc = ptest.cpu_seconds(p.pid)
     t.diag("master cpu so far: %s s" % mc)
 
+    served = 0
+    for s in socks:
+        s.setblocking(False)
+        try:
+            if s.recv(1) == b"x":
+                served += 1
+        except OSError:
+            pass
+    t.diag("%d of the held connections had their byte echoed" % served)
+    t.check(served >= 1, "the connections that fit are served meanwhile",
+            "%d echoed" % served)
     for s in socks:
         s.close()
     socks.clear()
@@ -80,6 +99,11 @@ def main(t):
     lines = p.log_lines(r"(?i)descriptor|EMFILE|ENFILE|too many open|paus")
     t.diag(["log lines about the limit:"] + lines[:10])
     t.stop_portico(p)
+    tot = p.log_lines(r"totals: ")
+    m = re.search(r"accept_paused=(\d+)", tot[-1]) if tot else None
+    t.check(m is not None and int(m.group(1)) > 0,
+            "the pauses are counted (exit totals: accept_paused > 0)",
+            str(tot[-1:]))
 
 
 if __name__ == "__main__":

@@ -120,6 +120,37 @@ def main(t):
             "the log says 'respawning worker %d'" % slot, t.log_details(p))
     t.check(p.running() and len(p.workers()) == 2,
             "the master still runs with two workers", str(p.all_children()))
+
+    # a worker that keeps dying is still replaced (with backoff), on its
+    # CPU, and the other one is still not disturbed
+    times = []
+    for i in range(4):
+        cur = p.workers().get(slot)
+        if cur is None:
+            break
+        t0 = time.monotonic()
+        os.kill(cur, signal.SIGKILL)
+        nw = p.wait_workers(2, ptest.bound(10), exclude=(cur,))
+        if not nw:
+            break
+        times.append(round(time.monotonic() - t0, 2))
+    t.diag("replacement delays for deaths in a row: %s s" % times)
+    t.diag(p.log_lines(r"(?i)keeps dying|backoff|next restart")[-3:])
+    t.check(len(times) == 4, "a worker killed 4 times in a row is replaced "
+            "each time (within %.0f s)" % ptest.bound(10),
+            lambda: ["delays %s" % times] + ptest.tail(p.log(), 15))
+    last = p.workers().get(slot)
+    t.check(last is not None and ptest.cpus_allowed(last) == vcpus,
+            "the last replacement is on the same CPU %s" % (vcpus,),
+            "cpus %s" % (last and ptest.cpus_allowed(last),))
+    t.check(p.workers().get(1 - slot) == other,
+            "the other worker is still the same process")
+    res = [h.ping() for h in mine]
+    t.check(all(ok for ok, _ in res),
+            "the other worker's held connections still relay", str(res))
+    good = sum(1 for _ in range(20) if ptest.echo_once(port)[0])
+    t.check(good == 20, "20 of 20 new connections echo afterwards",
+            "%d of 20" % good)
     for h in held:
         h.close()
     t.stop_portico(p)
