@@ -25,7 +25,7 @@
 #include "common/counters.h"
 #include "common/log.h"
 #include "master/conf.h"
-#include "worker/pool.h"
+#include "worker/buf.h"
 #include "worker/worker.h"
 
 /* Reads and writes per direction per event, so one fast tunnel cannot
@@ -37,19 +37,15 @@
 #define RELAY_PIPES_KEPT	64
 
 static bool		 relay_use_splice;
-static unsigned		 relay_bufsz;
-static struct pool	 relay_bufs;
 static int		 relay_pipes[RELAY_PIPES_KEPT][2];
 static int		 relay_npipes;
 
 static void	relay_on_event(struct loop_io *io, uint32_t events);
 
 void
-relay_init(bool splice, unsigned buffer_size, unsigned max_conns)
+relay_init(bool splice)
 {
 	relay_use_splice = splice;
-	relay_bufsz = buffer_size;
-	pool_init(&relay_bufs, "relay buffer", buffer_size, 2 * max_conns);
 }
 
 void
@@ -60,13 +56,6 @@ relay_fini(void)
 		close(relay_pipes[relay_npipes][0]);
 		close(relay_pipes[relay_npipes][1]);
 	}
-	pool_fini(&relay_bufs);
-}
-
-unsigned
-relay_buffers_in_use(void)
-{
-	return relay_bufs.in_use;
 }
 
 static int
@@ -106,7 +95,7 @@ relay_dir_idle(struct relay_dir *r)
 		r->pipe_fill = 0;
 	}
 	if (r->buf != NULL) {
-		pool_put(&relay_bufs, r->buf);
+		buf_put(r->buf);
 		r->buf = NULL;
 		r->head = r->tail = 0;
 	}
@@ -190,19 +179,19 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 		return n;
 	}
 	if (r->buf == NULL) {
-		if ((r->buf = pool_get(&relay_bufs)) == NULL)
+		if ((r->buf = buf_get(BUF_SMALL)) == NULL)
 			return -ENOBUFS;
 		r->head = r->tail = 0;
 	}
 	if (t != NULL) {
 		src->t_want = EPOLLIN;
-		n = t->read(c, src->io.fd, c->c_tctx, r->buf, relay_bufsz,
+		n = t->read(c, src->io.fd, c->c_tctx, r->buf, buf_size(r->buf),
 		    &src->t_want);
 		if (n < 0)
 			return n;
 		src->t_want = 0;
 	} else {
-		n = recv(src->io.fd, r->buf, relay_bufsz, 0);
+		n = recv(src->io.fd, r->buf, buf_size(r->buf), 0);
 		if (n < 0)
 			return -errno;
 	}
@@ -250,11 +239,6 @@ relay_pump(struct pt_conn *c, enum conn_side_id d)
 			c->c_last_active = loop_now();
 			continue;
 		}
-		if (src->rd_eof) {
-			relay_dir_idle(r);
-			r->done = true;
-			return relay_shutdown(c, dst);
-		}
 		n = relay_read(c, r, src);
 		if (n == -EAGAIN) {
 			relay_dir_idle(r);
@@ -263,8 +247,13 @@ relay_pump(struct pt_conn *c, enum conn_side_id d)
 		if (n < 0)
 			return (int)n;
 		if (n == 0) {
+			/* Nothing is pending (reads happen only then), so the
+			 * EOF goes on now: left for a later round, it would
+			 * wait for an event that never comes. */
 			src->rd_eof = true;
-			continue;
+			relay_dir_idle(r);
+			r->done = true;
+			return relay_shutdown(c, dst);
 		}
 		c->c_last_active = loop_now();
 		if (d == SIDE_CLIENT) {

@@ -7,16 +7,16 @@
 
 /* ---- worker/relay.c -------------------------------------------------- */
 
-/* Sets the method (splice or copy) and buffer size for this worker and
- * sizes the buffer and pipe pools. Worker, before the loop. */
-void	 relay_init(bool splice, unsigned buffer_size, unsigned max_conns);
+/* Sets the method (splice or copy) for this worker. Buffers come from
+ * worker/buf.h. Worker, before the loop. */
+void	 relay_init(bool splice);
 void	 relay_fini(void);
-/* Both sockets are open: start pumping. Closes <c> when both directions
- * are done or on any error. */
+/* Both sockets are open: start pumping. Bytes already in c_dir[d].buf
+ * (head..tail, a buffer from worker/buf.h) are written first: an HTTP
+ * tunnel hands over what the client sent after its CONNECT head. Closes
+ * <c> when both directions are done or on any error. */
 void	 relay_start(struct pt_conn *c);
 /* Returns buffers and pipes held by <c> (conn_close). */
 void	 relay_release(struct pt_conn *c);
-/* Pool usage, for tests and stats. */
-unsigned relay_buffers_in_use(void);
 
 #endif

@@ -33,6 +33,7 @@
 #include "worker/conn.h"
 #include "worker/loop.h"
 #include "worker/phase.h"
+#include "worker/buf.h"
 #include "worker/relay.h"
 
 /* Descriptors kept free of connections: signalfd, epoll, log, pooled
@@ -233,7 +234,8 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	modctx = phase_init(conf);
 	maxconn = worker_max_connections(conf);
 	conn_pool_init(maxconn, modctx);
-	relay_init(conf->relay == CONF_RELAY_SPLICE, conf->buffer_size, maxconn);
+	buf_init(conf->buffer_size, conf->buffer_size, 2 * maxconn);
+	relay_init(conf->relay == CONF_RELAY_SPLICE);
 	if (phase_init_worker(conf, &worker) < 0)
 		fatal("module initialisation failed");
 	if (accept_start(conf->listeners, mine, conf->nlisteners) < 0)

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Buffer pools. Each buffer is preceded by a small header naming its pool,
+ * so buf_put needs no size argument and a buffer can change hands (an
+ * HTTP head buffer becoming a tunnel's first payload) without a copy.
+ */
+#include "config.h"
+
+#include <stdalign.h>
+
+#include "worker/buf.h"
+#include "worker/pool.h"
+
+struct buf_hdr {
+	struct pool	*pool;
+	size_t		 size;
+} __attribute__((aligned(16)));
+
+static struct pool	 buf_pools[BUF_CLASSES];
+static size_t		 buf_sizes[BUF_CLASSES];
+
+void
+buf_init(size_t small, size_t large, unsigned max_each)
+{
+	buf_sizes[BUF_SMALL] = small;
+	buf_sizes[BUF_LARGE] = large < small ? small : large;
+	pool_init(&buf_pools[BUF_SMALL], "small buffer",
+	    sizeof(struct buf_hdr) + buf_sizes[BUF_SMALL], max_each);
+	pool_init(&buf_pools[BUF_LARGE], "large buffer",
+	    sizeof(struct buf_hdr) + buf_sizes[BUF_LARGE], max_each);
+}
+
+void
+buf_fini(void)
+{
+	pool_fini(&buf_pools[BUF_SMALL]);
+	pool_fini(&buf_pools[BUF_LARGE]);
+}
+
+char *
+buf_get(enum buf_class cls)
+{
+	struct buf_hdr	*h;
+
+	if ((h = pool_get(&buf_pools[cls])) == NULL)
+		return NULL;
+	h->pool = &buf_pools[cls];
+	h->size = buf_sizes[cls];
+	return (char *)(h + 1);
+}
+
+void
+buf_put(char *b)
+{
+	struct buf_hdr	*h;
+
+	if (b == NULL)
+		return;
+	h = (struct buf_hdr *)b - 1;
+	pool_put(h->pool, h);
+}
+
+size_t
+buf_size(const char *b)
+{
+	return ((const struct buf_hdr *)b - 1)->size;
+}
+
+size_t
+buf_class_size(enum buf_class cls)
+{
+	return buf_sizes[cls];
+}
+
+unsigned
+buf_in_use(void)
+{
+	return buf_pools[BUF_SMALL].in_use + buf_pools[BUF_LARGE].in_use;
+}
