@@ -41,7 +41,15 @@ struct conf_ctx {
 static const char *const conf_root_keys[] = {
 	"workers", "cpu_affinity", "user", "group", "pid_file", "error_log",
 	"log_level", "module_dir", "shutdown_timeout", "listeners", "limits",
-	"relay", "modules", NULL
+	"relay", "modules", "http", "resolver", NULL
+};
+static const char *const conf_http_keys[] = {
+	"connect_ports", "via", "max_header_size", "upstream_keepalive",
+	"upstream_idle_timeout", NULL
+};
+static const char *const conf_resolver_keys[] = {
+	"servers", "cache_size", "min_ttl", "max_ttl", "negative_ttl",
+	"timeout", NULL
 };
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", NULL
@@ -356,13 +364,14 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	proto = config_setting_get_string(m);
 	if (strcmp(proto, "tcp") == 0)
 		l->proto = CONF_PROTO_TCP;
-	else if (strcmp(proto, "http") == 0 || strcmp(proto, "socks5") == 0 ||
-	    strcmp(proto, "auto") == 0)
+	else if (strcmp(proto, "http") == 0)
+		l->proto = CONF_PROTO_HTTP;
+	else if (strcmp(proto, "socks5") == 0 || strcmp(proto, "auto") == 0)
 		return conf_err(cc, m, "\"%s\" is not supported by this "
 		    "version yet", proto);
 	else
 		return conf_err(cc, m, "unknown protocol \"%s\" (expected "
-		    "\"tcp\")", proto);
+		    "\"tcp\" or \"http\")", proto);
 
 	m = config_setting_get_member(s, "to");
 	if (l->proto == CONF_PROTO_TCP) {
@@ -483,6 +492,137 @@ conf_relay(struct conf_ctx *cc, const config_setting_t *root)
 	return 0;
 }
 
+/* A group member of <root>, checked to be a group with known keys;
+ * NULL when absent. */
+static int
+conf_group(struct conf_ctx *cc, const config_setting_t *root,
+    const char *name, const char *const *keys, config_setting_t **out)
+{
+	config_setting_t	*g;
+
+	*out = NULL;
+	if ((g = config_setting_get_member(root, name)) == NULL)
+		return 0;
+	if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+		return conf_err(cc, g, "expected a group { ... }");
+	if (conf_check_keys(cc, g, keys) < 0)
+		return -1;
+	*out = g;
+	return 0;
+}
+
+static int
+conf_bool(struct conf_ctx *cc, const config_setting_t *g, const char *name,
+    bool def, bool *out)
+{
+	config_setting_t	*s;
+
+	*out = def;
+	if (g == NULL || (s = config_setting_get_member(g, name)) == NULL)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+		return conf_err(cc, s, "expected true or false");
+	*out = config_setting_get_bool(s);
+	return 0;
+}
+
+static int
+conf_connect_ports(struct conf_ctx *cc, const config_setting_t *g)
+{
+	struct conf_http	*h = &cc->conf->http;
+	config_setting_t	*s, *e;
+	long long		 v;
+	int			 i, n;
+
+	/* Squid's SSL_ports: CONNECT is for TLS, not for mail relaying. */
+	h->connect_ports[0] = 443;
+	h->connect_ports[1] = 563;
+	h->nconnect_ports = 2;
+	if (g == NULL || (s = config_setting_get_member(g, "connect_ports"))
+	    == NULL)
+		return 0;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING &&
+	    strcmp(config_setting_get_string(s), "*") == 0) {
+		h->connect_any = true;
+		h->nconnect_ports = 0;
+		return 0;
+	}
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY &&
+	    config_setting_type(s) != CONFIG_TYPE_LIST)
+		return conf_err(cc, s, "expected a list of ports or \"*\"");
+	n = config_setting_length(s);
+	if (n > CONF_MAX_CONNECT_PORTS)
+		return conf_err(cc, s, "at most %d ports",
+		    CONF_MAX_CONNECT_PORTS);
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned)i);
+		if (!conf_is_int(e))
+			return conf_err(cc, s, "element %d: expected a port",
+			    i + 1);
+		v = config_setting_get_int64(e);
+		if (v < 1 || v > 65535)
+			return conf_err(cc, s, "element %d: port %lld out of "
+			    "range (1-65535)", i + 1, v);
+		h->connect_ports[i] = (uint16_t)v;
+	}
+	h->nconnect_ports = n;
+	return 0;
+}
+
+static int
+conf_http(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct conf_http	*h = &cc->conf->http;
+	config_setting_t	*g;
+	long long		 v;
+
+	if (conf_group(cc, root, "http", conf_http_keys, &g) < 0 ||
+	    conf_connect_ports(cc, g) < 0 ||
+	    conf_bool(cc, g, "via", true, &h->via) < 0)
+		return -1;
+	if (conf_int(cc, g, "max_header_size", 1024, 1048576, 65536, &v) < 0)
+		return -1;
+	h->max_header_size = (unsigned)v;
+	if (conf_int(cc, g, "upstream_keepalive", 0, 100000, 64, &v) < 0)
+		return -1;
+	h->upstream_keepalive = (unsigned)v;
+	if (conf_int(cc, g, "upstream_idle_timeout", 1, 3600, 60, &v) < 0)
+		return -1;
+	h->upstream_idle_timeout_ms = (unsigned)v * 1000;
+	return 0;
+}
+
+static int
+conf_resolver(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct conf_resolver	*r = &cc->conf->resolver;
+	config_setting_t	*g;
+	long long		 v;
+
+	if (conf_group(cc, root, "resolver", conf_resolver_keys, &g) < 0 ||
+	    conf_str(cc, g, "servers", NULL, &r->servers) < 0)
+		return -1;
+	if (conf_int(cc, g, "cache_size", 0, 1000000, 10000, &v) < 0)
+		return -1;
+	r->cache_size = (unsigned)v;
+	if (conf_int(cc, g, "min_ttl", 0, 86400, 1, &v) < 0)
+		return -1;
+	r->min_ttl = (unsigned)v;
+	if (conf_int(cc, g, "max_ttl", 0, 604800, 3600, &v) < 0)
+		return -1;
+	r->max_ttl = (unsigned)v;
+	if (r->max_ttl < r->min_ttl)
+		return conf_err(cc, config_setting_get_member(g, "max_ttl"),
+		    "less than min_ttl (%u)", r->min_ttl);
+	if (conf_int(cc, g, "negative_ttl", 0, 86400, 5, &v) < 0)
+		return -1;
+	r->negative_ttl = (unsigned)v;
+	if (conf_int(cc, g, "timeout", 1, 60, 5, &v) < 0)
+		return -1;
+	r->timeout_ms = (unsigned)v * 1000;
+	return 0;
+}
+
 static int
 conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -557,6 +697,7 @@ conf_root(struct conf_ctx *cc, const config_setting_t *root)
 		goto fail;
 	conf->shutdown_timeout_ms = (unsigned)v * 1000;
 	if (conf_limits(cc, root) < 0 || conf_relay(cc, root) < 0 ||
+	    conf_http(cc, root) < 0 || conf_resolver(cc, root) < 0 ||
 	    conf_modules(cc, root) < 0 || conf_listeners(cc, root) < 0)
 		goto fail;
 	free(level);
@@ -677,6 +818,7 @@ conf_free(struct pt_config *conf)
 	free(conf->pid_file);
 	free(conf->error_log);
 	free(conf->module_dir);
+	free(conf->resolver.servers);
 	config_destroy(&conf->cfg);
 	free(conf);
 }

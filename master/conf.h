@@ -17,6 +17,7 @@ struct pt_module;
 
 enum conf_proto {
 	CONF_PROTO_TCP = 0,
+	CONF_PROTO_HTTP,
 };
 
 enum conf_relay {
@@ -55,6 +56,25 @@ struct conf_limits {
 	unsigned	 idle_timeout_ms;
 };
 
+#define CONF_MAX_CONNECT_PORTS	64
+
+struct conf_http {
+	bool		 connect_any;		/* connect_ports = "*" */
+	uint16_t	 connect_ports[CONF_MAX_CONNECT_PORTS];
+	int		 nconnect_ports;
+	bool		 via;
+	unsigned	 max_header_size;
+	unsigned	 upstream_keepalive;	/* idle upstream conns kept */
+	unsigned	 upstream_idle_timeout_ms;
+};
+
+struct conf_resolver {
+	char		*servers;		/* NULL: /etc/resolv.conf */
+	unsigned	 cache_size;
+	unsigned	 min_ttl, max_ttl, negative_ttl;	/* seconds */
+	unsigned	 timeout_ms;
+};
+
 struct pt_config {
 	char			*file;
 	int			 workers;	/* resolved, >= 1 */
@@ -70,6 +90,8 @@ struct pt_config {
 	char			*module_dir;
 	unsigned		 shutdown_timeout_ms;
 	struct conf_limits	 limits;
+	struct conf_http	 http;
+	struct conf_resolver	 resolver;
 	enum conf_relay		 relay;
 	unsigned		 buffer_size;
 	struct conf_listener	*listeners;
