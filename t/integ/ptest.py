@@ -854,9 +854,22 @@ def run_portico(args, timeout=None, **kw):
                           timeout=timeout or bound(20), **kw)
 
 
-def _rlimit_preexec(nofile):
+def _preexec(nofile):
+    """In the child before exec: the descriptor limit asked for, and
+    SIGTERM when this test process dies (a killed test must not leave a
+    portico running; the master then stops its workers)."""
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # loaded here,
+    except Exception:                                    # not in the child
+        prctl = None
+    pr_set_pdeathsig = 1
+
     def f():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        if nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        if prctl is not None:
+            prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
     return f
 
 
@@ -930,7 +943,7 @@ class Portico:
         self.proc = subprocess.Popen(
             [PORTICO, "-f", "-c", self.conf_path] + self.args,
             stdin=subprocess.DEVNULL, stdout=self.err_f, stderr=self.err_f,
-            preexec_fn=_rlimit_preexec(self.nofile) if self.nofile else None,
+            preexec_fn=_preexec(self.nofile),
             start_new_session=True, env=env, close_fds=True)
         self.pid = self.proc.pid
         self.seen.add(self.pid)
