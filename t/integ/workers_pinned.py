@@ -76,6 +76,27 @@ def main(t):
                 t.log_details(p))
     ok, why = ptest.echo_once(port)
     t.check(ok, "the forwarder works", why)
+
+    # every line: "YYYY/MM/DD HH:MM:SS [level] PID role: message", with the
+    # master's pid on master lines and each worker's on its own
+    lines = [ln for ln in p.log(p.error_log).splitlines() if ln]
+    bad = [ln for ln in lines if not ptest.LOG_RE.match(ln)]
+    t.check(lines and not bad, "every error log line has the documented "
+            "format", bad[:10])
+    pids_ok = []
+    for ln in lines:
+        m = ptest.LOG_RE.match(ln)
+        if not m:
+            continue
+        pid, role = int(m.group(3)), m.group(4)
+        if role == "master":
+            pids_ok.append(pid == p.pid)
+        mm = re.match(r"worker (\d+)$", role)
+        if mm and int(mm.group(1)) in w:
+            pids_ok.append(pid == w[int(mm.group(1))])
+    t.check(pids_ok and all(pids_ok), "log lines carry the pid of the "
+            "process that wrote them (master, worker N)",
+            lambda: lines[:20])
     rc = t.stop_portico(p)
     t.check(rc == 0, "SIGTERM: the master exits 0", "exit %s" % rc)
 
