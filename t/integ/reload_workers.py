@@ -5,7 +5,8 @@ Reload that changes the number of workers (2 -> 1 -> 2) while a client
 loop runs: a removed slot's socket must be drained before it is closed,
 and a new slot's socket must be served, so no connection is refused,
 reset or stranded. After each reload the right number of workers runs,
-each pinned to its own CPU.
+each pinned to its own CPU. A burst of SIGHUPs settles to one running
+generation, with no failed connection either.
 """
 import os
 import sys
@@ -54,6 +55,22 @@ def main(t):
         ptest.wait_for(lambda: (loop.total >= before + 150 and
                                 time.monotonic() - t0 >= 0.3) or
                        not loop.running(), ptest.bound(10))
+    # a burst of SIGHUPs, 20 ms apart, while the loop runs
+    n_before = len(p.log_lines(r"reloaded "))
+    for _ in range(5):
+        p.hup()
+        time.sleep(0.02)
+    settled = ptest.wait_for(lambda: len(p.workers()) == 2 and
+                             not p.draining() and
+                             len(p.log_lines(r"reloaded ")) > n_before,
+                             ptest.bound(15), interval=0.1)
+    t.check(settled and p.running(), "after a burst of 5 SIGHUPs: two "
+            "workers, no old generation left, the master alive",
+            lambda: ["children %s" % p.all_children(), "reloaded lines: %d"
+                     % len(p.log_lines(r"reloaded "))] +
+            ptest.tail(p.log(), 20))
+    t.diag("the burst gave %d reload(s)" % (
+        len(p.log_lines(r"reloaded ")) - n_before))
     t.check(loop.running(), "the client loop ran through every reload",
             loop.summary())
     done.set()
