@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "master/conf.h"
 #include "worker/conn.h"
+#include "worker/http.h"
 #include "worker/tcp.h"
 
 /* Accepts per readiness event: enough to amortise epoll_wait, few enough
@@ -132,6 +133,9 @@ accept_one(struct worker_listener *l)
 	switch (l->conf->proto) {
 	case CONF_PROTO_TCP:
 		conn_start(c, tcp_start);
+		break;
+	case CONF_PROTO_HTTP:
+		conn_start(c, http_start);
 		break;
 	}
 	return true;

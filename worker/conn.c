@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <stdarg.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -221,6 +222,10 @@ conn_close(struct pt_conn *c, const char *why)
 		c->c_logged = true;
 		phase_run(c, PT_PHASE_LOG, NULL);
 	}
+	/* After LOG: the request's strings may live in the protocol state. */
+	if (c->c_proto_free != NULL)
+		c->c_proto_free(c);
+	c->c_proto_free = NULL;
 	counters_add(CTR_ACTIVE, -1);
 	counters_add(CTR_CLOSED, 1);
 	if (why != NULL)
@@ -257,6 +262,65 @@ conn_close_all(const char *why)
 {
 	while (conn_live != NULL)
 		conn_close(conn_live, why);
+}
+
+/* The client leg may be wrapped by a module's transport (tls); the
+ * upstream leg is always a plain socket. */
+static const struct pt_transport *
+conn_transport(struct pt_conn *c, struct conn_side *s)
+{
+	return s == &c->c_side[SIDE_CLIENT] ? c->c_transport : NULL;
+}
+
+ssize_t
+conn_recv(struct pt_conn *c, struct conn_side *s, void *buf, size_t len)
+{
+	const struct pt_transport	*t = conn_transport(c, s);
+	ssize_t				 n;
+
+	if (t != NULL) {
+		s->t_want = EPOLLIN;
+		n = t->read(c, s->io.fd, c->c_tctx, buf, len, &s->t_want);
+		if (n >= 0)
+			s->t_want = 0;
+		return n;
+	}
+	n = recv(s->io.fd, buf, len, 0);
+	return n < 0 ? -errno : n;
+}
+
+ssize_t
+conn_send(struct pt_conn *c, struct conn_side *s, const void *buf,
+    size_t len)
+{
+	const struct pt_transport	*t = conn_transport(c, s);
+	ssize_t				 n;
+
+	if (t != NULL) {
+		s->t_want = EPOLLOUT;
+		n = t->write(c, s->io.fd, c->c_tctx, buf, len, &s->t_want);
+		if (n >= 0)
+			s->t_want = 0;
+		return n;
+	}
+	n = send(s->io.fd, buf, len, MSG_NOSIGNAL);
+	return n < 0 ? -errno : n;
+}
+
+int
+conn_shutdown_wr(struct pt_conn *c, struct conn_side *s)
+{
+	const struct pt_transport	*t = conn_transport(c, s);
+	int				 rc;
+
+	if (t != NULL && t->shutdown != NULL)
+		rc = t->shutdown(c, s->io.fd, c->c_tctx);
+	else
+		rc = shutdown(s->io.fd, SHUT_WR) < 0 ? -errno : 0;
+	if (rc < 0 && rc != -ENOTCONN)
+		return rc;
+	s->wr_shut = true;
+	return 0;
 }
 
 uint64_t

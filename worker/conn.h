@@ -30,8 +30,12 @@ enum conn_state {
 struct conn_side {
 	struct loop_io		 io;		/* io.fd < 0: no socket yet */
 	struct pt_conn		*conn;
+	/* EPOLLIN/EPOLLOUT seen and not yet used up by an EAGAIN (http.c
+	 * tries only operations that may succeed). */
+	uint32_t		 ready;
 	uint32_t		 t_want;	/* what the transport waits for */
 	bool			 rd_eof;	/* peer sent FIN */
+	bool			 hup;		/* epoll said EPOLLHUP/ERR */
 	bool			 wr_shut;	/* we sent FIN */
 };
 
@@ -75,6 +79,9 @@ struct pt_conn {
 	const struct pt_transport	*c_transport;	/* NULL: plain */
 	void				*c_tctx;	/* module conn ctx */
 	void				(*c_on_ready)(struct pt_conn *);
+	/* Protocol state (http.c) and how to release it at close. */
+	void				*c_proto;
+	void				(*c_proto_free)(struct pt_conn *);
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Module per-connection state follows, at offsets from phase.c. */
@@ -113,6 +120,17 @@ void		 conn_reap(void);
 /* Queues for reaping a closed connection whose module hook has just
  * resumed (phase.c). */
 void		 conn_release_waiting(struct pt_conn *c);
+/*
+ * Socket I/O on one leg, through the listener's transport on the client
+ * leg. Bytes moved, 0 at EOF (recv), or -errno; on -EAGAIN, s->t_want
+ * holds what the transport waits for (EPOLLIN or EPOLLOUT).
+ */
+ssize_t		 conn_recv(struct pt_conn *c, struct conn_side *s, void *buf,
+		    size_t len);
+ssize_t		 conn_send(struct pt_conn *c, struct conn_side *s,
+		    const void *buf, size_t len);
+/* Passes EOF on (shutdown for writing). 0 or -errno. */
+int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
 /* Closes every open connection (fast stop, drain timeout). */
 void		 conn_close_all(const char *why);
 

@@ -115,21 +115,12 @@ relay_pending(const struct relay_dir *r)
 	return r->pipe_fill + (r->tail - r->head);
 }
 
-/* The client leg may be wrapped by a module's transport (tls); the
- * upstream leg is always a plain socket. */
-static const struct pt_transport *
-relay_transport(struct pt_conn *c, struct conn_side *s)
-{
-	return s == &c->c_side[SIDE_CLIENT] ? c->c_transport : NULL;
-}
-
 /* Moves pending bytes of a direction to side <dst>: bytes written, or
  * -errno (-EAGAIN: destination full). */
 static ssize_t
 relay_write(struct pt_conn *c, struct relay_dir *r, struct conn_side *dst)
 {
-	const struct pt_transport	*t = relay_transport(c, dst);
-	ssize_t				 n;
+	ssize_t	 n;
 
 	if (r->pipe_fill > 0) {
 		n = splice(r->pipe_r, NULL, dst->io.fd, NULL, r->pipe_fill,
@@ -139,19 +130,9 @@ relay_write(struct pt_conn *c, struct relay_dir *r, struct conn_side *dst)
 		r->pipe_fill -= (size_t)n;
 		return n;
 	}
-	if (t != NULL) {
-		dst->t_want = EPOLLOUT;
-		n = t->write(c, dst->io.fd, c->c_tctx, r->buf + r->head,
-		    r->tail - r->head, &dst->t_want);
-		if (n < 0)
-			return n;
-		dst->t_want = 0;
-	} else {
-		n = send(dst->io.fd, r->buf + r->head, r->tail - r->head,
-		    MSG_NOSIGNAL);
-		if (n < 0)
-			return -errno;
-	}
+	n = conn_send(c, dst, r->buf + r->head, r->tail - r->head);
+	if (n < 0)
+		return n;
 	r->head += (uint32_t)n;
 	if (r->head == r->tail)
 		r->head = r->tail = 0;
@@ -163,8 +144,7 @@ relay_write(struct pt_conn *c, struct relay_dir *r, struct conn_side *dst)
 static ssize_t
 relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 {
-	const struct pt_transport	*t = relay_transport(c, src);
-	ssize_t				 n;
+	ssize_t	 n;
 
 	/* Splice needs plain sockets at both ends. Out of descriptors for a
 	 * pipe, this read goes through a buffer instead: the tunnel must
@@ -183,38 +163,11 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 			return -ENOBUFS;
 		r->head = r->tail = 0;
 	}
-	if (t != NULL) {
-		src->t_want = EPOLLIN;
-		n = t->read(c, src->io.fd, c->c_tctx, r->buf, buf_size(r->buf),
-		    &src->t_want);
-		if (n < 0)
-			return n;
-		src->t_want = 0;
-	} else {
-		n = recv(src->io.fd, r->buf, buf_size(r->buf), 0);
-		if (n < 0)
-			return -errno;
-	}
+	n = conn_recv(c, src, r->buf, buf_size(r->buf));
+	if (n < 0)
+		return n;
 	r->tail = (uint32_t)n;
 	return n;
-}
-
-/* Passes EOF on to side <dst>. */
-static int
-relay_shutdown(struct pt_conn *c, struct conn_side *dst)
-{
-	const struct pt_transport	*t = relay_transport(c, dst);
-	int				 rc;
-
-	if (t != NULL && t->shutdown != NULL) {
-		rc = t->shutdown(c, dst->io.fd, c->c_tctx);
-		if (rc < 0 && rc != -ENOTCONN)
-			return rc;
-	} else if (shutdown(dst->io.fd, SHUT_WR) < 0 && errno != ENOTCONN) {
-		return -errno;
-	}
-	dst->wr_shut = true;
-	return 0;
 }
 
 /*
@@ -253,7 +206,7 @@ relay_pump(struct pt_conn *c, enum conn_side_id d)
 			src->rd_eof = true;
 			relay_dir_idle(r);
 			r->done = true;
-			return relay_shutdown(c, dst);
+			return conn_shutdown_wr(c, dst);
 		}
 		c->c_last_active = loop_now();
 		if (d == SIDE_CLIENT) {

@@ -34,6 +34,8 @@
 #include "worker/loop.h"
 #include "worker/phase.h"
 #include "worker/buf.h"
+#include "worker/dns.h"
+#include "worker/http.h"
 #include "worker/relay.h"
 
 /* Descriptors kept free of connections: signalfd, epoll, log, pooled
@@ -211,6 +213,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	int		 mine[conf->nlisteners];
 	size_t		 modctx;
 	unsigned	 maxconn;
+	struct dns_conf	 dns;
 
 	snprintf(worker_role, sizeof(worker_role), "worker %d", slot);
 	log_set_role(worker_role);
@@ -234,8 +237,20 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	modctx = phase_init(conf);
 	maxconn = worker_max_connections(conf);
 	conn_pool_init(maxconn, modctx);
-	buf_init(conf->buffer_size, conf->buffer_size, 2 * maxconn);
+	/* Large buffers hold a head of up to max_header_size plus what a
+	 * rewrite adds. */
+	buf_init(conf->buffer_size, conf->http.max_header_size + 4096,
+	    2 * maxconn);
 	relay_init(conf->relay == CONF_RELAY_SPLICE);
+	http_init(conf, maxconn);
+	dns.servers = conf->resolver.servers;
+	dns.cache_max = conf->resolver.cache_size;
+	dns.min_ttl_s = conf->resolver.min_ttl;
+	dns.max_ttl_s = conf->resolver.max_ttl;
+	dns.neg_ttl_s = conf->resolver.negative_ttl;
+	dns.timeout_ms = conf->resolver.timeout_ms;
+	if (dns_init(&dns) < 0)
+		fatal("resolver initialisation failed");
 	if (phase_init_worker(conf, &worker) < 0)
 		fatal("module initialisation failed");
 	if (accept_start(conf->listeners, mine, conf->nlisteners) < 0)

@@ -1,0 +1,1440 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The HTTP/1.1 forward proxy: one client connection, a sequence of
+ * transactions on it, each forwarded to an origin over a fresh or reused
+ * upstream connection, CONNECT and WebSocket upgrades handed to the relay.
+ *
+ * A transaction has two flows, the request (client to origin) and the
+ * response (origin to client). Each flow owns an input buffer, where bytes
+ * from its source are read and framed in place, and an output buffer for
+ * the head portico rewrote, which is written before the framed body bytes.
+ * Bodies stream: a flow reads again only when everything it read has been
+ * written, so each flow holds at most one buffer of body in flight.
+ *
+ * Heads are parsed into one scratch struct per worker and rewritten at
+ * once; nothing of the scratch survives a callback. Framing is decided by
+ * http_parse.c; the strict rules against smuggling live there. What this
+ * file decides: when a connection may be kept, reused, or must close, and
+ * what status a failure becomes (RFC 9110 15, RFC 9112 9).
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "worker/http.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "master/conf.h"
+#include "worker/buf.h"
+#include "worker/dial.h"
+#include "worker/dns.h"
+#include "worker/http_head.h"
+#include "worker/http_parse.h"
+#include "worker/phase.h"
+#include "worker/pool.h"
+#include "worker/relay.h"
+#include "worker/upstream.h"
+#include "worker/worker.h"
+
+/* Reads and writes per event, as in relay.c. */
+#define HTTP_ROUNDS		32
+#define HTTP_HOST_MAX		256
+#define HTTP_CRED_MAX		256
+
+enum http_stage {
+	HS_REQ_HEAD = 0,	/* waiting for / reading a request head */
+	HS_WAIT,		/* phases, resolver or dial in progress */
+	HS_FORWARD,		/* request and response flowing */
+	HS_REPLY,		/* writing a response of our own */
+	HS_TUNNEL,		/* writing 200/101, then hand over to relay */
+};
+
+/* One direction of a transaction. Invariants: in_start <= in_fwd <=
+ * in_raw <= in_len <= buf_size(in); bytes [in_start, in_fwd) are framed
+ * body ready to write; [in_raw, in_len) are read and not yet framed;
+ * [in_fwd, in_raw) is chunk framing removed while de-chunking. */
+struct http_flow {
+	char		*in;
+	uint32_t	 in_start, in_fwd, in_raw, in_len;
+	char		*out;
+	uint32_t	 out_start, out_len;
+	enum http_body	 body;
+	uint64_t	 remaining;
+	struct http_chunked chunk;
+	bool		 dechunk;	/* drop chunk framing on the way */
+	bool		 head_done;	/* head parsed and out built */
+	bool		 body_done;	/* every body byte framed */
+};
+
+struct http_state {
+	struct pt_conn		*conn;
+	enum http_stage		 stage;
+	struct http_flow	 req, resp;
+	int			 client_version;	/* 10 or 11 */
+	bool			 first;		/* first request of the conn */
+	bool			 keep_client;	/* client allows another one */
+	bool			 close_after;	/* we close after this one */
+	bool			 is_head, is_connect, is_websocket;
+	bool			 reused, retried;
+	bool			 resp_started;	/* bytes went to the client */
+	bool			 origin_keep;	/* origin allows reuse */
+	struct dns_query	*dns;
+	struct pt_addr		 addrs[DNS_MAX_ADDRS];
+	int			 naddrs, addr_idx, dial_err;
+	uint16_t		 port;
+	size_t			 hostlen;
+	char			 host[HTTP_HOST_MAX];
+	char			 method[32];
+	char			 cred[HTTP_CRED_MAX];
+};
+
+static struct pool		 http_pool;
+static const struct pt_config	*http_conf;
+/* One parse at a time per worker: nothing keeps it across callbacks. */
+static struct http_msg		 http_scratch;
+
+static void	http_on_event(struct loop_io *io, uint32_t events);
+static void	http_pump(struct pt_conn *c);
+static void	http_next_request(struct pt_conn *c);
+static void	http_upstream_open(struct pt_conn *c);
+
+void
+http_init(const struct pt_config *conf, unsigned max_conns)
+{
+	http_conf = conf;
+	pool_init(&http_pool, "http state", sizeof(struct http_state),
+	    max_conns);
+	upstream_init(conf->http.upstream_keepalive,
+	    conf->http.upstream_idle_timeout_ms);
+}
+
+void
+http_fini(void)
+{
+	upstream_fini();
+	pool_fini(&http_pool);
+}
+
+static struct http_state *
+http_st(struct pt_conn *c)
+{
+	return c->c_proto;
+}
+
+/* ---- buffers -------------------------------------------------------- */
+
+/* Room for a rewritten head: what we add (Host, Via, Connection,
+ * Transfer-Encoding) is far less than this. */
+#define HTTP_HEAD_SLACK		512
+
+/* A buffer for a head rewritten from one of <head_len> bytes: small when
+ * it fits, so common requests never touch the large class. */
+static char *
+http_head_buf(size_t head_len)
+{
+	return buf_get(head_len + HTTP_HEAD_SLACK <= buf_class_size(BUF_SMALL) ?
+	    BUF_SMALL : BUF_LARGE);
+}
+
+static void
+http_flow_release(struct http_flow *f)
+{
+	buf_put(f->in);
+	buf_put(f->out);
+	f->in = f->out = NULL;
+	f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
+	f->out_start = f->out_len = 0;
+}
+
+/* Drops what has been written; gives the input buffer back when it holds
+ * nothing, so an idle connection keeps no payload memory. */
+static void
+http_flow_compact(struct http_flow *f)
+{
+	if (f->out != NULL && f->out_start == f->out_len) {
+		buf_put(f->out);
+		f->out = NULL;
+		f->out_start = f->out_len = 0;
+	}
+	if (f->in == NULL || f->in_start < f->in_fwd)
+		return;
+	if (f->in_raw == f->in_len) {
+		buf_put(f->in);
+		f->in = NULL;
+		f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
+	}
+}
+
+/* Moves unframed bytes to the front of the input buffer (the start of the
+ * next message, pipelined). */
+static void
+http_flow_shift(struct http_flow *f)
+{
+	uint32_t	 n;
+
+	if (f->in == NULL || f->in_raw == 0)
+		return;
+	n = f->in_len - f->in_raw;
+	memmove(f->in, f->in + f->in_raw, n);
+	f->in_start = f->in_fwd = f->in_raw = 0;
+	f->in_len = n;
+}
+
+static void
+http_state_free(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+
+	if (h == NULL)
+		return;
+	if (h->dns != NULL)
+		dns_cancel(h->dns);
+	http_flow_release(&h->req);
+	http_flow_release(&h->resp);
+	pool_put(&http_pool, h);
+	c->c_proto = NULL;
+}
+
+/* ---- timers --------------------------------------------------------- */
+
+static void	http_fail(struct pt_conn *c, int status, const char *detail);
+
+static void
+http_on_timer(struct pt_timer *t, void *arg)
+{
+	struct pt_conn		*c = arg;
+	struct http_state	*h = http_st(c);
+	uint64_t		 idle = http_conf->limits.idle_timeout_ms;
+	uint64_t		 quiet = loop_now() - c->c_last_active;
+
+	switch (h->stage) {
+	case HS_REQ_HEAD:
+		/* Between requests: idle; a client that never sends a head
+		 * is closed without a word (RFC 9112 9.5 allows it). */
+		if (h->req.in_len > 0 || h->first)
+			http_fail(c, 408, "request head not received in time");
+		else
+			conn_close(c, "idle keep-alive connection");
+		return;
+	case HS_WAIT:
+		http_fail(c, 504, "timed out before reaching the origin");
+		return;
+	default:
+		break;
+	}
+	if (quiet < idle) {
+		pt_timer_start(&c->c_timer, idle - quiet, http_on_timer, c);
+		return;
+	}
+	if (!h->resp_started && h->stage == HS_FORWARD)
+		http_fail(c, 504, "origin did not answer in time");
+	else
+		conn_close(c, "idle timeout");
+}
+
+static void
+http_timer(struct pt_conn *c, uint64_t ms)
+{
+	pt_timer_start(&c->c_timer, ms, http_on_timer, c);
+}
+
+/* ---- interest ------------------------------------------------------- */
+
+static bool
+http_flow_has_output(const struct http_flow *f)
+{
+	return (f->out != NULL && f->out_start < f->out_len) ||
+	    (f->in != NULL && f->in_start < f->in_fwd);
+}
+
+/* May the flow read from its source now? Only with nothing left to write
+ * (one buffer in flight), or while a head is incomplete. */
+static bool
+http_flow_wants_read(const struct http_flow *f)
+{
+	if (f->body_done)
+		return false;
+	if (!f->head_done)
+		return f->in == NULL || f->in_len < buf_size(f->in);
+	return !http_flow_has_output(f) && f->in_raw == f->in_len;
+}
+
+static bool
+http_client_wants_read(const struct http_state *h)
+{
+	if (h->stage == HS_REQ_HEAD)
+		return h->req.in == NULL || h->req.in_len < buf_size(h->req.in);
+	return h->stage == HS_FORWARD && h->req.head_done &&
+	    http_flow_wants_read(&h->req);
+}
+
+static bool
+http_upstream_wants_read(const struct http_state *h)
+{
+	return h->stage == HS_FORWARD && http_flow_wants_read(&h->resp);
+}
+
+static void
+http_watch_side(struct pt_conn *c, struct conn_side *s, bool rd, bool wr)
+{
+	uint32_t	 want = (rd ? EPOLLIN : 0) | (wr ? EPOLLOUT : 0);
+
+	if (s->io.fd < 0)
+		return;
+	want |= s->t_want;
+	/* A hung-up socket is reported whatever the interest; with nothing
+	 * wanted from it, it leaves epoll until something is. */
+	if (want == 0 && s->hup) {
+		loop_io_stop(&s->io);
+		return;
+	}
+	if (!s->io.added) {
+		if (want == 0)
+			return;
+		if (loop_io_start(&s->io, s->io.fd, want, http_on_event) < 0)
+			conn_close(c, "epoll_ctl");
+		return;
+	}
+	s->io.fn = http_on_event;
+	loop_io_set(&s->io, want);
+}
+
+static void
+http_watch(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	bool			 fwd = h->stage == HS_FORWARD;
+
+	http_watch_side(c, &c->c_side[SIDE_CLIENT], http_client_wants_read(h),
+	    http_flow_has_output(&h->resp));
+	if (c->c_state == CONN_CLOSED)
+		return;
+	http_watch_side(c, &c->c_side[SIDE_UPSTREAM],
+	    http_upstream_wants_read(h), fwd && http_flow_has_output(&h->req));
+}
+
+/* ---- failures and our own responses -------------------------------- */
+
+static void
+http_upstream_close(struct pt_conn *c)
+{
+	struct conn_side	*s = &c->c_side[SIDE_UPSTREAM];
+
+	if (s->io.fd < 0)
+		return;
+	loop_io_stop(&s->io);
+	close(s->io.fd);
+	s->io.fd = -1;
+	s->ready = 0;
+	s->rd_eof = s->wr_shut = s->hup = false;
+}
+
+/*
+ * Answers the current request with <status> (one of ours), unless part of
+ * a response already went out, in which case all that is left is to
+ * close. After it, the connection closes, except after a 407 to a request
+ * without a body, so that a client can retry with credentials.
+ */
+static void
+http_fail(struct pt_conn *c, int status, const char *detail)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*r = &h->resp;
+	unsigned		 flags;
+	ssize_t			 n;
+
+	c->c_req.status = status;
+	if (detail != NULL && c->c_req.error == NULL)
+		c->c_req.error = detail;
+	/* A module still working on this request (AGAIN) will resume it;
+	 * the transaction cannot go on under its feet. */
+	if (h->resp_started || c->c_waiting) {
+		conn_close(c, detail);
+		return;
+	}
+	if (h->dns != NULL) {
+		dns_cancel(h->dns);
+		h->dns = NULL;
+	}
+	pt_timer_stop(&c->c_timer);
+	http_upstream_close(c);
+	if (!(status == 407 && h->req.body_done && h->keep_client))
+		h->close_after = true;
+	flags = h->close_after ? HTTP_HEAD_CLOSE : 0;
+	if (!h->close_after && h->client_version == 10)
+		flags |= HTTP_HEAD_KEEPALIVE;
+	if (status == 407)
+		flags |= HTTP_HEAD_AUTH;
+	buf_put(r->in);
+	r->in = NULL;
+	r->in_start = r->in_fwd = r->in_raw = r->in_len = 0;
+	if (r->out == NULL && (r->out = buf_get(BUF_SMALL)) == NULL) {
+		conn_close(c, "out of buffers");
+		return;
+	}
+	n = http_head_error(r->out, buf_size(r->out), status, detail, flags);
+	if (n < 0) {
+		conn_close(c, "error response does not fit");
+		return;
+	}
+	r->out_start = 0;
+	r->out_len = (uint32_t)n;
+	r->head_done = r->body_done = true;
+	h->stage = HS_REPLY;
+	http_timer(c, http_conf->limits.idle_timeout_ms);
+	http_pump(c);
+}
+
+/* ---- the end of a transaction -------------------------------------- */
+
+static void
+http_log_transaction(struct pt_conn *c)
+{
+	c->c_req.end_ms = loop_now();
+	if (!c->c_logged) {
+		c->c_logged = true;
+		phase_run(c, PT_PHASE_LOG, NULL);
+	}
+}
+
+/* Both flows are through: log, keep or drop the upstream, and either
+ * close or wait for the next request. */
+static void
+http_transaction_done(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+
+	http_log_transaction(c);
+	if (up->io.fd >= 0 && h->origin_keep && h->req.body_done &&
+	    h->resp.body_done && h->resp.in_raw == h->resp.in_len &&
+	    http_conf->http.upstream_keepalive > 0) {
+		loop_io_stop(&up->io);
+		upstream_put(h->host, h->hostlen, h->port, up->io.fd,
+		    &h->addrs[h->addr_idx]);
+		up->io.fd = -1;
+		up->ready = 0;
+		up->hup = false;
+	} else {
+		http_upstream_close(c);
+	}
+	buf_put(h->resp.in);
+	buf_put(h->resp.out);
+	h->resp.in = h->resp.out = NULL;
+	if (h->close_after || !h->req.body_done) {
+		conn_close(c, NULL);
+		return;
+	}
+	http_next_request(c);
+}
+
+/* ---- writing -------------------------------------------------------- */
+
+/* Writes flow <f> to side <dst>. 1 when something moved, 0 when blocked
+ * or nothing to do, -1 after closing the connection. */
+static int
+http_flow_write(struct pt_conn *c, struct http_flow *f, struct conn_side *dst)
+{
+	ssize_t	 n;
+
+	if (!(dst->ready & EPOLLOUT) || !http_flow_has_output(f))
+		return 0;
+	if (f->out != NULL && f->out_start < f->out_len)
+		n = conn_send(c, dst, f->out + f->out_start,
+		    f->out_len - f->out_start);
+	else
+		n = conn_send(c, dst, f->in + f->in_start,
+		    f->in_fwd - f->in_start);
+	if (n == -EAGAIN) {
+		dst->ready &= ~(uint32_t)EPOLLOUT;
+		return 0;
+	}
+	if (n < 0) {
+		conn_close(c, n == -EPIPE || n == -ECONNRESET ?
+		    "reset by peer" : "send failed");
+		return -1;
+	}
+	if (f->out != NULL && f->out_start < f->out_len)
+		f->out_start += (uint32_t)n;
+	else
+		f->in_start += (uint32_t)n;
+	c->c_last_active = loop_now();
+	if (dst == &c->c_side[SIDE_CLIENT]) {
+		c->c_req.bytes_out += (uint64_t)n;
+		counters_add(CTR_BYTES_OUT, n);
+		http_st(c)->resp_started = true;
+	}
+	http_flow_compact(f);
+	return 1;
+}
+
+/* ---- framing -------------------------------------------------------- */
+
+/* Frames what was read of a body: advances in_raw and in_fwd. 0, or -1
+ * on a framing error. */
+static int
+http_flow_frame(struct http_flow *f, bool eof)
+{
+	size_t		 off, dlen, avail;
+	ssize_t		 n;
+
+	while (!f->body_done && f->in_raw < f->in_len) {
+		avail = f->in_len - f->in_raw;
+		switch (f->body) {
+		case HTTP_BODY_NONE:
+			f->body_done = true;
+			break;
+		case HTTP_BODY_LENGTH:
+			if (avail > f->remaining)
+				avail = (size_t)f->remaining;
+			f->in_raw += (uint32_t)avail;
+			f->in_fwd = f->in_raw;
+			f->remaining -= avail;
+			if (f->remaining == 0)
+				f->body_done = true;
+			break;
+		case HTTP_BODY_CHUNKED:
+			n = http_chunked_feed(&f->chunk, f->in + f->in_raw,
+			    avail, http_conf->http.max_header_size, &off, &dlen);
+			if (n < 0)
+				return -1;
+			if (f->dechunk && dlen > 0) {
+				memmove(f->in + f->in_fwd,
+				    f->in + f->in_raw + off, dlen);
+				f->in_fwd += (uint32_t)dlen;
+			}
+			f->in_raw += (uint32_t)n;
+			if (!f->dechunk)
+				f->in_fwd = f->in_raw;
+			if (f->chunk.done)
+				f->body_done = true;
+			if (n == 0)
+				return 0;
+			break;
+		case HTTP_BODY_CLOSE:
+			f->in_raw = f->in_fwd = f->in_len;
+			break;
+		}
+	}
+	if (f->body == HTTP_BODY_NONE)
+		f->body_done = true;
+	if (eof && f->body == HTTP_BODY_CLOSE)
+		f->body_done = true;
+	return 0;
+}
+
+/* ---- reading -------------------------------------------------------- */
+
+/* Reads from <src> into flow <f>'s input. Bytes read, 0 at EOF, -EAGAIN,
+ * or another -errno. */
+static ssize_t
+http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
+{
+	ssize_t	 n;
+
+	if (f->in == NULL) {
+		if ((f->in = buf_get(BUF_SMALL)) == NULL)
+			return -ENOBUFS;
+		f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
+	}
+	n = conn_recv(c, src, f->in + f->in_len, buf_size(f->in) - f->in_len);
+	if (n == -EAGAIN) {
+		src->ready &= ~(uint32_t)EPOLLIN;
+		return n;
+	}
+	if (n > 0) {
+		f->in_len += (uint32_t)n;
+		c->c_last_active = loop_now();
+		if (src == &c->c_side[SIDE_CLIENT]) {
+			c->c_req.bytes_in += (uint64_t)n;
+			counters_add(CTR_BYTES_IN, n);
+		}
+	}
+	return n;
+}
+
+/*
+ * A head did not fit the small buffer: moves it to a large one, up to
+ * http.max_header_size. Returns false when it is already large.
+ */
+static bool
+http_flow_grow(struct http_flow *f)
+{
+	char	*big;
+
+	if (buf_size(f->in) >= buf_class_size(BUF_LARGE) ||
+	    (big = buf_get(BUF_LARGE)) == NULL)
+		return false;
+	memcpy(big, f->in, f->in_len);
+	buf_put(f->in);
+	f->in = big;
+	return true;
+}
+
+/* ---- the request head ----------------------------------------------- */
+
+/* Decodes "Basic base64(user:pass)" into h->cred; sets c_req user and
+ * password. Other schemes leave them empty for a module to judge. */
+static void
+http_credentials(struct pt_conn *c, const struct http_msg *m)
+{
+	static const char	 b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	struct http_state	*h = http_st(c);
+	const struct http_header *a;
+	const char		*p, *end, *colon, *q;
+	unsigned		 acc = 0, bits = 0;
+	size_t			 n = 0;
+
+	a = http_header_find(m, "proxy-authorization");
+	if (a == NULL || a->value.len < 6 ||
+	    strncasecmp(a->value.ptr, "basic ", 6) != 0)
+		return;
+	p = a->value.ptr + 6;
+	end = a->value.ptr + a->value.len;
+	while (p < end && *p == ' ')
+		p++;
+	for (; p < end && *p != '='; p++) {
+		if ((q = memchr(b64, *p, 64)) == NULL || n + 1 >= sizeof(h->cred))
+			return;
+		acc = acc << 6 | (unsigned)(q - b64);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			h->cred[n++] = (char)(acc >> bits & 0xff);
+		}
+	}
+	if ((colon = memchr(h->cred, ':', n)) == NULL)
+		return;
+	c->c_req.user.ptr = h->cred;
+	c->c_req.user.len = (size_t)(colon - h->cred);
+	c->c_req.password.ptr = colon + 1;
+	c->c_req.password.len = n - (size_t)(colon - h->cred) - 1;
+}
+
+static bool
+http_connect_port_allowed(uint16_t port)
+{
+	const struct conf_http	*ch = &http_conf->http;
+	int			 i;
+
+	if (ch->connect_any)
+		return true;
+	for (i = 0; i < ch->nconnect_ports; i++)
+		if (ch->connect_ports[i] == port)
+			return true;
+	return false;
+}
+
+/* Answers OPTIONS or TRACE with Max-Forwards: 0 ourselves (RFC 9110
+ * 7.6.2): we are the last recipient. */
+static bool
+http_answer_locally(struct pt_conn *c, const struct http_msg *m)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*r = &h->resp;
+	int			 n;
+
+	if (m->max_forwards != 0)
+		return false;
+	if (!http_str_ieq(m->method, "OPTIONS") &&
+	    !http_str_ieq(m->method, "TRACE"))
+		return false;
+	if ((r->out = buf_get(BUF_LARGE)) == NULL) {
+		conn_close(c, "out of buffers");
+		return true;
+	}
+	if (http_str_ieq(m->method, "OPTIONS"))
+		n = snprintf(r->out, buf_size(r->out), "HTTP/1.1 200 OK\r\n"
+		    "Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, "
+		    "TRACE, CONNECT\r\nContent-Length: 0\r\n%s\r\n",
+		    h->keep_client ? "" : "Connection: close\r\n");
+	else
+		n = snprintf(r->out, buf_size(r->out), "HTTP/1.1 200 OK\r\n"
+		    "Content-Type: message/http\r\nContent-Length: %zu\r\n"
+		    "%s\r\n%.*s", m->head_len, h->keep_client ? "" :
+		    "Connection: close\r\n", (int)m->head_len, h->req.in);
+	if (n < 0 || (size_t)n >= buf_size(r->out)) {
+		conn_close(c, "TRACE reply does not fit");
+		return true;
+	}
+	r->out_start = 0;
+	r->out_len = (uint32_t)n;
+	r->head_done = r->body_done = true;
+	c->c_req.status = 200;
+	h->close_after = !h->keep_client || m->body != HTTP_BODY_NONE;
+	h->stage = HS_REPLY;
+	return true;
+}
+
+static void	http_on_auth(struct pt_conn *c, enum pt_verdict v);
+
+/*
+ * A complete request head is in h->req.in. Checks what the parser leaves
+ * to the proxy, rewrites the head for the origin, and starts the phases.
+ */
+static void
+http_request_head(struct pt_conn *c, const struct http_msg *m)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*q = &h->req;
+	struct http_uri		 u;
+	unsigned		 flags;
+	ssize_t			 n;
+
+	h->client_version = m->version;
+	/* RFC 9112 9.3: 1.1 persists unless "close"; 1.0 only on request. */
+	h->keep_client = m->version == 11 ?
+	    !(m->conn_flags & HTTP_CONN_CLOSE) :
+	    (m->conn_flags & HTTP_CONN_KEEPALIVE) != 0;
+	h->is_connect = http_str_ieq(m->method, "CONNECT");
+	h->is_head = http_str_ieq(m->method, "HEAD");
+	h->is_websocket = m->upgrade_websocket &&
+	    (m->conn_flags & HTTP_CONN_UPGRADE) && !h->is_connect;
+	q->body = m->body;
+	q->remaining = m->content_length;
+	q->head_done = true;
+	q->in_start = q->in_fwd = q->in_raw = (uint32_t)m->head_len;
+	c->c_req.method.ptr = h->method;
+	c->c_req.method.len = m->method.len < sizeof(h->method) ?
+	    m->method.len : sizeof(h->method) - 1;
+	memcpy(h->method, m->method.ptr, c->c_req.method.len);
+
+	if (h->is_connect) {
+		if (http_parse_authority(m->target, &u) < 0) {
+			http_fail(c, 400, "bad CONNECT target");
+			return;
+		}
+		c->c_req.proto = PT_PROTO_CONNECT;
+		/* A CONNECT body has no defined meaning (RFC 9110 9.3.6):
+		 * whatever follows the head belongs to the tunnel. */
+		q->body = HTTP_BODY_NONE;
+	} else if (m->target_form != HTTP_TARGET_ABSOLUTE) {
+		http_fail(c, 400, "a proxy needs an absolute URI "
+		    "(http://host/path)");
+		return;
+	} else if (http_parse_absolute_uri(m->target, &u) < 0) {
+		http_fail(c, 400, "bad URI");
+		return;
+	} else if (!http_str_ieq(u.scheme, "http")) {
+		http_fail(c, 501, "only http:// URIs are forwarded; use "
+		    "CONNECT for https");
+		return;
+	} else {
+		c->c_req.proto = h->is_websocket ? PT_PROTO_WEBSOCKET :
+		    PT_PROTO_HTTP;
+	}
+	if (u.host.len == 0 || u.host.len >= sizeof(h->host)) {
+		http_fail(c, 400, "bad host");
+		return;
+	}
+	memcpy(h->host, u.host.ptr, u.host.len);
+	h->host[u.host.len] = '\0';
+	h->hostlen = u.host.len;
+	h->port = u.port;
+	c->c_req.host.ptr = h->host;
+	c->c_req.host.len = h->hostlen;
+	c->c_req.port = u.port;
+	http_credentials(c, m);
+
+	if (http_flow_frame(q, false) < 0) {
+		http_fail(c, 400, "bad chunked request body");
+		return;
+	}
+	if (http_answer_locally(c, m))
+		return;
+	if (!h->is_connect) {
+		flags = (http_conf->http.via ? HTTP_HEAD_VIA : 0) |
+		    (h->is_websocket ? HTTP_HEAD_UPGRADE : 0) |
+		    (q->body == HTTP_BODY_CHUNKED ? HTTP_HEAD_CHUNKED : 0);
+		if ((q->out = http_head_buf(m->head_len)) == NULL) {
+			conn_close(c, "out of buffers");
+			return;
+		}
+		n = http_head_request(q->out, buf_size(q->out), m, &u, flags);
+		if (n < 0) {
+			http_fail(c, 431, "request head too large to forward");
+			return;
+		}
+		q->out_start = 0;
+		q->out_len = (uint32_t)n;
+	}
+	h->stage = HS_WAIT;
+	pt_timer_start(&c->c_timer, http_conf->limits.header_timeout_ms,
+	    http_on_timer, c);
+	phase_run(c, PT_PHASE_AUTH, http_on_auth);
+}
+
+/* Reads and parses the request head. */
+static void
+http_read_request(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*q = &h->req;
+	struct http_msg		*m = &http_scratch;
+	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
+	ssize_t			 n;
+	int			 rc;
+
+	for (;;) {
+		if (q->in_len > 0) {
+			rc = http_parse_request(q->in, q->in_len,
+			    http_conf->http.max_header_size, m);
+			if (rc == PARSE_OK) {
+				http_request_head(c, m);
+				return;
+			}
+			if (rc == PARSE_BAD) {
+				http_fail(c, m->error_status, m->error);
+				return;
+			}
+			if (q->in_len == buf_size(q->in) && !http_flow_grow(q)) {
+				http_fail(c, 431, "request head too large");
+				return;
+			}
+		}
+		if (!(cl->ready & EPOLLIN))
+			return;
+		n = http_flow_read(c, q, cl);
+		if (n == -EAGAIN)
+			return;
+		if (n <= 0) {
+			/* EOF between requests is the normal end of a
+			 * keep-alive connection; inside a head, an abort. */
+			if (q->in_len > 0)
+				c->c_req.status = 400;
+			conn_close(c, n == 0 ? NULL : "read failed");
+			return;
+		}
+		if (c->c_logged) {
+			/* The first byte of a request starts a transaction
+			 * for the LOG phase. */
+			c->c_logged = false;
+			c->c_req.start_ms = loop_now();
+			http_timer(c, http_conf->limits.header_timeout_ms);
+		}
+	}
+}
+
+/* ---- phases, resolution, dialing ------------------------------------ */
+
+static void
+http_on_auth_deny(struct pt_conn *c, enum pt_verdict v)
+{
+	counters_add(CTR_DENIED, 1);
+	http_fail(c, v == PT_VERDICT_DENY ? 407 : 500,
+	    v == PT_VERDICT_DENY ? "authentication required" : "module error");
+}
+
+static void	http_on_access(struct pt_conn *c, enum pt_verdict v);
+
+static void
+http_on_auth(struct pt_conn *c, enum pt_verdict v)
+{
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
+		http_on_auth_deny(c, v);
+		return;
+	}
+	/* The credentials are the proxy's; they never go upstream and
+	 * should not outlive the phase that judged them. */
+	c->c_req.password.ptr = NULL;
+	c->c_req.password.len = 0;
+	phase_run(c, PT_PHASE_ACCESS, http_on_access);
+}
+
+static void	http_on_dns(void *arg, int err, const struct dns_result *res);
+static void	http_resolve(struct pt_conn *c);
+
+static void
+http_on_access(struct pt_conn *c, enum pt_verdict v)
+{
+	struct http_state	*h = http_st(c);
+	int			 fd;
+
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
+		counters_add(CTR_DENIED, 1);
+		http_fail(c, v == PT_VERDICT_DENY ? 403 : 500,
+		    v == PT_VERDICT_DENY ? "denied by policy" : "module error");
+		return;
+	}
+	if (h->is_connect && !http_connect_port_allowed(h->port)) {
+		counters_add(CTR_DENIED, 1);
+		http_fail(c, 403, "CONNECT to this port is not allowed");
+		return;
+	}
+	if (!h->is_connect && !h->is_websocket && !h->retried) {
+		fd = upstream_take(h->host, h->hostlen, h->port, &h->addrs[0]);
+		if (fd >= 0) {
+			h->reused = true;
+			h->naddrs = 1;
+			h->addr_idx = 0;
+			c->c_side[SIDE_UPSTREAM].io.fd = fd;
+			c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
+			http_upstream_open(c);
+			return;
+		}
+	}
+	h->reused = false;
+	http_resolve(c);
+}
+
+static void	http_on_dial_phase(struct pt_conn *c, enum pt_verdict v);
+
+/* Starts resolving the target. The answer may come before dns_resolve
+ * returns (a cache hit) and may have closed the connection by then, so
+ * the handle is stored only when the query is really pending. */
+static void
+http_resolve(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct dns_query	*q;
+
+	q = dns_resolve(h->host, h->hostlen, http_on_dns, c);
+	if (q != NULL)
+		h->dns = q;
+}
+
+static void
+http_on_dns(void *arg, int err, const struct dns_result *res)
+{
+	struct pt_conn		*c = arg;
+	struct http_state	*h = http_st(c);
+	int			 i;
+
+	h->dns = NULL;
+	if (err != 0) {
+		http_fail(c, err == ETIMEDOUT ? 504 : 502, err == ENOENT ?
+		    "cannot resolve the host name" : "name resolution failed");
+		return;
+	}
+	h->naddrs = res->naddrs;
+	for (i = 0; i < res->naddrs; i++) {
+		h->addrs[i] = res->addrs[i];
+		/* Both families have the port at the same offset. */
+		((struct sockaddr_in *)&h->addrs[i].sa)->sin_port =
+		    htons(h->port);
+	}
+	h->addr_idx = 0;
+	http_upstream_open(c);
+}
+
+/* Runs DIAL for the current address, then connects (or, for a reused
+ * connection, goes straight on). */
+static void
+http_upstream_open(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct pt_addr		*a = &h->addrs[h->addr_idx];
+
+	memcpy(&c->c_req.target, &a->sa, a->len);
+	phase_run(c, PT_PHASE_DIAL, http_on_dial_phase);
+}
+
+static void	http_on_dialed(struct pt_conn *c, int err);
+static void	http_on_established(struct pt_conn *c, enum pt_verdict v);
+
+static void
+http_on_dial_phase(struct pt_conn *c, enum pt_verdict v)
+{
+	struct http_state	*h = http_st(c);
+
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
+		counters_add(CTR_DENIED, 1);
+		http_fail(c, v == PT_VERDICT_DENY ? 403 : 500,
+		    v == PT_VERDICT_DENY ? "destination denied by policy" :
+		    "module error");
+		return;
+	}
+	if (h->reused) {
+		phase_run(c, PT_PHASE_ESTABLISHED, http_on_established);
+		return;
+	}
+	dial_start(c, &h->addrs[h->addr_idx],
+	    http_conf->limits.connect_timeout_ms, http_on_dialed);
+}
+
+static void
+http_on_dialed(struct pt_conn *c, int err)
+{
+	struct http_state	*h = http_st(c);
+
+	if (err != 0) {
+		h->dial_err = err;
+		/* The next address, of the other family first when the
+		 * resolver interleaved them: a dead IPv6 route falls back
+		 * to IPv4 (RFC 8305, sequentially). */
+		if (++h->addr_idx < h->naddrs) {
+			http_upstream_open(c);
+			return;
+		}
+		c->c_req.error = strerror(err);
+		http_fail(c, err == ETIMEDOUT ? 504 : 502, err == ETIMEDOUT ?
+		    "connecting to the origin timed out" :
+		    "cannot connect to the origin");
+		return;
+	}
+	c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
+	phase_run(c, PT_PHASE_ESTABLISHED, http_on_established);
+}
+
+static void
+http_on_established(struct pt_conn *c, enum pt_verdict v)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*r = &h->resp;
+	static const char	 ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
+		counters_add(CTR_DENIED, 1);
+		http_fail(c, 403, "denied by policy");
+		return;
+	}
+	c->c_last_active = loop_now();
+	http_timer(c, http_conf->limits.idle_timeout_ms);
+	if (h->is_connect) {
+		if ((r->out = buf_get(BUF_SMALL)) == NULL) {
+			conn_close(c, "out of buffers");
+			return;
+		}
+		memcpy(r->out, ok, sizeof(ok) - 1);
+		r->out_start = 0;
+		r->out_len = sizeof(ok) - 1;
+		c->c_req.status = 200;
+		h->stage = HS_TUNNEL;
+		http_pump(c);
+		return;
+	}
+	h->stage = HS_FORWARD;
+	h->resp.head_done = false;
+	http_pump(c);
+}
+
+/* ---- the response head ---------------------------------------------- */
+
+/* The request and response are framed; hand the connection to the relay
+ * with whatever each side already sent past its head. */
+static void
+http_tunnel(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*q = &h->req, *r = &h->resp;
+	struct relay_dir	*d;
+
+	d = &c->c_dir[SIDE_CLIENT];
+	if (q->in != NULL && q->in_raw < q->in_len) {
+		d->buf = q->in;
+		d->head = q->in_raw;
+		d->tail = q->in_len;
+		q->in = NULL;
+	}
+	d = &c->c_dir[SIDE_UPSTREAM];
+	if (r->in != NULL && r->in_raw < r->in_len) {
+		d->buf = r->in;
+		d->head = r->in_raw;
+		d->tail = r->in_len;
+		r->in = NULL;
+	}
+	/* The tunnel is one transaction: LOG runs when it closes, and reads
+	 * the host and method from the HTTP state, which stays until then
+	 * without its buffers. */
+	http_flow_release(q);
+	http_flow_release(r);
+	c->c_side[SIDE_CLIENT].ready = c->c_side[SIDE_UPSTREAM].ready = 0;
+	relay_start(c);
+}
+
+/*
+ * A complete response head is in h->resp.in. Decides the framing towards
+ * the client and whether either connection survives the transaction.
+ */
+static void
+http_response_head(struct pt_conn *c, const struct http_msg *m)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*r = &h->resp;
+	unsigned		 flags = 0;
+	ssize_t			 n;
+
+	r->in_start = r->in_fwd = r->in_raw = (uint32_t)m->head_len;
+	if (m->status >= 100 && m->status < 200 && m->status != 101) {
+		/* Interim: passed to an HTTP/1.1 client only (RFC 9110 15.2),
+		 * then the final response follows on the same flow. */
+		if (h->client_version == 11) {
+			flags = http_conf->http.via ? HTTP_HEAD_VIA : 0;
+			if (r->out == NULL && (r->out =
+			    http_head_buf(m->head_len)) == NULL) {
+				conn_close(c, "out of buffers");
+				return;
+			}
+			n = http_head_response(r->out + r->out_len,
+			    buf_size(r->out) - r->out_len, m, flags);
+			if (n < 0) {
+				http_fail(c, 502, "interim response too large");
+				return;
+			}
+			r->out_len += (uint32_t)n;
+		}
+		http_flow_shift(r);
+		return;
+	}
+	if (m->status == 101 && !h->is_websocket) {
+		http_fail(c, 502, "origin switched protocols unasked");
+		return;
+	}
+	c->c_req.status = m->status;
+	r->body = m->body;
+	r->remaining = m->content_length;
+	r->head_done = true;
+	h->origin_keep = m->version == 11 && !(m->conn_flags & HTTP_CONN_CLOSE)
+	    && m->body != HTTP_BODY_CLOSE && m->status != 101;
+
+	if (m->status == 101) {
+		flags = HTTP_HEAD_UPGRADE;
+		h->stage = HS_TUNNEL;
+	} else {
+		if (r->body == HTTP_BODY_CHUNKED && h->client_version == 10)
+			r->dechunk = true;
+		/* The client can find the end of this response only if it
+		 * is framed for it: a length, chunks to a 1.1 client, or
+		 * nothing at all. Otherwise the close is the frame. */
+		if (r->body == HTTP_BODY_CLOSE || r->dechunk ||
+		    !h->req.body_done)
+			h->close_after = true;
+		if (!h->keep_client)
+			h->close_after = true;
+		if (r->body == HTTP_BODY_CHUNKED && !r->dechunk)
+			flags |= HTTP_HEAD_CHUNKED;
+		if (h->close_after)
+			flags |= HTTP_HEAD_CLOSE;
+		else if (h->client_version == 10)
+			flags |= HTTP_HEAD_KEEPALIVE;
+	}
+	if (http_conf->http.via)
+		flags |= HTTP_HEAD_VIA;
+	if (r->out == NULL && (r->out = http_head_buf(m->head_len)) == NULL) {
+		conn_close(c, "out of buffers");
+		return;
+	}
+	n = http_head_response(r->out + r->out_len, buf_size(r->out) -
+	    r->out_len, m, flags);
+	if (n < 0) {
+		http_fail(c, 502, "response head too large to forward");
+		return;
+	}
+	r->out_len += (uint32_t)n;
+}
+
+/* Reads and parses the response head. 1 when the head is complete, 0 when
+ * more is needed (or blocked), -1 when the connection was closed or
+ * failed over. */
+static int
+http_read_response_head(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*r = &h->resp;
+	struct http_msg		*m = &http_scratch;
+	struct pt_str		 method;
+	int			 rc;
+
+	method.ptr = h->method;
+	method.len = c->c_req.method.len;
+	while (r->in_len > r->in_raw && !r->head_done) {
+		rc = http_parse_response(r->in + r->in_raw, r->in_len -
+		    r->in_raw, http_conf->http.max_header_size, method, m);
+		if (rc == PARSE_BAD) {
+			http_fail(c, 502, m->error ? m->error :
+			    "invalid response from the origin");
+			return -1;
+		}
+		if (rc == PARSE_AGAIN) {
+			if (r->in_len == buf_size(r->in) && !http_flow_grow(r)) {
+				http_fail(c, 502, "response head too large");
+				return -1;
+			}
+			break;
+		}
+		m->head_len += r->in_raw;
+		http_response_head(c, m);
+		if (c->c_state == CONN_CLOSED || h->stage == HS_REPLY)
+			return -1;
+	}
+	return r->head_done ? 1 : 0;
+}
+
+/* The origin closed or failed before a response head. Retries once on a
+ * fresh connection when the request can be replayed: the connection was
+ * a reused one, and the whole request is still in our buffers. */
+static void
+http_origin_gone(struct pt_conn *c, const char *why)
+{
+	struct http_state	*h = http_st(c);
+
+	if (h->reused && !h->retried && h->resp.in_len == 0 &&
+	    h->req.body == HTTP_BODY_NONE && !h->resp_started) {
+		h->retried = true;
+		h->reused = false;
+		http_upstream_close(c);
+		h->req.out_start = 0;
+		h->stage = HS_WAIT;
+		http_resolve(c);
+		return;
+	}
+	http_fail(c, 502, why);
+}
+
+/* ---- the pump ------------------------------------------------------- */
+
+/* Client side: request body bytes. 1 progress, 0 none, -1 closed. */
+static int
+http_pump_request_body(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
+	ssize_t			 n;
+
+	if (!http_client_wants_read(h) || !(cl->ready & EPOLLIN))
+		return 0;
+	n = http_flow_read(c, &h->req, cl);
+	if (n == -EAGAIN)
+		return 0;
+	if (n <= 0) {
+		conn_close(c, n == 0 ? "client closed inside a request body" :
+		    "read failed");
+		return -1;
+	}
+	if (http_flow_frame(&h->req, false) < 0) {
+		http_fail(c, 400, "bad chunked request body");
+		return -1;
+	}
+	return 1;
+}
+
+/* Upstream side: response bytes. 1 progress, 0 none, -1 closed. */
+static int
+http_pump_response(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*r = &h->resp;
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+	ssize_t			 n;
+
+	if (!http_upstream_wants_read(h) || !(up->ready & EPOLLIN))
+		return 0;
+	n = http_flow_read(c, r, up);
+	if (n == -EAGAIN)
+		return 0;
+	if (n < 0 && !r->head_done) {
+		http_origin_gone(c, "the origin reset the connection");
+		return -1;
+	}
+	if (n < 0) {
+		conn_close(c, "origin reset inside a response");
+		return -1;
+	}
+	if (n == 0) {
+		up->rd_eof = true;
+		h->origin_keep = false;
+		if (!r->head_done) {
+			http_origin_gone(c, r->in_len == 0 ?
+			    "the origin closed without a response" :
+			    "the origin closed inside the response head");
+			return -1;
+		}
+		http_flow_frame(r, true);
+		if (!r->body_done) {
+			conn_close(c, "origin closed inside a response body");
+			return -1;
+		}
+		return 1;
+	}
+	if (!r->head_done) {
+		if (http_read_response_head(c) <= 0)
+			return c->c_state == CONN_CLOSED ||
+			    h->stage != HS_FORWARD ? -1 : 1;
+		if (h->stage == HS_TUNNEL)
+			return 1;
+	}
+	if (http_flow_frame(r, false) < 0) {
+		conn_close(c, "bad chunked response from the origin");
+		return -1;
+	}
+	return 1;
+}
+
+static bool
+http_flow_finished(const struct http_flow *f)
+{
+	return f->head_done && f->body_done && !http_flow_has_output(f);
+}
+
+static void
+http_pump(struct pt_conn *c)
+{
+	struct http_state	*h;
+	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+	int			 i, progress, rc;
+
+	for (i = 0; i < HTTP_ROUNDS; i++) {
+		h = http_st(c);
+		progress = 0;
+		switch (h->stage) {
+		case HS_REQ_HEAD:
+			http_read_request(c);
+			if (c->c_state == CONN_CLOSED)
+				return;
+			h = http_st(c);
+			if (h->stage == HS_REQ_HEAD)
+				goto out;
+			continue;
+		case HS_WAIT:
+			goto out;
+		case HS_REPLY:
+		case HS_TUNNEL:
+			if ((rc = http_flow_write(c, &h->resp, cl)) < 0)
+				return;
+			if (http_flow_has_output(&h->resp))
+				goto out;
+			if (h->stage == HS_TUNNEL) {
+				http_tunnel(c);
+				return;
+			}
+			http_log_transaction(c);
+			if (h->close_after) {
+				conn_close(c, NULL);
+				return;
+			}
+			http_next_request(c);
+			return;
+		case HS_FORWARD:
+			break;
+		}
+		if ((rc = http_flow_write(c, &h->req, up)) < 0)
+			return;
+		progress |= rc;
+		if ((rc = http_flow_write(c, &h->resp, cl)) < 0)
+			return;
+		progress |= rc;
+		if ((rc = http_pump_request_body(c)) < 0)
+			return;
+		progress |= rc;
+		if ((rc = http_pump_response(c)) < 0)
+			return;
+		progress |= rc;
+		h = http_st(c);
+		if (h->stage == HS_TUNNEL)
+			continue;
+		if (http_flow_finished(&h->resp) &&
+		    (http_flow_finished(&h->req) || h->close_after)) {
+			http_transaction_done(c);
+			return;
+		}
+		if (!progress)
+			break;
+	}
+out:
+	if (c->c_state != CONN_CLOSED)
+		http_watch(c);
+}
+
+static void
+http_on_event(struct loop_io *io, uint32_t events)
+{
+	struct conn_side	*s = (struct conn_side *)io;
+	struct pt_conn		*c = s->conn;
+
+	s->ready |= events & (EPOLLIN | EPOLLOUT);
+	/* Errors and hang-ups: let the system calls say what happened. */
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		s->ready |= EPOLLIN | EPOLLOUT;
+		s->hup = true;
+	}
+	if (s->t_want != 0)
+		s->ready |= EPOLLIN | EPOLLOUT;
+	http_pump(c);
+}
+
+/* ---- keep-alive ----------------------------------------------------- */
+
+/* Resets for the next request on the same client connection, and serves
+ * it at once if it was pipelined behind the last one. */
+static void
+http_next_request(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*q = &h->req;
+
+	http_flow_shift(q);
+	buf_put(q->out);
+	q->out = NULL;
+	q->out_start = q->out_len = 0;
+	memset(&h->resp, 0, sizeof(h->resp));
+	q->head_done = q->body_done = q->dechunk = false;
+	memset(&q->chunk, 0, sizeof(q->chunk));
+	q->body = HTTP_BODY_NONE;
+	h->stage = HS_REQ_HEAD;
+	h->first = h->close_after = h->reused = h->retried = false;
+	h->resp_started = h->origin_keep = false;
+	h->is_connect = h->is_head = h->is_websocket = false;
+	memset(&c->c_req.method, 0, sizeof(c->c_req.method));
+	memset(&c->c_req.host, 0, sizeof(c->c_req.host));
+	memset(&c->c_req.user, 0, sizeof(c->c_req.user));
+	memset(&c->c_req.target, 0, sizeof(c->c_req.target));
+	c->c_req.port = 0;
+	c->c_req.status = 0;
+	c->c_req.bytes_in = c->c_req.bytes_out = 0;
+	c->c_req.error = NULL;
+	c->c_req.start_ms = loop_now();
+	if (q->in_len > 0) {
+		c->c_logged = false;
+		http_timer(c, http_conf->limits.header_timeout_ms);
+		c->c_side[SIDE_CLIENT].ready |= EPOLLIN;
+	} else {
+		http_flow_release(q);
+		http_timer(c, http_conf->limits.idle_timeout_ms);
+	}
+	http_pump(c);
+}
+
+static void
+http_on_accept(struct pt_conn *c, enum pt_verdict v)
+{
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
+		counters_add(CTR_DENIED, 1);
+		conn_close(c, v == PT_VERDICT_DENY ? "denied by module" :
+		    "module error");
+		return;
+	}
+	http_pump(c);
+}
+
+void
+http_start(struct pt_conn *c)
+{
+	struct http_state	*h;
+
+	if ((h = pool_get(&http_pool)) == NULL) {
+		conn_close(c, "out of HTTP state");
+		return;
+	}
+	memset(h, 0, sizeof(*h));
+	h->conn = c;
+	h->first = true;
+	h->stage = HS_REQ_HEAD;
+	c->c_proto = h;
+	c->c_proto_free = http_state_free;
+	c->c_req.proto = PT_PROTO_HTTP;
+	/* No transaction until the first byte of a request arrives. */
+	c->c_logged = true;
+	c->c_side[SIDE_CLIENT].ready = EPOLLIN | EPOLLOUT;
+	http_timer(c, http_conf->limits.header_timeout_ms);
+	phase_run(c, PT_PHASE_ACCEPT, http_on_accept);
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Head writers. Every head portico sends is built here in one pass into a
+ * caller's buffer, from a parsed message and a few flags. What is dropped
+ * (hop-by-hop fields, the client's Host) and what is added (Via, framing,
+ * Connection) is decided by RFC 9110 7.6 and RFC 9112 6-9; the callers
+ * decide only which flags apply.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "worker/http_head.h"
+
+#define HTTP_VIA	"Via: 1.1 portico\r\n"
+
+struct head_out {
+	char	*p;
+	size_t	 len, cap;
+	bool	 overflow;
+};
+
+static void
+head_put(struct head_out *o, const char *s, size_t n)
+{
+	if (o->overflow || n > o->cap - o->len) {
+		o->overflow = true;
+		return;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+}
+
+static void
+head_puts(struct head_out *o, const char *s)
+{
+	head_put(o, s, strlen(s));
+}
+
+static void
+head_str(struct head_out *o, struct pt_str s)
+{
+	head_put(o, s.ptr, s.len);
+}
+
+static void __attribute__((format(printf, 2, 3)))
+head_printf(struct head_out *o, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	if (o->overflow)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->cap - o->len) {
+		o->overflow = true;
+		return;
+	}
+	o->len += (size_t)n;
+}
+
+static ssize_t
+head_done(struct head_out *o)
+{
+	head_put(o, "\r\n", 2);
+	return o->overflow ? -1 : (ssize_t)o->len;
+}
+
+/* The fields every forwarded head ends with: connection management,
+ * framing, Via. */
+static void
+head_trailer_fields(struct head_out *o, unsigned flags)
+{
+	if (flags & HTTP_HEAD_UPGRADE)
+		head_puts(o, "Connection: upgrade\r\n");
+	else if (flags & HTTP_HEAD_CLOSE)
+		head_puts(o, "Connection: close\r\n");
+	else if (flags & HTTP_HEAD_KEEPALIVE)
+		head_puts(o, "Connection: keep-alive\r\n");
+	if (flags & HTTP_HEAD_CHUNKED)
+		head_puts(o, "Transfer-Encoding: chunked\r\n");
+	if (flags & HTTP_HEAD_VIA)
+		head_puts(o, HTTP_VIA);
+}
+
+/* Copies the end-to-end fields of <m>, minus Host and, unless
+ * upgrading, Upgrade. */
+static void
+head_copy_fields(struct head_out *o, const struct http_msg *m,
+    unsigned flags, bool rewrite_max_forwards)
+{
+	const struct http_header	*h;
+	unsigned			 i;
+
+	for (i = 0; i < m->nheaders; i++) {
+		h = &m->headers[i];
+		if ((flags & HTTP_HEAD_UPGRADE) &&
+		    http_str_ieq(h->name, "upgrade")) {
+			head_str(o, h->name);
+			head_puts(o, ": ");
+			head_str(o, h->value);
+			head_puts(o, "\r\n");
+			continue;
+		}
+		if (http_header_is_hop(m, h->name) ||
+		    http_str_ieq(h->name, "host"))
+			continue;
+		if (rewrite_max_forwards &&
+		    http_str_ieq(h->name, "max-forwards")) {
+			head_printf(o, "Max-Forwards: %d\r\n",
+			    m->max_forwards - 1);
+			continue;
+		}
+		head_str(o, h->name);
+		head_puts(o, ": ");
+		head_str(o, h->value);
+		head_puts(o, "\r\n");
+	}
+}
+
+ssize_t
+http_head_request(char *out, size_t cap, const struct http_msg *m,
+    const struct http_uri *u, unsigned flags)
+{
+	struct head_out	 o = { out, 0, cap, false };
+	bool		 mf;
+
+	/* RFC 9110 7.6.2: a proxy decrements Max-Forwards on TRACE and
+	 * OPTIONS (a zero is answered before we get here). */
+	mf = m->max_forwards > 0 && (http_str_ieq(m->method, "TRACE") ||
+	    http_str_ieq(m->method, "OPTIONS"));
+	head_str(&o, m->method);
+	head_puts(&o, " ");
+	head_str(&o, u->path);
+	head_puts(&o, " HTTP/1.1\r\nHost: ");
+	head_str(&o, u->authority);
+	head_puts(&o, "\r\n");
+	head_copy_fields(&o, m, flags, mf);
+	head_trailer_fields(&o, flags);
+	return head_done(&o);
+}
+
+ssize_t
+http_head_response(char *out, size_t cap, const struct http_msg *m,
+    unsigned flags)
+{
+	struct head_out	 o = { out, 0, cap, false };
+
+	head_printf(&o, "HTTP/1.1 %03d ", m->status);
+	head_str(&o, m->reason);
+	head_puts(&o, "\r\n");
+	head_copy_fields(&o, m, flags, false);
+	head_trailer_fields(&o, flags);
+	return head_done(&o);
+}
+
+const char *
+http_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Unknown";
+	}
+}
+
+ssize_t
+http_head_error(char *out, size_t cap, int status, const char *detail,
+    unsigned flags)
+{
+	struct head_out	 o = { out, 0, cap, false };
+	char		 body[256];
+	int		 n;
+
+	n = snprintf(body, sizeof(body), "%d %s%s%s\n", status,
+	    http_reason(status), detail ? ": " : "", detail ? detail : "");
+	if (n < 0 || (size_t)n >= sizeof(body))
+		n = (int)sizeof(body) - 1;
+	head_printf(&o, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
+	head_puts(&o, "Content-Type: text/plain\r\n");
+	head_printf(&o, "Content-Length: %d\r\n", n);
+	if (flags & HTTP_HEAD_AUTH)
+		head_puts(&o, "Proxy-Authenticate: Basic realm=\"portico\"\r\n");
+	head_trailer_fields(&o, flags & ~(unsigned)HTTP_HEAD_CHUNKED);
+	head_put(&o, "\r\n", 2);
+	head_put(&o, body, (size_t)n);
+	return o.overflow ? -1 : (ssize_t)o.len;
+}

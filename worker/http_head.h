@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Writing HTTP/1.1 heads: forwarded requests and responses, and ours. */
+#ifndef PT_WORKER_HTTP_HEAD_H
+#define PT_WORKER_HTTP_HEAD_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "worker/http_parse.h"
+
+#define HTTP_HEAD_VIA		0x01	/* add Via: 1.1 portico */
+#define HTTP_HEAD_UPGRADE	0x02	/* keep Upgrade, send Connection: upgrade */
+#define HTTP_HEAD_CHUNKED	0x04	/* send Transfer-Encoding: chunked */
+#define HTTP_HEAD_CLOSE		0x08	/* send Connection: close */
+#define HTTP_HEAD_KEEPALIVE	0x10	/* send Connection: keep-alive (1.0) */
+#define HTTP_HEAD_AUTH		0x20	/* 407: send Proxy-Authenticate */
+
+/* ---- worker/http_head.c ---------------------------------------------- */
+
+/*
+ * Writes the request head to send upstream for <m>, whose target is <u>:
+ * origin-form request line in HTTP/1.1, Host from the URI (RFC 9110
+ * 7.2: a proxy replaces it), hop-by-hop fields dropped, Max-Forwards
+ * decremented for TRACE and OPTIONS. Returns the length, or -1 when it
+ * does not fit in <cap>.
+ */
+ssize_t	 http_head_request(char *out, size_t cap, const struct http_msg *m,
+	    const struct http_uri *u, unsigned flags);
+/* Writes the response head to send the client for <m>: status line in
+ * HTTP/1.1, hop-by-hop fields dropped, framing and connection fields as
+ * <flags> say. Length or -1. */
+ssize_t	 http_head_response(char *out, size_t cap, const struct http_msg *m,
+	    unsigned flags);
+/* Writes a complete response of our own: <status>, a one-line text body
+ * naming the problem (<detail>, may be NULL), Content-Length. Length or
+ * -1. */
+ssize_t	 http_head_error(char *out, size_t cap, int status,
+	    const char *detail, unsigned flags);
+/* The reason phrase for <status> ("Bad Gateway"). */
+const char *http_reason(int status);
+
+#endif

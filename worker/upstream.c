@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The upstream keep-alive pool. An idle origin connection is watched for
+ * readability: an origin that closes, or speaks out of turn, makes it
+ * useless, so it is closed at once rather than found dead by the next
+ * request. Entries live in one array sized at start-up; the pool is a
+ * most-recently-used list threaded through it, so take, put and eviction
+ * are O(entries) at worst and allocate nothing.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "worker/upstream.h"
+#include "common/log.h"
+#include "worker/loop.h"
+
+#define UPSTREAM_HOST_MAX	256
+
+struct upstream_idle {
+	struct loop_io		 io;		/* first: epoll hands it back */
+	struct pt_timer		 timer;
+	struct upstream_idle	*prev, *next;	/* MRU list, or free list */
+	struct pt_addr		 addr;
+	uint16_t		 port;
+	uint16_t		 hostlen;
+	char			 host[UPSTREAM_HOST_MAX];
+};
+
+static struct upstream_idle	*upstream_slots;
+static struct upstream_idle	*upstream_mru;	/* most recently put */
+static struct upstream_idle	*upstream_lru;
+static struct upstream_idle	*upstream_free;
+static unsigned			 upstream_count;
+static unsigned			 upstream_idle_ms;
+
+void
+upstream_init(unsigned max, unsigned idle_ms)
+{
+	unsigned	 i;
+
+	upstream_idle_ms = idle_ms;
+	if (max == 0)
+		return;
+	if ((upstream_slots = calloc(max, sizeof(*upstream_slots))) == NULL) {
+		pt_log(PT_LOG_WARNING, "upstream keep-alive pool: out of "
+		    "memory, disabled");
+		return;
+	}
+	for (i = 0; i < max; i++) {
+		upstream_slots[i].next = upstream_free;
+		upstream_free = &upstream_slots[i];
+	}
+}
+
+static void
+upstream_unlink(struct upstream_idle *u)
+{
+	if (u->prev != NULL)
+		u->prev->next = u->next;
+	else
+		upstream_mru = u->next;
+	if (u->next != NULL)
+		u->next->prev = u->prev;
+	else
+		upstream_lru = u->prev;
+	upstream_count--;
+}
+
+/* Detaches <u> from the loop and the list; its fd is the caller's. */
+static int
+upstream_release(struct upstream_idle *u)
+{
+	int	 fd = u->io.fd;
+
+	loop_io_stop(&u->io);
+	pt_timer_stop(&u->timer);
+	upstream_unlink(u);
+	u->next = upstream_free;
+	upstream_free = u;
+	return fd;
+}
+
+static void
+upstream_on_event(struct loop_io *io, uint32_t events)
+{
+	/* EOF, RST or unsolicited bytes: none of them leaves a connection
+	 * a request could be sent on. */
+	close(upstream_release((struct upstream_idle *)io));
+}
+
+static void
+upstream_on_timer(struct pt_timer *t, void *arg)
+{
+	close(upstream_release(arg));
+}
+
+void
+upstream_fini(void)
+{
+	while (upstream_mru != NULL)
+		close(upstream_release(upstream_mru));
+	free(upstream_slots);
+	upstream_slots = NULL;
+	upstream_free = NULL;
+}
+
+int
+upstream_take(const char *host, size_t hostlen, uint16_t port,
+    struct pt_addr *addr_out)
+{
+	struct upstream_idle	*u;
+
+	for (u = upstream_mru; u != NULL; u = u->next) {
+		if (u->port != port || u->hostlen != hostlen ||
+		    strncasecmp(u->host, host, hostlen) != 0)
+			continue;
+		*addr_out = u->addr;
+		return upstream_release(u);
+	}
+	return -1;
+}
+
+void
+upstream_put(const char *host, size_t hostlen, uint16_t port, int fd,
+    const struct pt_addr *addr)
+{
+	struct upstream_idle	*u;
+
+	if (hostlen >= UPSTREAM_HOST_MAX || upstream_slots == NULL) {
+		close(fd);
+		return;
+	}
+	if (upstream_free == NULL)
+		close(upstream_release(upstream_lru));
+	u = upstream_free;
+	upstream_free = u->next;
+	memcpy(u->host, host, hostlen);
+	u->hostlen = (uint16_t)hostlen;
+	u->port = port;
+	u->addr = *addr;
+	if (loop_io_start(&u->io, fd, EPOLLIN, upstream_on_event) < 0) {
+		u->next = upstream_free;
+		upstream_free = u;
+		close(fd);
+		return;
+	}
+	u->prev = NULL;
+	u->next = upstream_mru;
+	if (upstream_mru != NULL)
+		upstream_mru->prev = u;
+	else
+		upstream_lru = u;
+	upstream_mru = u;
+	upstream_count++;
+	pt_timer_start(&u->timer, upstream_idle_ms, upstream_on_timer, u);
+}
+
+unsigned
+upstream_idle_count(void)
+{
+	return upstream_count;
+}
