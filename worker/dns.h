@@ -24,8 +24,8 @@ struct dns_result {
 
 /*
  * <err> is 0 with <res> filled (valid only during the call: copy what you
- * keep), or a positive errno-like code: ENOENT (no such name / no
- * address), ETIMEDOUT, ECANCELED (dns_cancel or dns_fini), EIO (other).
+ * keep), or a positive errno-like code with <res> NULL: ENOENT (no such
+ * name / no address), ETIMEDOUT, ECANCELED (dns_fini), EIO (other).
  */
 typedef void (*dns_done_fn)(void *arg, int err, const struct dns_result *res);
 
@@ -48,17 +48,20 @@ struct dns_conf {
  */
 int	 dns_init(const struct dns_conf *conf);
 /* Cancels every query (their callbacks run with ECANCELED) and frees
- * everything. */
+ * everything. Not from a dns_done_fn. */
 void	 dns_fini(void);
 /*
  * Resolves <name> (a host name or an IPv4/IPv6 literal, without
  * brackets). Literals and fresh cache hits call <done> before returning
- * and give NULL. Otherwise returns a handle for dns_cancel, and <done>
- * runs later from the loop, exactly once. Never blocks.
+ * and give NULL, and so do the failures that cannot wait (no resolver
+ * running: ECANCELED; out of memory: EIO). Otherwise returns a handle for
+ * dns_cancel, and <done> runs later from the loop, exactly once. Never
+ * blocks.
  */
 struct dns_query *dns_resolve(const char *name, size_t namelen,
 	    dns_done_fn done, void *arg);
-/* Stops a pending query; its callback will not run. */
+/* Stops a pending query; its callback will not run. The handle is dead
+ * after this and after its callback; <q> NULL is a no-op. */
 void	 dns_cancel(struct dns_query *q);
 /* Tests and stats. */
 unsigned dns_cache_count(void);
