@@ -315,7 +315,8 @@ http_watch(struct pt_conn *c)
 
 	http_watch_side(c, &c->c_side[SIDE_CLIENT], http_client_wants_read(h),
 	    http_flow_has_output(&h->resp));
-	if (c->c_state == CONN_CLOSED)
+	/* While dialing, the upstream socket belongs to dial.c. */
+	if (c->c_state == CONN_CLOSED || h->stage == HS_WAIT)
 		return;
 	http_watch_side(c, &c->c_side[SIDE_UPSTREAM],
 	    http_upstream_wants_read(h), fwd && http_flow_has_output(&h->req));
