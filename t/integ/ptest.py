@@ -338,7 +338,18 @@ def parse_cpu_list(s):
 
 
 def usable_cpus():
-    return sorted(os.sched_getaffinity(0))
+    """The CPUs portico's "auto" may use, as it counts them: this
+    process's affinity, cut to the cgroup v2 CPU quota (cpu.max)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max" and int(period) > 0 and int(quota) > 0:
+            limit = -(-int(quota) // int(period))
+            cpus = cpus[:max(1, limit)]
+    except (OSError, ValueError):
+        pass
+    return cpus
 
 
 def _proc_net_tcp():
@@ -1092,7 +1103,8 @@ class Portico:
 
     def log(self, path=None):
         """The error log (a file, or stderr when error_log is stderr or
-        unset), plus anything else the process wrote to stderr."""
+        unset), plus the lines the process wrote to stderr that are not
+        in it (start-up lines may be written to both)."""
         path = path or self.error_log
         text = ""
         if path and path != "stderr":
@@ -1102,7 +1114,17 @@ class Portico:
             except OSError:
                 text = ""
         se = self.stderr_text()
-        return text + se if se else text
+        if not se:
+            return text
+        if not text:
+            return se
+        have = set(text.splitlines())
+        extra = [ln for ln in se.splitlines() if ln not in have]
+        if not extra:
+            return text
+        if not text.endswith("\n"):
+            text += "\n"
+        return text + "\n".join(extra) + "\n"
 
     def log_lines(self, pattern, path=None):
         rx = re.compile(pattern)
