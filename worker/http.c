@@ -70,6 +70,8 @@ struct http_flow {
 	uint64_t	 remaining;
 	struct http_chunked chunk;
 	bool		 dechunk;	/* drop chunk framing on the way */
+	uint32_t	 scan;		/* head: searched for its end up to */
+	bool		 seen_lf;	/* head: its first line is complete */
 	bool		 head_done;	/* head parsed and out built */
 	bool		 body_done;	/* every body byte framed */
 };
@@ -152,6 +154,8 @@ http_flow_release(struct http_flow *f)
 	f->in = f->out = NULL;
 	f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
 	f->out_start = f->out_len = 0;
+	f->scan = 0;
+	f->seen_lf = false;
 }
 
 /* Drops what has been written; gives the input buffer back when it holds
@@ -170,6 +174,8 @@ http_flow_compact(struct http_flow *f)
 		buf_put(f->in);
 		f->in = NULL;
 		f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
+		f->scan = 0;
+		f->seen_lf = false;
 	}
 }
 
@@ -186,6 +192,8 @@ http_flow_shift(struct http_flow *f)
 	memmove(f->in, f->in + f->in_raw, n);
 	f->in_start = f->in_fwd = f->in_raw = 0;
 	f->in_len = n;
+	f->scan = 0;
+	f->seen_lf = false;
 }
 
 static void
@@ -534,6 +542,33 @@ http_flow_frame(struct http_flow *f, bool eof)
 
 /* ---- reading -------------------------------------------------------- */
 
+/*
+ * Should the head in <f> be parsed now? When its first line is complete
+ * (garbage is refused at once) and when a blank line may end it (CRLFCRLF,
+ * or LFLF, which the parser refuses). Heads are parsed whole, so a client
+ * dribbling 64 KiB a byte at a time costs a few parses, not one per byte.
+ */
+static bool
+http_head_ready(struct http_flow *f)
+{
+	const char	*lf;
+	uint32_t	 i = f->scan, at;
+	bool		 ready = false;
+
+	while (i < f->in_len &&
+	    (lf = memchr(f->in + i, '\n', f->in_len - i)) != NULL) {
+		at = (uint32_t)(lf - f->in);
+		if (!f->seen_lf)
+			ready = f->seen_lf = true;
+		if ((at >= 1 && f->in[at - 1] == '\n') ||
+		    (at >= 3 && memcmp(f->in + at - 3, "\r\n\r", 3) == 0))
+			ready = true;
+		i = at + 1;
+	}
+	f->scan = f->in_len;
+	return ready;
+}
+
 /* Reads from <src> into flow <f>'s input. Bytes read, 0 at EOF, -EAGAIN,
  * or another -errno. */
 static ssize_t
@@ -786,7 +821,8 @@ http_read_request(struct pt_conn *c)
 	int			 rc;
 
 	for (;;) {
-		if (q->in_len > 0) {
+		if (q->in_len > 0 && (http_head_ready(q) ||
+		    q->in_len == buf_size(q->in))) {
 			rc = http_parse_request(q->in, q->in_len,
 			    http_conf->http.max_header_size, m);
 			if (rc == PARSE_OK) {
@@ -1148,6 +1184,8 @@ http_read_response_head(struct pt_conn *c)
 	method.ptr = h->method;
 	method.len = c->c_req.method.len;
 	while (r->in_len > r->in_raw && !r->head_done) {
+		if (!http_head_ready(r) && r->in_len < buf_size(r->in))
+			break;
 		rc = http_parse_response(r->in + r->in_raw, r->in_len -
 		    r->in_raw, http_conf->http.max_header_size, method, m);
 		if (rc == PARSE_BAD) {
@@ -1379,6 +1417,8 @@ http_next_request(struct pt_conn *c)
 	q->out_start = q->out_len = 0;
 	memset(&h->resp, 0, sizeof(h->resp));
 	q->head_done = q->body_done = q->dechunk = false;
+	q->scan = 0;
+	q->seen_lf = false;
 	memset(&q->chunk, 0, sizeof(q->chunk));
 	q->body = HTTP_BODY_NONE;
 	h->stage = HS_REQ_HEAD;

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,20 +72,51 @@ head_done(struct head_out *o)
 }
 
 /* The fields every forwarded head ends with: connection management,
- * framing, Via. */
+ * framing, Via. A chunked body passed through keeps the sender's coding
+ * list ("gzip, chunked"): only the framing is ours to redo, not the
+ * content's codings. */
 static void
-head_trailer_fields(struct head_out *o, unsigned flags)
+head_trailer_fields(struct head_out *o, const struct http_msg *m,
+    unsigned flags)
 {
+	const struct http_header	*te;
+
 	if (flags & HTTP_HEAD_UPGRADE)
 		head_puts(o, "Connection: upgrade\r\n");
 	else if (flags & HTTP_HEAD_CLOSE)
 		head_puts(o, "Connection: close\r\n");
 	else if (flags & HTTP_HEAD_KEEPALIVE)
 		head_puts(o, "Connection: keep-alive\r\n");
-	if (flags & HTTP_HEAD_CHUNKED)
-		head_puts(o, "Transfer-Encoding: chunked\r\n");
+	if (flags & HTTP_HEAD_CHUNKED) {
+		te = m != NULL ? http_header_find(m, "transfer-encoding") : NULL;
+		if (te != NULL) {
+			head_puts(o, "Transfer-Encoding: ");
+			head_str(o, te->value);
+			head_puts(o, "\r\n");
+		} else {
+			head_puts(o, "Transfer-Encoding: chunked\r\n");
+		}
+	}
 	if (flags & HTTP_HEAD_VIA)
 		head_puts(o, HTTP_VIA);
+}
+
+/* "Content_Length" is a valid field name, and some servers read it as
+ * Content-Length: dropped, so a smuggled length cannot reach them. */
+static bool
+head_is_framing_lookalike(struct pt_str name)
+{
+	char	 norm[32];
+	size_t	 i;
+
+	if (name.len >= sizeof(norm) || memchr(name.ptr, '_', name.len) == NULL)
+		return false;
+	for (i = 0; i < name.len; i++)
+		norm[i] = name.ptr[i] == '_' ? '-' : name.ptr[i];
+	name.ptr = norm;
+	return http_str_ieq(name, "content-length") ||
+	    http_str_ieq(name, "transfer-encoding") ||
+	    http_str_ieq(name, "host") || http_str_ieq(name, "connection");
 }
 
 /* Copies the end-to-end fields of <m>, minus Host and, unless
@@ -107,7 +139,8 @@ head_copy_fields(struct head_out *o, const struct http_msg *m,
 			continue;
 		}
 		if (http_header_is_hop(m, h->name) ||
-		    http_str_ieq(h->name, "host"))
+		    http_str_ieq(h->name, "host") ||
+		    head_is_framing_lookalike(h->name))
 			continue;
 		if (rewrite_max_forwards &&
 		    http_str_ieq(h->name, "max-forwards")) {
@@ -140,7 +173,7 @@ http_head_request(char *out, size_t cap, const struct http_msg *m,
 	head_str(&o, u->authority);
 	head_puts(&o, "\r\n");
 	head_copy_fields(&o, m, flags, mf);
-	head_trailer_fields(&o, flags);
+	head_trailer_fields(&o, m, flags);
 	return head_done(&o);
 }
 
@@ -154,7 +187,7 @@ http_head_response(char *out, size_t cap, const struct http_msg *m,
 	head_str(&o, m->reason);
 	head_puts(&o, "\r\n");
 	head_copy_fields(&o, m, flags, false);
-	head_trailer_fields(&o, flags);
+	head_trailer_fields(&o, m, flags);
 	return head_done(&o);
 }
 
@@ -199,7 +232,7 @@ http_head_error(char *out, size_t cap, int status, const char *detail,
 	head_printf(&o, "Content-Length: %d\r\n", n);
 	if (flags & HTTP_HEAD_AUTH)
 		head_puts(&o, "Proxy-Authenticate: Basic realm=\"portico\"\r\n");
-	head_trailer_fields(&o, flags & ~(unsigned)HTTP_HEAD_CHUNKED);
+	head_trailer_fields(&o, NULL, flags & ~(unsigned)HTTP_HEAD_CHUNKED);
 	head_put(&o, "\r\n", 2);
 	head_put(&o, body, (size_t)n);
 	return o.overflow ? -1 : (ssize_t)o.len;
