@@ -34,6 +34,8 @@ BAD = [
     ("no_listeners", r"listener|nothing|empty"),
     ("missing_module", r"nosuchmod"),
     ("bad_abi", r"badabi"),
+    ("bad_user", r"no-such-user-pt"),
+    ("bad_cpu_list", r"cpu_affinity|CPU"),
 ]
 
 

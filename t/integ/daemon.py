@@ -128,6 +128,33 @@ def main(t):
             "alive: %s" % [p for p in [pid] + kids if ptest.alive(p)])
     t.check(not os.path.exists(pid_file), "-s stop: the pid file is gone")
 
+    # a stale pid file (naming a live process that is not portico: this
+    # test) does not block a start
+    ptest.write_file(pid_file, "%d\n" % os.getpid())
+    rc, out = start_daemon(t, conf)
+    pid = read_pid(pid_file)
+    t.check(rc == 0 and pid not in (None, os.getpid()) and ptest.alive(pid),
+            "a stale pid file naming another program does not block the "
+            "start", ["exit %s, pid file %s" % (rc, pid), "output: " + out])
+    if pid is not None and pid != os.getpid():   # never signal ourselves
+        ptest.run_portico(["-c", conf, "-s", "stop"])
+        ptest.wait_for(lambda: not ptest.alive(pid), ptest.bound(10))
+        t.check(not ptest.alive(pid), "and that daemon stops on -s stop")
+    else:
+        os.unlink(pid_file)
+
+    # start failures: the error log cannot be opened
+    text = t.conf("forward", WORKERS=2, RELAY="splice",
+                  LISTENERS=ptest.listeners(("127.0.0.1:%d" % port,
+                                             echo.address)))
+    text = text.replace(log, t.path("no", "such", "dir", "error.log"))
+    nolog = ptest.write_conf(t.tmp, text, "nolog.conf")
+    rc, out = start_daemon(t, nolog)
+    t.check(rc == 1 and "no/such/dir/error.log" in out,
+            "an error_log that cannot be opened: exit 1, naming it",
+            ["exit %s" % rc, "output: " + out])
+    t.check(not os.path.exists(pid_file), "and no pid file")
+
     # start failures: the address is taken
     busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     busy.bind(("127.0.0.1", 0))
