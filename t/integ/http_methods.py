@@ -140,9 +140,8 @@ def main(t):
     t.check(not isinstance(r, str) and r.status == 200 and got and
             got[0]["target"] in ("/?id=nopath",),
             "an absolute URI with an empty path reaches the origin as "
-            "'/?query'", lambda: ["response %r" % (r,),
-                                   "origin saw %r" % ([g["target"]
-                                                       for g in got],)])
+            "'/?query'", lambda: H.describe(r) + [
+                "origin saw %r" % ([g["target"] for g in got],)])
 
     # curl -x
     if not H.have_curl():

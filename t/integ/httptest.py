@@ -754,6 +754,13 @@ def read_response(conn, method="GET", keep_body=True, interim=True):
     return r
 
 
+def describe(r):
+    """Lines describing a Resp, or the error string get() returned."""
+    if isinstance(r, Resp):
+        return r.describe()
+    return ["no response: %s" % (r,)]
+
+
 def request_bytes(method, url, headers=(), body=None, version="HTTP/1.1",
                   host=True, chunked=False, trailers=()):
     """A request in absolute form. <headers>: list of (name, value).
