@@ -13,7 +13,9 @@ which writes one line per call into its record file:
   the connection still works; a client that leaves during the wait is
   cleaned up;
 - deny_phase = "ACCESS": the client is closed, the echo server never sees
-  a connection; deny at ACCEPT through a delayed resume does the same.
+  a connection; deny at ACCEPT through a delayed resume does the same;
+- a reload hands the module its new settings; loading a module from
+  another file is refused until a restart.
 """
 import os
 import re
@@ -243,6 +245,63 @@ def deny(t, echo, phase, extra, label):
     t.stop_portico(p)
 
 
+def reloads(t, echo):
+    """A reload gives the module its new configuration; a module's file
+    cannot change without a restart."""
+    p, port, rec = start(t, echo, "reload", 1)
+    rec2 = t.path("reload2.rec")
+    conf2 = t.conf("modules", WORKERS=1, LISTEN="127.0.0.1:%d" % port,
+                   TO=echo.address, REC=rec2, EXTRA="")
+    p.set_conf(conf2)
+    p.hup()
+    t.check(bool(p.wait_log(r"reloaded ")), "reload: a new record file "
+            "reloads", lambda: ptest.tail(p.log(), 10))
+    ok, why = ptest.echo_once(port)
+    t.check(ok, "reload: the connection echoes", why)
+    recs = wait_recs(rec2, lambda r: any(e == "LOG" for e, _, _ in r),
+                     ptest.bound(5))
+    t.check([e for e, _, _ in recs] == ["INIT"] + PHASES,
+            "reload: the new generation records to the new file",
+            [l for _, _, l in recs])
+
+    conf3 = t.conf("modules", WORKERS=1, LISTEN="127.0.0.1:%d" % port,
+                   TO=echo.address, REC=rec2, EXTRA='deny_phase = "ACCESS";')
+    p.set_conf(conf3)
+    p.hup()
+    t.check(len(p.wait_log(r"reloaded ", count=2)) >= 2,
+            "reload: deny_phase added", lambda: ptest.tail(p.log(), 10))
+    # once the log says 'reloaded', the new configuration is in force:
+    # no connection made after that line may pass under the old one
+    before = echo.accepted
+    res = [ptest.echo_once(port)[0] for _ in range(5)]
+    t.check(not any(res) and echo.accepted == before,
+            "reload: every connection made after 'reloaded' is denied",
+            lambda: ["echoed: %s, echo server accepted %d -> %d" % (
+                res, before, echo.accepted)] +
+            open(rec2).read().splitlines()[-12:])
+
+    # the same module from another file: refused until a restart
+    other = t.path("hookrec-copy.so")
+    with open(os.path.join(ptest.TESTMODDIR, "hookrec.so"), "rb") as f:
+        data = f.read()
+    with open(other, "wb") as f:
+        f.write(data)
+    conf4 = conf3.replace(os.path.join(ptest.TESTMODDIR, "hookrec.so"),
+                          other)
+    line = ptest.line_of(conf4, "hookrec-copy.so")
+    p.set_conf(conf4)
+    p.hup()
+    lines = p.wait_log(r"reload failed: ")
+    want = "reload failed: %s:%d:" % (p.conf_path, line)
+    t.check(bool(lines) and want in lines[-1] and "restart" in lines[-1],
+            "reload: another file for a loaded module is refused at its "
+            "line, asking for a restart", lambda: ptest.tail(p.log(), 10))
+    ok, _ = ptest.echo_once(port)
+    t.check(not ok and p.running(),
+            "reload: the running configuration (deny) stays")
+    t.stop_portico(p)
+
+
 def main(t):
     echo = t.echo_server()
     plain(t, echo)
@@ -250,6 +309,7 @@ def main(t):
     deny(t, echo, "ACCESS", 'deny_phase = "ACCESS";', "deny ACCESS")
     deny(t, echo, "ACCEPT", 'again_ms = 100; deny_phase = "ACCEPT";',
          "deny ACCEPT after AGAIN")
+    reloads(t, echo)
 
 
 if __name__ == "__main__":
