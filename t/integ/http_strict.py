@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+Strict parsing (RFC 9112, and what request smuggling taught): every
+malformed or ambiguous request gets the right status and a closed
+connection, and nothing reaches the origin; a response the origin frames
+ambiguously becomes a 502. No input makes the worker hang or die: its pid
+is the same at the end and a normal request still works.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+import httptest as H  # noqa: E402
+
+MAX_HEADER = 16384
+
+
+def main(t):
+    o = H.origin(t)
+    p, port = H.start(t, http={"connect_ports": "*",
+                               "max_header_size": MAX_HEADER})
+    w0 = p.workers()
+    url = o.url + "/echo"
+    host = "Host: 127.0.0.1:%d\r\n" % o.port
+
+    def req(line, *fields, body=b""):
+        return (line + "\r\n" + host + "".join(f + "\r\n" for f in fields) +
+                "\r\n").encode("latin-1") + body
+
+    cases = [
+        ("Content-Length and Transfer-Encoding both", (400,),
+         req("POST %s?id=s1 HTTP/1.1" % url, "Content-Length: 5",
+             "Transfer-Encoding: chunked", body=b"0\r\n\r\n")),
+        ("Transfer-Encoding then Content-Length", (400,),
+         req("POST %s?id=s2 HTTP/1.1" % url, "Transfer-Encoding: chunked",
+             "Content-Length: 5", body=b"0\r\n\r\n")),
+        ("two different Content-Length fields", (400,),
+         req("POST %s?id=s3 HTTP/1.1" % url, "Content-Length: 5",
+             "Content-Length: 6", body=b"hello!")),
+        ("Content-Length: 5, 6 in one field", (400,),
+         req("POST %s?id=s4 HTTP/1.1" % url, "Content-Length: 5, 6",
+             body=b"hello!")),
+        ("Content-Length: +5", (400,),
+         req("POST %s?id=s5 HTTP/1.1" % url, "Content-Length: +5",
+             body=b"hello")),
+        ("Content-Length: 0x5", (400,),
+         req("POST %s?id=s6 HTTP/1.1" % url, "Content-Length: 0x5",
+             body=b"hello")),
+        ("Content-Length: 5 5", (400,),
+         req("POST %s?id=s7 HTTP/1.1" % url, "Content-Length: 5 5",
+             body=b"hello")),
+        ("Content-Length: -1", (400,),
+         req("POST %s?id=s8 HTTP/1.1" % url, "Content-Length: -1")),
+        ("Content-Length over 2^64", (400,),
+         req("POST %s?id=s9 HTTP/1.1" % url,
+             "Content-Length: 99999999999999999999999")),
+        ("Transfer-Encoding: gzip", (501,),
+         req("POST %s?id=s10 HTTP/1.1" % url, "Transfer-Encoding: gzip",
+             body=b"hello")),
+        ("Transfer-Encoding: chunked, gzip (chunked not last)", (400, 501),
+         req("POST %s?id=s11 HTTP/1.1" % url,
+             "Transfer-Encoding: chunked, gzip", body=b"0\r\n\r\n")),
+        ("Transfer-Encoding in an HTTP/1.0 request", (400,),
+         req("POST %s?id=s12 HTTP/1.0" % url, "Transfer-Encoding: chunked",
+             body=b"5\r\nhello\r\n0\r\n\r\n")),
+        ("bad chunk size in a request body", (400, None),
+         req("POST %s?id=s13 HTTP/1.1" % url, "Transfer-Encoding: chunked",
+             body=b"zz\r\nhello\r\n0\r\n\r\n")),
+        ("chunk size overflowing 64 bits", (400, None),
+         req("POST %s?id=s14 HTTP/1.1" % url, "Transfer-Encoding: chunked",
+             body=b"10000000000000005\r\nhello\r\n0\r\n\r\n")),
+        ("bare LF line ends", (400,),
+         ("GET %s?id=s15 HTTP/1.1\n%s\n" % (url, host.strip())).encode()),
+        ("obs-fold (a continuation line)", (400,),
+         req("GET %s?id=s16 HTTP/1.1" % url, "X-A: one", " two")),
+        ("a control character in a field value", (400,),
+         req("GET %s?id=s17 HTTP/1.1" % url, "X-A: a\x01b")),
+        ("a NUL in a field value", (400,),
+         req("GET %s?id=s18 HTTP/1.1" % url, "X-A: a\x00b")),
+        ("whitespace before the colon", (400,),
+         req("GET %s?id=s19 HTTP/1.1" % url, "X-A : b")),
+        ("whitespace before the colon of Content-Length", (400,),
+         req("POST %s?id=s20 HTTP/1.1" % url, "Content-Length : 5",
+             body=b"hello")),
+        ("a field line without a colon", (400,),
+         req("GET %s?id=s21 HTTP/1.1" % url, "X-A b")),
+        ("origin-form 'GET / HTTP/1.1' sent to the proxy", (400,),
+         req("GET /?id=s22 HTTP/1.1")),
+        ("HTTP/2.0 request line", (505,),
+         req("GET %s?id=s23 HTTP/2.0" % url)),
+        ("HTTP/1.1 request without a Host field", (400,),
+         ("GET %s?id=s24 HTTP/1.1\r\n\r\n" % url).encode()),
+        ("two Host fields", (400,),
+         req("GET %s?id=s25 HTTP/1.1" % url, "Host: other.example")),
+        ("a request line with two spaces", (400,),
+         req("GET  %s?id=s26 HTTP/1.1" % url)),
+        ("a space in the request target", (400,),
+         req("GET %s?id=s27 x HTTP/1.1" % url)),
+        ("a request line in lower-case version 'http/1.1'", (400, 505),
+         req("GET %s?id=s28 http/1.1" % url)),
+        ("a head over max_header_size (many fields)", (431,),
+         req("GET %s?id=s29 HTTP/1.1" % url,
+             *["X-Pad-%d: %s" % (i, "p" * 100) for i in range(200)])),
+        ("one field line over max_header_size", (431,),
+         req("GET %s?id=s30 HTTP/1.1" % url, "X-Long: " + "l" * 20000)),
+        ("a request line over max_header_size", (414, 431),
+         req("GET %s?id=s31&pad=%s HTTP/1.1" % (url, "u" * 20000))),
+    ]
+    bad = []
+    for desc, want, data in cases:
+        st, got, how, dt = H.raw_exchange(port, data, timeout=ptest.bound(5))
+        closed = how in ("eof", "reset")
+        tag = data.split(b"id=", 1)[1].split(b" ", 1)[0].split(b"&")[0] \
+            .decode()
+        reached = [g for g in o.requests if "id=%s" % tag in g["target"]
+                   and ("id=%s&" % tag in g["target"] or
+                        g["target"].endswith("id=%s" % tag))]
+        if None in want:
+            ok = closed and (st is None or st in want) and not (
+                st and 200 <= st < 300)
+            wtxt = "/".join(str(w) for w in want if w) + " or closed"
+        else:
+            ok = closed and st in want
+            wtxt = "/".join(str(w) for w in want)
+        if None not in want and reached:
+            ok = False
+        t.check(ok, "%s: %s and the connection closed" % (desc, wtxt),
+                lambda: ["sent %r" % data[:200],
+                         "got status %s, %d bytes, then %s after %.1f s"
+                         % (st, len(got), how, dt),
+                         "reply %r" % got[:300],
+                         "origin got it: %d times" % len(reached)])
+        if not closed:
+            bad.append(desc)
+
+    # after a rejected request, nothing the client sent afterwards on that
+    # connection is forwarded (smuggling through the leftover bytes)
+    smuggle = req("POST %s?id=sm1 HTTP/1.1" % url, "Content-Length: 39",
+                  "Transfer-Encoding: chunked",
+                  body=b"0\r\n\r\nGET " + url.encode() + b"?id=sm2 HTTP/1.1"
+                  b"\r\n" + host.encode() + b"\r\n")
+    st, got, how, dt = H.raw_exchange(port, smuggle, timeout=ptest.bound(5))
+    t.check(st == 400 and not o.reqs_for("id=sm") and
+            got.count(b"HTTP/1.1") == 1,
+            "a CL.TE smuggling attempt: one 400, nothing reaches the origin",
+            lambda: ["got %r, %s" % (got[:400], how),
+                     "origin got %r" % ([g["target"] for g in o.requests
+                                         if "id=sm" in g["target"]],)])
+
+    # responses the origin frames badly become 502
+    for path, desc in (("/ambiguous", "Content-Length and Transfer-Encoding"),
+                       ("/badlen", "Content-Length: abc"),
+                       ("/twolen", "two different Content-Length fields")):
+        st, got, how, dt = H.raw_exchange(
+            port, H.request_bytes("GET", o.url + path), timeout=ptest.bound(5))
+        t.check(st == 502 and how in ("eof", "reset") and b"hello" not in got,
+                "an origin response with %s: 502, closed, none of its body "
+                "forwarded" % desc, lambda: ["got %r, then %s" % (got[:300],
+                                                                  how)])
+
+    # a response split across the worker's reads must not be mis-parsed:
+    # the request head arrives one byte at a time
+    data = H.request_bytes("GET", o.url + "/echo?id=bytewise",
+                           [("X-A", "b")])
+    st, got, how, dt = H.raw_exchange(
+        port, [data[i:i + 1] for i in range(len(data))] +
+        [b""], timeout=ptest.bound(10), pause=0.002, half_close=True)
+    t.check(st == 200 and o.reqs_for("id=bytewise"),
+            "a request head sent one byte at a time (then a half-close) is "
+            "forwarded and answered",
+            lambda: ["got %r, %s" % (got[:200], how)])
+
+    # garbage and oddities: none may crash or wedge the worker
+    junk = [os.urandom(3000), b"\r\n" * 5000, b"GET" + b" " * 9000,
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(500),
+            b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+            req("GET %s?id=j1 HTTP/1.1" % url,
+                *["X-%d: v" % i for i in range(1000)]),
+            req("CONNECT 127.0.0.1 HTTP/1.1"),
+            req("CONNECT :80 HTTP/1.1"),
+            req("CONNECT 127.0.0.1:99999 HTTP/1.1"),
+            req("GET http://[::1 HTTP/1.1"),
+            req("GET http://127.0.0.1:0/ HTTP/1.1"),
+            req("GET http://127.0.0.1:65536/ HTTP/1.1"),
+            req("GET http://user:pw@127.0.0.1:%d/?id=j2 HTTP/1.1" % o.port),
+            req("GET ftp://127.0.0.1/ HTTP/1.1"),
+            req("GET http:/// HTTP/1.1"),
+            req("GET http://%s/ HTTP/1.1" % ("a" * 300)),
+            req("POST %s?id=j3 HTTP/1.1" % url, "Transfer-Encoding: chunked",
+                body=b"5;" + b"e" * 20000 + b"\r\nhello\r\n0\r\n\r\n")]
+    hung = []
+    for i, data in enumerate(junk):
+        st, got, how, dt = H.raw_exchange(port, data, timeout=ptest.bound(5),
+                                          half_close=True)
+        if how not in ("eof", "reset"):
+            hung.append("junk %d (%r...): %s after %r" % (i, data[:40], how,
+                                                          got[:80]))
+    t.check(not hung, "%d odd inputs: each answered or closed within %.0f s"
+            % (len(junk), ptest.bound(5)), hung)
+
+    r = H.get(port, o.url + "/echo?id=final")
+    t.check(isinstance(r, H.Resp) and r.status == 200,
+            "a normal request still works at the end", lambda: H.describe(r))
+    H.finish(t, p, w0)
+
+
+if __name__ == "__main__":
+    ptest.Test("http_strict").run(main)
