@@ -29,6 +29,7 @@ httptest: what the t/integ/http_*.py scenarios share, on top of ptest.
     /twolen            two different Content-Length fields
     /cookies           three Set-Cookie fields (one with a comma)
     /hang              reads the request, never answers
+    /reject            403 and close at once, without reading the body
     /ws                WebSocket (RFC 6455) handshake, then echoes frames
 
   Every response to a body-bearing route has X-Body-Sha256 and X-Body-Len.
@@ -354,6 +355,17 @@ class Origin(ptest._Server):
             keep = "keep-alive" in ctok
         else:
             keep = "close" not in ctok
+        if path == "/reject":
+            # a final status at once, the body never read
+            c.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 5\r\n"
+                      b"Connection: close\r\n\r\nnope\n")
+            c.shutdown(socket.SHUT_WR)
+            conn.settimeout(2)
+            try:
+                conn.read_until_eof(16 * 1024 * 1024)
+            except OSError:
+                pass
+            return False
         # the request body
         if (field(headers, "expect") or "").lower() == "100-continue":
             c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")

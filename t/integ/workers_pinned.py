@@ -4,6 +4,8 @@
 workers = 2 with cpu_affinity = "auto": two workers, children of the
 master, named portico-w0 and portico-w1, each pinned to one CPU, not the
 same one; the log says so. An explicit list [1, 0] is honoured slot by slot.
+workers = "auto" gives one worker per usable CPU; cpu_affinity = "none"
+pins nothing.
 """
 import os
 import re
@@ -114,6 +116,24 @@ def main(t):
         t.stop_portico(p2)
     else:
         t.skip("cpu_affinity list", "only %d usable CPU" % len(usable))
+
+    # -- workers = "auto": one per usable CPU; cpu_affinity = "none" ---------
+    subst.update(AFFINITY='"none"')
+    text = t.conf("workers_pinned", **subst).replace(
+        "workers = 2;", 'workers = "auto";')
+    p3 = t.portico(text, conf_name="auto.conf")
+    w3 = p3.workers()
+    t.check(sorted(w3) == list(range(len(usable))),
+            'workers = "auto": one worker per usable CPU (%d)' % len(usable),
+            "workers %s" % w3)
+    mine = sorted(os.sched_getaffinity(0))
+    cpus3 = {s: ptest.cpus_allowed(pid) for s, pid in w3.items()}
+    t.check(all(c == mine for c in cpus3.values()),
+            'cpu_affinity = "none": workers keep the whole affinity %s'
+            % (mine,), "cpus %s" % cpus3)
+    ok, why = ptest.echo_once(port)
+    t.check(ok, "the forwarder works", why)
+    t.stop_portico(p3)
 
 
 if __name__ == "__main__":
