@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+WebSocket through the proxy (RFC 6455 over RFC 9110 7.8 Upgrade): the
+upgrade request reaches the origin with Upgrade and Connection: upgrade,
+the 101 comes back with the right Sec-WebSocket-Accept, then frames echo
+both ways (text, 100 KiB and 1 MiB binary, a fragmented message, ping and
+pong) and a close handshake ends in EOF. An origin that declines the
+upgrade answers normally and the connection stays HTTP.
+"""
+import base64
+import hashlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+import httptest as H  # noqa: E402
+
+
+def upgrade(port, url, key, extra=()):
+    conn = H.Conn.to(port, timeout=ptest.bound(10))
+    conn.send(H.request_bytes("GET", url, [
+        ("Upgrade", "websocket"), ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13"),
+        ("Origin", "http://example.test")] + list(extra)))
+    try:
+        return H.read_response(conn), conn
+    except Exception as e:
+        return "%s: %s" % (type(e).__name__, e), conn
+
+
+def main(t):
+    o = H.origin(t)
+    p, port = H.start(t)
+    w0 = p.workers()
+
+    key = base64.b64encode(os.urandom(16)).decode()
+    want = base64.b64encode(hashlib.sha1(key.encode() + H.WS_GUID).digest()) \
+        .decode()
+    r, conn = upgrade(port, o.url + "/ws?id=ws1", key)
+    t.at_exit(conn.close)
+    ok101 = isinstance(r, H.Resp) and r.status == 101
+    t.check(ok101 and r.get("sec-websocket-accept") == want and
+            "websocket" in r.tokens("upgrade") and
+            "upgrade" in r.tokens("connection"),
+            "upgrade: 101 with Upgrade: websocket, Connection: upgrade and "
+            "the right Sec-WebSocket-Accept", lambda: H.describe(r) +
+            H.log_tail(p)())
+    g = o.reqs_for("id=ws1")
+    hs = g[0]["headers"] if g else []
+    t.check(g and "websocket" in H.tokens(hs, "upgrade") and
+            "upgrade" in H.tokens(hs, "connection") and
+            H.field(hs, "sec-websocket-key") == key and
+            H.field(hs, "sec-websocket-version") == "13" and
+            H.field(hs, "origin") == "http://example.test",
+            "the origin got Upgrade, Connection: upgrade and the WebSocket "
+            "fields", "origin saw %r" % (hs,))
+
+    def roundtrip(frames):
+        """Sends frames (op, data, fin); returns what came back."""
+        out = []
+        for op, data, fin in frames:
+            conn.send(H.ws_frame(op, data, fin=fin))
+        for _ in frames:
+            fr = H.ws_read(conn)
+            if fr is None:
+                out.append("EOF")
+                break
+            out.append(fr)
+        return out
+
+    if ok101:
+        try:
+            got = roundtrip([(1, b"hello, proxy", True)])
+            t.check(got == [(True, 1, b"hello, proxy")],
+                    "a text frame echoes back", repr(got))
+            b1 = os.urandom(100 * 1024)
+            got = roundtrip([(2, b1, True)])
+            t.check(got == [(True, 2, b1)],
+                    "a 100 KiB binary frame echoes back exact",
+                    repr(got)[:200])
+            b2 = os.urandom(ptest.MiB)
+            got = roundtrip([(2, b2, True)])
+            t.check(got == [(True, 2, b2)],
+                    "a 1 MiB binary frame echoes back exact", repr(got)[:200])
+            got = roundtrip([(1, b"frag-1 ", False), (0, b"frag-2 ", False),
+                             (0, b"frag-3", True)])
+            t.check(got == [(False, 1, b"frag-1 "), (False, 0, b"frag-2 "),
+                            (True, 0, b"frag-3")],
+                    "a message in three fragments echoes back in order",
+                    repr(got))
+            got = roundtrip([(9, b"are you there", True)])
+            t.check(got == [(True, 10, b"are you there")],
+                    "ping gets its pong", repr(got))
+            many = [(2, os.urandom(i * 7 + 1), True) for i in range(200)]
+            got = roundtrip(many)
+            t.check(got == [(True, op, d) for op, d, _ in many],
+                    "200 small frames in a burst echo back in order",
+                    "got %d frames" % len(got))
+            conn.send(H.ws_frame(8, b"\x03\xe8bye"))
+            fr = H.ws_read(conn)
+            rest, how = H.outcome(conn, ptest.bound(5))
+            t.check(fr is not None and fr[1] == 8 and rest == b"" and
+                    how == "eof",
+                    "close frame: the server's close comes back, then EOF",
+                    "frame %r, then %r, %s" % (fr, rest[:60], how))
+        except Exception as e:
+            t.check(False, "the WebSocket exchange ran without an error",
+                    "%s: %s" % (type(e).__name__, e))
+    else:
+        t.skip("frames", "no 101")
+    conn.close()
+
+    # an origin that does not switch: a normal response, HTTP goes on
+    r, conn = upgrade(port, o.url + "/len?n=1234&id=noswitch", key)
+    ok = isinstance(r, H.Resp) and r.status == 200 and r.body_len == 1234
+    r2 = None
+    if ok:
+        try:
+            conn.send(H.request_bytes("GET", o.url + "/echo?id=after-no"))
+            r2 = H.read_response(conn)
+        except Exception as e:
+            r2 = "%s: %s" % (type(e).__name__, e)
+    conn.close()
+    t.check(ok and isinstance(r2, H.Resp) and r2.status == 200,
+            "an origin declining the upgrade: its 200 arrives and the "
+            "connection carries the next request", lambda: H.describe(r) +
+            H.describe(r2))
+
+    # two WebSockets at once
+    conns = []
+    try:
+        for i in range(2):
+            r, c = upgrade(port, o.url + "/ws?id=par%d" % i, key)
+            conns.append(c)
+            if not (isinstance(r, H.Resp) and r.status == 101):
+                raise RuntimeError("upgrade %d: %r" % (i, r))
+        for i, c in enumerate(conns):
+            c.send(H.ws_frame(1, b"socket %d" % i))
+        got = [H.ws_read(c) for c in conns]
+        ok = got == [(True, 1, b"socket 0"), (True, 1, b"socket 1")]
+        info = repr(got)
+    except Exception as e:
+        ok, info = False, "%s: %s" % (type(e).__name__, e)
+    for c in conns:
+        c.close()
+    t.check(ok, "two WebSockets at once, each gets its own echo", info)
+
+    t.check(not o.bad, "the origin found nothing wrong in what it got",
+            o.bad)
+    H.finish(t, p, w0)
+
+
+if __name__ == "__main__":
+    ptest.Test("http_websocket").run(main)
