@@ -648,6 +648,8 @@ class DnsServer:
         entry = self.table.get(name)
         answers = []
         rcode = 0
+        if entry == "drop":
+            return None
         if entry is None:
             rcode = 3
         else:
@@ -661,6 +663,11 @@ class DnsServer:
         rflags = 0x8000 | 0x0400 | rd | 0x0080 | rcode
         hdr = struct.pack("!HHHHHH", qid, rflags, 1, len(answers), 0, 0)
         return hdr + question + b"".join(answers)
+
+    def count(self, name, qtype=None):
+        with self.lock:
+            return sum(1 for n, q in self.queries if n == name.lower() and
+                       (qtype is None or q == qtype))
 
     def stop(self):
         self.stopping.set()
