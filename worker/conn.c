@@ -208,6 +208,8 @@ conn_close(struct pt_conn *c, const char *why)
 		return;
 	c->c_state = CONN_CLOSED;
 	conn_live_del(c);
+	if (c->c_proto_close != NULL)
+		c->c_proto_close(c);
 	pt_timer_stop(&c->c_timer);
 	if (why != NULL && c->c_req.error == NULL)
 		c->c_req.error = why;
@@ -305,6 +307,22 @@ conn_send(struct pt_conn *c, struct conn_side *s, const void *buf,
 	}
 	n = send(s->io.fd, buf, len, MSG_NOSIGNAL);
 	return n < 0 ? -errno : n;
+}
+
+ssize_t
+conn_sendv(struct pt_conn *c, struct conn_side *s, const struct iovec *iov,
+    int n)
+{
+	struct msghdr	 msg;
+	ssize_t		 r;
+
+	if (n == 1 || conn_transport(c, s) != NULL)
+		return conn_send(c, s, iov[0].iov_base, iov[0].iov_len);
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = (struct iovec *)(uintptr_t)iov;
+	msg.msg_iovlen = (size_t)n;
+	r = sendmsg(s->io.fd, &msg, MSG_NOSIGNAL);
+	return r < 0 ? -errno : r;
 }
 
 int

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/uio.h>
+
 #include "portico/module.h"
 #include "worker/loop.h"
 
@@ -82,6 +84,8 @@ struct pt_conn {
 	/* Protocol state (http.c) and how to release it at close. */
 	void				*c_proto;
 	void				(*c_proto_free)(struct pt_conn *);
+	/* Runs first in conn_close, while the sockets are still open. */
+	void				(*c_proto_close)(struct pt_conn *);
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Module per-connection state follows, at offsets from phase.c. */
@@ -129,6 +133,9 @@ ssize_t		 conn_recv(struct pt_conn *c, struct conn_side *s, void *buf,
 		    size_t len);
 ssize_t		 conn_send(struct pt_conn *c, struct conn_side *s,
 		    const void *buf, size_t len);
+/* Gathers <n> buffers into one send (a transport gets the first). */
+ssize_t		 conn_sendv(struct pt_conn *c, struct conn_side *s,
+		    const struct iovec *iov, int n);
 /* Passes EOF on (shutdown for writing). 0 or -errno. */
 int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
 /* Closes every open connection (fast stop, drain timeout). */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "worker/http.h"
@@ -88,6 +89,7 @@ struct http_state {
 	bool			 reused, retried;
 	bool			 resp_started;	/* bytes went to the client */
 	bool			 origin_keep;	/* origin allows reuse */
+	bool			 parked;	/* upstream kept from the last */
 	struct dns_query	*dns;
 	struct pt_addr		 addrs[DNS_MAX_ADDRS];
 	int			 naddrs, addr_idx, dial_err;
@@ -107,6 +109,7 @@ static void	http_on_event(struct loop_io *io, uint32_t events);
 static void	http_pump(struct pt_conn *c);
 static void	http_next_request(struct pt_conn *c);
 static void	http_upstream_open(struct pt_conn *c);
+static void	http_upstream_close(struct pt_conn *c);
 
 void
 http_init(const struct pt_config *conf, unsigned max_conns)
@@ -256,6 +259,13 @@ http_timer(struct pt_conn *c, uint64_t ms)
 
 /* ---- interest ------------------------------------------------------- */
 
+/* A socket without a transport: its readiness follows its byte queues. */
+static bool
+http_plain(const struct pt_conn *c, const struct conn_side *s)
+{
+	return s != &c->c_side[SIDE_CLIENT] || c->c_transport == NULL;
+}
+
 static bool
 http_flow_has_output(const struct http_flow *f)
 {
@@ -290,47 +300,74 @@ http_upstream_wants_read(const struct http_state *h)
 	return h->stage == HS_FORWARD && http_flow_wants_read(&h->resp);
 }
 
-static void
-http_watch_side(struct pt_conn *c, struct conn_side *s, bool rd, bool wr)
-{
-	uint32_t	 want = (rd ? EPOLLIN : 0) | (wr ? EPOLLOUT : 0);
+/*
+ * Sockets are registered once, edge-triggered, for everything: the ready
+ * bits (conn_side.ready) remember what epoll reported until an EAGAIN
+ * uses it up, and the pump tries only what may succeed. Interest never
+ * changes, so a request costs no epoll_ctl at all.
+ */
+#define HTTP_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
+static void
+http_watch_side(struct pt_conn *c, struct conn_side *s)
+{
 	if (s->io.fd < 0)
 		return;
-	want |= s->t_want;
-	/* A hung-up socket is reported whatever the interest; with nothing
-	 * wanted from it, it leaves epoll until something is. */
-	if (want == 0 && s->hup) {
-		loop_io_stop(&s->io);
-		return;
-	}
 	if (!s->io.added) {
-		if (want == 0)
-			return;
-		if (loop_io_start(&s->io, s->io.fd, want, http_on_event) < 0)
+		if (loop_io_start(&s->io, s->io.fd, HTTP_EVENTS,
+		    http_on_event) < 0)
 			conn_close(c, "epoll_ctl");
 		return;
 	}
 	s->io.fn = http_on_event;
-	loop_io_set(&s->io, want);
+	if (loop_io_set(&s->io, HTTP_EVENTS) < 0)
+		conn_close(c, "epoll_ctl");
 }
 
 static void
 http_watch(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
-	bool			 fwd = h->stage == HS_FORWARD;
 
-	http_watch_side(c, &c->c_side[SIDE_CLIENT], http_client_wants_read(h),
-	    http_flow_has_output(&h->resp));
+	http_watch_side(c, &c->c_side[SIDE_CLIENT]);
 	/* While dialing, the upstream socket belongs to dial.c. */
 	if (c->c_state == CONN_CLOSED || h->stage == HS_WAIT)
 		return;
-	http_watch_side(c, &c->c_side[SIDE_UPSTREAM],
-	    http_upstream_wants_read(h), fwd && http_flow_has_output(&h->req));
+	http_watch_side(c, &c->c_side[SIDE_UPSTREAM]);
 }
 
 /* ---- failures and our own responses -------------------------------- */
+
+/* Gives the parked upstream to the worker's pool. */
+static void
+http_unpark(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+
+	if (!h->parked)
+		return;
+	h->parked = false;
+	if (up->io.fd < 0)
+		return;
+	if (up->hup) {
+		http_upstream_close(c);
+		return;
+	}
+	upstream_put(h->host, h->hostlen, h->port, &up->io,
+	    &h->addrs[h->addr_idx]);
+	up->io.fd = -1;
+	up->ready = 0;
+	up->hup = false;
+}
+
+/* conn_close calls this first: a parked upstream outlives its client. */
+static void
+http_on_close(struct pt_conn *c)
+{
+	if (http_st(c) != NULL)
+		http_unpark(c);
+}
 
 static void
 http_upstream_close(struct pt_conn *c)
@@ -374,6 +411,7 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 		h->dns = NULL;
 	}
 	pt_timer_stop(&c->c_timer);
+	http_unpark(c);
 	http_upstream_close(c);
 	if (!(status == 407 && h->req.body_done && h->keep_client))
 		h->close_after = true;
@@ -425,13 +463,13 @@ http_transaction_done(struct pt_conn *c)
 	http_log_transaction(c);
 	if (up->io.fd >= 0 && h->origin_keep && h->req.body_done &&
 	    h->resp.body_done && h->resp.in_raw == h->resp.in_len &&
-	    http_conf->http.upstream_keepalive > 0) {
-		loop_io_stop(&up->io);
-		upstream_put(h->host, h->hostlen, h->port, up->io.fd,
-		    &h->addrs[h->addr_idx]);
-		up->io.fd = -1;
-		up->ready = 0;
-		up->hup = false;
+	    !up->hup && http_conf->http.upstream_keepalive > 0) {
+		/* The next request on this client connection most likely
+		 * goes to the same origin: keep the upstream parked here,
+		 * still registered, and pool it only when it is not. */
+		h->parked = true;
+		if (h->close_after || !h->req.body_done)
+			http_unpark(c);
 	} else {
 		http_upstream_close(c);
 	}
@@ -452,16 +490,29 @@ http_transaction_done(struct pt_conn *c)
 static int
 http_flow_write(struct pt_conn *c, struct http_flow *f, struct conn_side *dst)
 {
-	ssize_t	 n;
+	ssize_t		 n;
+
+	struct iovec	 iov[2];
+	int		 niov = 0;
+	size_t		 outn;
 
 	if (!(dst->ready & EPOLLOUT) || !http_flow_has_output(f))
 		return 0;
-	if (f->out != NULL && f->out_start < f->out_len)
-		n = conn_send(c, dst, f->out + f->out_start,
-		    f->out_len - f->out_start);
-	else
-		n = conn_send(c, dst, f->in + f->in_start,
-		    f->in_fwd - f->in_start);
+	/* The head and the body bytes behind it go in one system call. */
+	outn = f->out != NULL ? f->out_len - f->out_start : 0;
+	if (outn > 0) {
+		iov[niov].iov_base = f->out + f->out_start;
+		iov[niov++].iov_len = outn;
+	}
+	if (f->in != NULL && f->in_start < f->in_fwd) {
+		iov[niov].iov_base = f->in + f->in_start;
+		iov[niov++].iov_len = f->in_fwd - f->in_start;
+	}
+	n = conn_sendv(c, dst, iov, niov);
+	/* Likewise a short write filled the socket buffer. */
+	if (n >= 0 && (size_t)n < iov[0].iov_len +
+	    (niov == 2 ? iov[1].iov_len : 0) && http_plain(c, dst))
+		dst->ready &= ~(uint32_t)EPOLLOUT;
 	if (n == -EAGAIN) {
 		dst->ready &= ~(uint32_t)EPOLLOUT;
 		return 0;
@@ -471,10 +522,12 @@ http_flow_write(struct pt_conn *c, struct http_flow *f, struct conn_side *dst)
 		    "reset by peer" : "send failed");
 		return -1;
 	}
-	if (f->out != NULL && f->out_start < f->out_len)
+	if ((size_t)n <= outn) {
 		f->out_start += (uint32_t)n;
-	else
-		f->in_start += (uint32_t)n;
+	} else {
+		f->out_start += (uint32_t)outn;
+		f->in_start += (uint32_t)((size_t)n - outn);
+	}
 	c->c_last_active = loop_now();
 	if (dst == &c->c_side[SIDE_CLIENT]) {
 		c->c_req.bytes_out += (uint64_t)n;
@@ -575,16 +628,23 @@ static ssize_t
 http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
 {
 	ssize_t	 n;
+	size_t	 want;
 
 	if (f->in == NULL) {
 		if ((f->in = buf_get(BUF_SMALL)) == NULL)
 			return -ENOBUFS;
 		f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
 	}
-	n = conn_recv(c, src, f->in + f->in_len, buf_size(f->in) - f->in_len);
-	if (n == -EAGAIN) {
+	want = buf_size(f->in) - f->in_len;
+	n = conn_recv(c, src, f->in + f->in_len, want);
+	/* A short read from a plain socket emptied its queue: edge-triggered
+	 * epoll reports the next byte, so no recv needs to hit EAGAIN to
+	 * learn it. */
+	if (n == -EAGAIN || (n > 0 && (size_t)n < want &&
+	    http_plain(c, src))) {
 		src->ready &= ~(uint32_t)EPOLLIN;
-		return n;
+		if (n == -EAGAIN)
+			return n;
 	}
 	if (n > 0) {
 		f->in_len += (uint32_t)n;
@@ -772,6 +832,11 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 		http_fail(c, 400, "bad host");
 		return;
 	}
+	/* h->host still names the parked upstream's origin. */
+	if (h->parked && (h->is_connect || h->is_websocket ||
+	    u.port != h->port || u.host.len != h->hostlen ||
+	    strncasecmp(u.host.ptr, h->host, h->hostlen) != 0))
+		http_unpark(c);
 	memcpy(h->host, u.host.ptr, u.host.len);
 	h->host[u.host.len] = '\0';
 	h->hostlen = u.host.len;
@@ -907,14 +972,29 @@ http_on_access(struct pt_conn *c, enum pt_verdict v)
 		http_fail(c, 403, "CONNECT to this port is not allowed");
 		return;
 	}
+	if (h->parked && !h->is_connect && !h->is_websocket &&
+	    !c->c_side[SIDE_UPSTREAM].hup) {
+		/* Same origin as the last request (http_request_head pooled
+		 * it otherwise). */
+		h->parked = false;
+		h->reused = true;
+		h->addrs[0] = h->addrs[h->addr_idx];
+		h->naddrs = 1;
+		h->addr_idx = 0;
+		c->c_side[SIDE_UPSTREAM].ready |= EPOLLOUT;
+		http_upstream_open(c);
+		return;
+	}
+	http_unpark(c);
 	if (!h->is_connect && !h->is_websocket && !h->retried) {
-		fd = upstream_take(h->host, h->hostlen, h->port, &h->addrs[0]);
+		fd = upstream_take(h->host, h->hostlen, h->port, &h->addrs[0],
+		    &c->c_side[SIDE_UPSTREAM].io, HTTP_EVENTS, http_on_event);
 		if (fd >= 0) {
 			h->reused = true;
 			h->naddrs = 1;
 			h->addr_idx = 0;
-			c->c_side[SIDE_UPSTREAM].io.fd = fd;
 			c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
+			c->c_side[SIDE_UPSTREAM].hup = false;
 			http_upstream_open(c);
 			return;
 		}
@@ -1391,8 +1471,9 @@ http_on_event(struct loop_io *io, uint32_t events)
 	struct pt_conn		*c = s->conn;
 
 	s->ready |= events & (EPOLLIN | EPOLLOUT);
-	/* Errors and hang-ups: let the system calls say what happened. */
-	if (events & (EPOLLERR | EPOLLHUP)) {
+	/* Errors and hang-ups: let the system calls say what happened. A
+	 * peer that shut its side makes an idle upstream unusable. */
+	if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
 		s->ready |= EPOLLIN | EPOLLOUT;
 		s->hup = true;
 	}
@@ -1472,6 +1553,7 @@ http_start(struct pt_conn *c)
 	h->stage = HS_REQ_HEAD;
 	c->c_proto = h;
 	c->c_proto_free = http_state_free;
+	c->c_proto_close = http_on_close;
 	c->c_req.proto = PT_PROTO_HTTP;
 	/* No transaction until the first byte of a request arrives. */
 	c->c_logged = true;

@@ -82,6 +82,27 @@ loop_io_set(struct loop_io *io, uint32_t events)
 	return 0;
 }
 
+int
+loop_io_move(struct loop_io *from, struct loop_io *to, uint32_t events,
+    loop_io_fn fn)
+{
+	struct epoll_event	 ev;
+
+	if (!from->added)
+		return loop_io_start(to, from->fd, events, fn);
+	ev.events = events;
+	ev.data.ptr = to;
+	if (epoll_ctl(loop_epfd, EPOLL_CTL_MOD, from->fd, &ev) < 0)
+		return -errno;
+	to->fd = from->fd;
+	to->fn = fn;
+	to->events = events;
+	to->added = true;
+	from->added = false;
+	from->events = 0;
+	return 0;
+}
+
 void
 loop_io_stop(struct loop_io *io)
 {

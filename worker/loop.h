@@ -30,6 +30,10 @@ int		 loop_io_start(struct loop_io *io, int fd, uint32_t events,
 		    loop_io_fn fn);
 /* Changes the interest set; a no-op when it is unchanged. */
 int		 loop_io_set(struct loop_io *io, uint32_t events);
+/* Hands <from>'s registration to <to> (another owner of the same fd)
+ * with <events>, in one epoll_ctl. 0 or -errno (then <from> keeps it). */
+int		 loop_io_move(struct loop_io *from, struct loop_io *to,
+		    uint32_t events, loop_io_fn fn);
 /* Stops watching (before the owner closes the fd). Idempotent. */
 void		 loop_io_stop(struct loop_io *io);
 /* Waits for events at most until the next timer, runs callbacks and due

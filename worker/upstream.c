@@ -111,27 +111,37 @@ upstream_fini(void)
 
 int
 upstream_take(const char *host, size_t hostlen, uint16_t port,
-    struct pt_addr *addr_out)
+    struct pt_addr *addr_out, struct loop_io *to, uint32_t events,
+    loop_io_fn fn)
 {
 	struct upstream_idle	*u;
+	int			 fd;
 
 	for (u = upstream_mru; u != NULL; u = u->next) {
 		if (u->port != port || u->hostlen != hostlen ||
 		    strncasecmp(u->host, host, hostlen) != 0)
 			continue;
 		*addr_out = u->addr;
-		return upstream_release(u);
+		fd = u->io.fd;
+		if (loop_io_move(&u->io, to, events, fn) < 0) {
+			close(upstream_release(u));
+			return -1;
+		}
+		upstream_release(u);
+		return fd;
 	}
 	return -1;
 }
 
 void
-upstream_put(const char *host, size_t hostlen, uint16_t port, int fd,
-    const struct pt_addr *addr)
+upstream_put(const char *host, size_t hostlen, uint16_t port,
+    struct loop_io *io, const struct pt_addr *addr)
 {
 	struct upstream_idle	*u;
+	int			 fd = io->fd;
 
 	if (hostlen >= UPSTREAM_HOST_MAX || upstream_slots == NULL) {
+		loop_io_stop(io);
 		close(fd);
 		return;
 	}
@@ -143,9 +153,11 @@ upstream_put(const char *host, size_t hostlen, uint16_t port, int fd,
 	u->hostlen = (uint16_t)hostlen;
 	u->port = port;
 	u->addr = *addr;
-	if (loop_io_start(&u->io, fd, EPOLLIN, upstream_on_event) < 0) {
+	if (loop_io_move(io, &u->io, EPOLLIN | EPOLLRDHUP,
+	    upstream_on_event) < 0) {
 		u->next = upstream_free;
 		upstream_free = u;
+		loop_io_stop(io);
 		close(fd);
 		return;
 	}

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "common/sockaddr.h"
+#include "worker/loop.h"
 
 /* ---- worker/upstream.c ----------------------------------------------- */
 
@@ -17,16 +18,20 @@ void	 upstream_init(unsigned max, unsigned idle_ms);
 void	 upstream_fini(void);
 /*
  * Takes an idle connection to <host>:<port> (the origin as the client
- * named it, case-insensitive), most recently used first. Returns its fd,
- * owned by the caller, with its peer in *addr_out; or -1.
+ * named it, case-insensitive), most recently used first. Its fd, owned by
+ * the caller from now on, is watched through <to> with <events> and <fn>
+ * (the registration moves, no new one); its peer is in *addr_out.
+ * Returns the fd, or -1.
  */
 int	 upstream_take(const char *host, size_t hostlen, uint16_t port,
-	    struct pt_addr *addr_out);
-/* Gives <fd> (an upstream connection at a message boundary) to the pool,
- * which owns it from now on: closes it when full (evicting the oldest),
- * when the origin closes or sends anything, or after the idle time. */
-void	 upstream_put(const char *host, size_t hostlen, uint16_t port, int fd,
-	    const struct pt_addr *addr);
+	    struct pt_addr *addr_out, struct loop_io *to, uint32_t events,
+	    loop_io_fn fn);
+/* Gives the connection watched through <io> (at a message boundary) to
+ * the pool, which owns it from now on: closes it when full (evicting the
+ * oldest), when the origin closes or sends anything, or after the idle
+ * time. <io> is left unregistered; its fd is no longer the caller's. */
+void	 upstream_put(const char *host, size_t hostlen, uint16_t port,
+	    struct loop_io *io, const struct pt_addr *addr);
 unsigned upstream_idle_count(void);
 
 #endif
