@@ -1288,16 +1288,37 @@ http_read_response_head(struct pt_conn *c)
 	return r->head_done ? 1 : 0;
 }
 
-/* The origin closed or failed before a response head. Retries once on a
- * fresh connection when the request can be replayed: the connection was
- * a reused one, and the whole request is still in our buffers. */
+/* RFC 9110 9.2.2: methods a client expects may be repeated. */
+static bool
+http_idempotent(struct pt_str method)
+{
+	static const char *const safe[] = {
+		"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", NULL
+	};
+	int	 i;
+
+	for (i = 0; safe[i] != NULL; i++)
+		if (method.len == strlen(safe[i]) &&
+		    memcmp(method.ptr, safe[i], method.len) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The origin closed or failed before a response head. A reused
+ * connection may have been closed by the origin just as we picked it
+ * (RFC 9112 9.3.1): the request is retried once on a fresh connection
+ * when that is safe, i.e. the method is idempotent and the whole request
+ * (no body) is still in our buffers.
+ */
 static void
 http_origin_gone(struct pt_conn *c, const char *why)
 {
 	struct http_state	*h = http_st(c);
 
 	if (h->reused && !h->retried && h->resp.in_len == 0 &&
-	    h->req.body == HTTP_BODY_NONE && !h->resp_started) {
+	    h->req.body == HTTP_BODY_NONE && !h->resp_started &&
+	    http_idempotent(c->c_req.method)) {
 		h->retried = true;
 		h->reused = false;
 		http_upstream_close(c);
