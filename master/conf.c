@@ -429,6 +429,25 @@ conf_listeners(struct conf_ctx *cc, const config_setting_t *root)
 	return 0;
 }
 
+/* A group member of <root>, checked to be a group with known keys;
+ * NULL when absent. */
+static int
+conf_group(struct conf_ctx *cc, const config_setting_t *root,
+    const char *name, const char *const *keys, config_setting_t **out)
+{
+	config_setting_t	*g;
+
+	*out = NULL;
+	if ((g = config_setting_get_member(root, name)) == NULL)
+		return 0;
+	if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+		return conf_err(cc, g, "expected a group { ... }");
+	if (conf_check_keys(cc, g, keys) < 0)
+		return -1;
+	*out = g;
+	return 0;
+}
+
 static int
 conf_limits(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -436,13 +455,8 @@ conf_limits(struct conf_ctx *cc, const config_setting_t *root)
 	config_setting_t	*g;
 	long long		 v;
 
-	g = config_setting_get_member(root, "limits");
-	if (g != NULL) {
-		if (config_setting_type(g) != CONFIG_TYPE_GROUP)
-			return conf_err(cc, g, "expected a group { ... }");
-		if (conf_check_keys(cc, g, conf_limits_keys) < 0)
-			return -1;
-	}
+	if (conf_group(cc, root, "limits", conf_limits_keys, &g) < 0)
+		return -1;
 	if (conf_int(cc, g, "max_connections", 1, 1000000, 10000, &v) < 0)
 		return -1;
 	lim->max_connections = (unsigned)v;
@@ -467,12 +481,9 @@ conf_relay(struct conf_ctx *cc, const config_setting_t *root)
 	long long		 v;
 
 	conf->relay = CONF_RELAY_SPLICE;
-	g = config_setting_get_member(root, "relay");
+	if (conf_group(cc, root, "relay", conf_relay_keys, &g) < 0)
+		return -1;
 	if (g != NULL) {
-		if (config_setting_type(g) != CONFIG_TYPE_GROUP)
-			return conf_err(cc, g, "expected a group { ... }");
-		if (conf_check_keys(cc, g, conf_relay_keys) < 0)
-			return -1;
 		if ((m = config_setting_get_member(g, "method")) != NULL) {
 			if (config_setting_type(m) != CONFIG_TYPE_STRING)
 				return conf_err(cc, m, "expected a string");
@@ -489,25 +500,6 @@ conf_relay(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, g, "buffer_size", 4096, 1048576, 16384, &v) < 0)
 		return -1;
 	conf->buffer_size = (unsigned)v;
-	return 0;
-}
-
-/* A group member of <root>, checked to be a group with known keys;
- * NULL when absent. */
-static int
-conf_group(struct conf_ctx *cc, const config_setting_t *root,
-    const char *name, const char *const *keys, config_setting_t **out)
-{
-	config_setting_t	*g;
-
-	*out = NULL;
-	if ((g = config_setting_get_member(root, name)) == NULL)
-		return 0;
-	if (config_setting_type(g) != CONFIG_TYPE_GROUP)
-		return conf_err(cc, g, "expected a group { ... }");
-	if (conf_check_keys(cc, g, keys) < 0)
-		return -1;
-	*out = g;
 	return 0;
 }
 
