@@ -108,8 +108,9 @@ worker_drain(void)
 	if (worker.stopping)
 		return;
 	worker.stopping = true;
-	prctl(PR_SET_NAME, "portico-drain");
 	accept_stop();
+	/* Renamed only now: "portico-drain" promises it accepts no more. */
+	prctl(PR_SET_NAME, "portico-drain");
 	pt_timer_start(&worker_drain_timer, worker.conf->shutdown_timeout_ms,
 	    worker_on_drain_timeout, NULL);
 }

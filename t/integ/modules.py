@@ -266,12 +266,18 @@ def reloads(t, echo):
 
     conf3 = t.conf("modules", WORKERS=1, LISTEN="127.0.0.1:%d" % port,
                    TO=echo.address, REC=rec2, EXTRA='deny_phase = "ACCESS";')
+    old = p.workers()
     p.set_conf(conf3)
     p.hup()
     t.check(len(p.wait_log(r"reloaded ", count=2)) >= 2,
             "reload: deny_phase added", lambda: ptest.tail(p.log(), 10))
-    # once the log says 'reloaded', the new configuration is in force:
-    # no connection made after that line may pass under the old one
+    # once no worker of the old generation still accepts (each renames
+    # itself portico-drain after it stopped accepting, or has exited),
+    # the new configuration is in force: no connection made after that
+    # may pass under the old one
+    ptest.wait_for(lambda: not (set(old.values()) &
+                                set(p.workers().values())),
+                   ptest.bound(5))
     before = echo.accepted
     res = [ptest.echo_once(port)[0] for _ in range(5)]
     t.check(not any(res) and echo.accepted == before,
