@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -584,6 +585,45 @@ conf_http(struct conf_ctx *cc, const config_setting_t *root)
 	return 0;
 }
 
+/* "ip[:port],..." as c-ares takes it, checked here so that a typo fails
+ * -t and a reload instead of every worker at start-up. */
+static int
+conf_servers(struct conf_ctx *cc, const config_setting_t *g,
+    const char *list)
+{
+	struct pt_addr	 a;
+	const char	*p = list, *errstr;
+	char		 one[128], v6[INET6_ADDRSTRLEN + 2];
+	size_t		 n;
+
+	while (*p != '\0') {
+		n = strcspn(p, ",");
+		if (n == 0 || n >= sizeof(one))
+			goto bad;
+		memcpy(one, p, n);
+		one[n] = '\0';
+		/* A bare address (port 53) or one with a port. */
+		if (inet_pton(AF_INET, one, v6) != 1 &&
+		    inet_pton(AF_INET6, one, v6) != 1 &&
+		    sockaddr_parse(one, &a, &errstr) < 0) {
+			if (one[0] != '[' || one[n - 1] != ']' || n - 2 >=
+			    sizeof(v6))
+				goto bad;
+			memcpy(v6, one + 1, n - 2);
+			v6[n - 2] = '\0';
+			if (inet_pton(AF_INET6, v6, &a.sa) != 1)
+				goto bad;
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+bad:
+	return conf_err(cc, config_setting_get_member(g, "servers"),
+	    "expected \"ip[:port],...\" with numeric addresses");
+}
+
 static int
 conf_resolver(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -592,7 +632,8 @@ conf_resolver(struct conf_ctx *cc, const config_setting_t *root)
 	long long		 v;
 
 	if (conf_group(cc, root, "resolver", conf_resolver_keys, &g) < 0 ||
-	    conf_str(cc, g, "servers", NULL, &r->servers) < 0)
+	    conf_str(cc, g, "servers", NULL, &r->servers) < 0 ||
+	    (r->servers != NULL && conf_servers(cc, g, r->servers) < 0))
 		return -1;
 	if (conf_int(cc, g, "cache_size", 0, 1000000, 10000, &v) < 0)
 		return -1;

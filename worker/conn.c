@@ -260,6 +260,18 @@ conn_release_waiting(struct pt_conn *c)
 }
 
 void
+conn_drain_all(void)
+{
+	struct pt_conn	*c, *next;
+
+	for (c = conn_live; c != NULL; c = next) {
+		next = c->c_live_next;
+		if (c->c_proto_drain != NULL)
+			c->c_proto_drain(c);
+	}
+}
+
+void
 conn_close_all(const char *why)
 {
 	while (conn_live != NULL)

@@ -86,6 +86,8 @@ struct pt_conn {
 	void				(*c_proto_free)(struct pt_conn *);
 	/* Runs first in conn_close, while the sockets are still open. */
 	void				(*c_proto_close)(struct pt_conn *);
+	/* The worker starts draining (conn_drain_all). */
+	void				(*c_proto_drain)(struct pt_conn *);
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Module per-connection state follows, at offsets from phase.c. */
@@ -138,6 +140,9 @@ ssize_t		 conn_sendv(struct pt_conn *c, struct conn_side *s,
 		    const struct iovec *iov, int n);
 /* Passes EOF on (shutdown for writing). 0 or -errno. */
 int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
+/* Tells every connection the worker is draining; protocols with idle
+ * keep-alive connections close those. */
+void		 conn_drain_all(void);
 /* Closes every open connection (fast stop, drain timeout). */
 void		 conn_close_all(const char *why);
 

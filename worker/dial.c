@@ -2,9 +2,9 @@
 /*
  * Non-blocking connect of the upstream leg. The connection's one timer
  * bounds the attempt; the socket is watched for writability and the result
- * read with SO_ERROR. Name resolution happens before this (master-resolved
- * targets now, the worker's asynchronous resolver later): dial only ever
- * sees addresses.
+ * read with SO_ERROR. Names are resolved before this (by the master for
+ * a tcp listener's target, by the worker's resolver, dns.c, for HTTP):
+ * dial only ever sees addresses.
  */
 #include "config.h"
 

@@ -228,8 +228,9 @@ http_on_timer(struct pt_timer *t, void *arg)
 
 	switch (h->stage) {
 	case HS_REQ_HEAD:
-		/* Between requests: idle; a client that never sends a head
-		 * is closed without a word (RFC 9112 9.5 allows it). */
+		/* A head that does not arrive in time gets 408; a keep-alive
+		 * connection idle between requests is closed without a word
+		 * (RFC 9112 9.5 allows it). */
 		if (h->req.in_len > 0 || h->first)
 			http_fail(c, 408, "request head not received in time");
 		else
@@ -359,6 +360,18 @@ http_unpark(struct pt_conn *c)
 	up->io.fd = -1;
 	up->ready = 0;
 	up->hup = false;
+}
+
+/* A drain started: a connection idle between requests goes now; one in
+ * a transaction finishes it with Connection: close (http_response_head
+ * and http_next_request read worker_self()->stopping). */
+static void
+http_on_drain(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+
+	if (h != NULL && h->stage == HS_REQ_HEAD && h->req.in_len == 0)
+		conn_close(c, "draining");
 }
 
 /* conn_close calls this first: a parked upstream outlives its client. */
@@ -1089,6 +1102,9 @@ http_on_dialed(struct pt_conn *c, int err)
 		 * resolver interleaved them: a dead IPv6 route falls back
 		 * to IPv4 (RFC 8305, sequentially). */
 		if (++h->addr_idx < h->naddrs) {
+			pt_timer_start(&c->c_timer,
+			    http_conf->limits.header_timeout_ms, http_on_timer,
+			    c);
 			http_upstream_open(c);
 			return;
 		}
@@ -1099,6 +1115,9 @@ http_on_dialed(struct pt_conn *c, int err)
 		return;
 	}
 	c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
+	/* dial.c's timer is gone: ESTABLISHED hooks get header_timeout. */
+	pt_timer_start(&c->c_timer, http_conf->limits.header_timeout_ms,
+	    http_on_timer, c);
 	phase_run(c, PT_PHASE_ESTABLISHED, http_on_established);
 }
 
@@ -1111,7 +1130,8 @@ http_on_established(struct pt_conn *c, enum pt_verdict v)
 
 	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
 		counters_add(CTR_DENIED, 1);
-		http_fail(c, 403, "denied by policy");
+		http_fail(c, v == PT_VERDICT_DENY ? 403 : 500,
+		    v == PT_VERDICT_DENY ? "denied by policy" : "module error");
 		return;
 	}
 	c->c_last_active = loop_now();
@@ -1225,7 +1245,9 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 		if (r->body == HTTP_BODY_CLOSE || r->dechunk ||
 		    !h->req.body_done)
 			h->close_after = true;
-		if (!h->keep_client)
+		/* A draining worker finishes this response and closes: the
+		 * next request belongs to the new generation. */
+		if (!h->keep_client || worker_self()->stopping)
 			h->close_after = true;
 		if (r->body == HTTP_BODY_CHUNKED && !r->dechunk)
 			flags |= HTTP_HEAD_CHUNKED;
@@ -1513,6 +1535,10 @@ http_next_request(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct http_flow	*q = &h->req;
 
+	if (worker_self()->stopping) {
+		conn_close(c, "draining");
+		return;
+	}
 	http_flow_shift(q);
 	buf_put(q->out);
 	q->out = NULL;
@@ -1575,6 +1601,7 @@ http_start(struct pt_conn *c)
 	c->c_proto = h;
 	c->c_proto_free = http_state_free;
 	c->c_proto_close = http_on_close;
+	c->c_proto_drain = http_on_drain;
 	c->c_req.proto = PT_PROTO_HTTP;
 	/* No transaction until the first byte of a request arrives. */
 	c->c_logged = true;

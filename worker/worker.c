@@ -109,6 +109,7 @@ worker_drain(void)
 		return;
 	worker.stopping = true;
 	accept_stop();
+	conn_drain_all();
 	/* Renamed only now: "portico-drain" promises it accepts no more. */
 	prctl(PR_SET_NAME, "portico-drain");
 	pt_timer_start(&worker_drain_timer, worker.conf->shutdown_timeout_ms,
