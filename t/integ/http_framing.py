@@ -30,7 +30,8 @@ def exact(r):
 
 def main(t):
     o = H.origin(t)
-    p, port = H.start(t)
+    # a stalled transfer ends after idle_timeout instead of hanging on
+    p, port = H.start(t, limits={"idle_timeout": 10})
     w0 = p.workers()
     why = H.log_tail(p)
 
