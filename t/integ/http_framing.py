@@ -10,9 +10,9 @@ HTTP/1.0 client never gets chunked and is closed when it did not ask for
 keep-alive; Connection: close is honoured. Max-Forwards: 0 on OPTIONS and
 TRACE is answered by the proxy; otherwise decremented on the way.
 """
-import hashlib
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
@@ -94,9 +94,14 @@ def main(t):
             r.json()["target"] == "/echo?id=after",
             "after those ten, the same client connection still frames "
             "correctly", lambda: H.describe(r) + why())
+    t0 = time.monotonic()
     r = one("GET", "/close?n=200000")
+    dt = time.monotonic() - t0
     t.check(exact(r), "close-delimited response: 200000 bytes exact",
             lambda: H.describe(r))
+    t.check(dt < ptest.bound(3), "close-delimited response: it ends when the "
+            "origin closes, not at idle_timeout (10 s)",
+            "the response took %.1f s" % dt)
     if isinstance(r, H.Resp) and r.framing != "close":
         r2 = one("GET", "/echo?id=after-close")
         t.check(isinstance(r2, H.Resp) and r2.status == 200,
@@ -153,10 +158,34 @@ def main(t):
                     [x["body_len"] for x in g],)])
     for path in ("/len?n=%d" % BIG, "/chunked?n=%d&chunk=65536" % BIG,
                  "/close?n=%d" % BIG):
+        t0 = time.monotonic()
         r = H.get(port, o.url + path, timeout=ptest.bound(60))
+        dt = time.monotonic() - t0
         t.check(exact(r) and r.body_len == BIG,
                 "10 MiB download (%s): sha256 equal" % path.split("?")[0],
                 lambda: H.describe(r))
+        t.check(dt < ptest.bound(5), "10 MiB download (%s) on a fresh client "
+                "connection: complete within %.0f s (idle_timeout is 10 s)"
+                % (path.split("?")[0], ptest.bound(5)),
+                "it took %.1f s" % dt)
+
+    # --- many mid-size bodies in a row on one client connection ----------
+    conn = H.Conn.to(port, timeout=ptest.bound(20))
+    bad = []
+    for i in range(24):
+        path = ("/len?n=%d", "/chunked?n=%d&chunk=20000")[i % 2] % (
+            ptest.MiB + i * 4099)
+        try:
+            conn.send(H.request_bytes("GET", o.url + path))
+            r = H.read_response(conn)
+        except Exception as e:
+            r = "%s: %s" % (type(e).__name__, e)
+        if not exact(r):
+            bad.append("response %d (%s): %r" % (i + 1, path, r))
+            break
+    conn.close()
+    t.check(not bad, "24 responses of 1 MiB and more in a row on one "
+            "client connection, Content-Length and chunked: all exact", bad)
 
     # --- HTTP/1.0 clients -----------------------------------------------------
     conn = H.Conn.to(port, timeout=ptest.bound(10))
