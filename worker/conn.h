@@ -65,6 +65,7 @@ struct pt_conn {
 	struct conn_side		 c_side[2];
 	struct relay_dir		 c_dir[2];	/* [SIDE_CLIENT]: c->u */
 	struct pt_timer			 c_timer;	/* one at a time */
+	struct loop_task		 c_post;	/* pump again soon */
 	void				(*c_dial_done)(struct pt_conn *, int);
 	uint64_t			 c_last_active;
 	struct pt_req			 c_req;

@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,7 @@ static struct http_msg		 http_scratch;
 
 static void	http_on_event(struct loop_io *io, uint32_t events);
 static void	http_pump(struct pt_conn *c);
+static void	http_on_posted(struct loop_task *t);
 static void	http_next_request(struct pt_conn *c);
 static void	http_upstream_open(struct pt_conn *c);
 static void	http_upstream_close(struct pt_conn *c);
@@ -1500,11 +1502,27 @@ http_pump(struct pt_conn *c)
 			return;
 		}
 		if (!progress)
-			break;
+			goto out;
 	}
+	/* Out of rounds with bytes still moving: edge-triggered epoll will
+	 * not call again for readiness we have not used up, so come back
+	 * after the other connections had their turn. */
+	loop_post(&c->c_post, http_on_posted);
 out:
 	if (c->c_state != CONN_CLOSED)
 		http_watch(c);
+}
+
+static void
+http_on_posted(struct loop_task *t)
+{
+	struct pt_conn	*c = (struct pt_conn *)((char *)t -
+			    offsetof(struct pt_conn, c_post));
+
+	/* Closed, or handed to the relay, since it was posted: nothing to
+	 * do (the memory lives until the end of the round). */
+	if (c->c_state != CONN_CLOSED && c->c_state != CONN_RELAY)
+		http_pump(c);
 }
 
 static void

@@ -29,6 +29,7 @@ static bool		 loop_frozen;
 static struct pt_timer	**loop_heap;
 static unsigned		 loop_heap_len;
 static unsigned		 loop_heap_cap;
+static struct loop_task	*loop_posted;
 
 int
 loop_init(void)
@@ -271,6 +272,32 @@ loop_timer_count(void)
 	return loop_heap_len;
 }
 
+void
+loop_post(struct loop_task *t, loop_task_fn fn)
+{
+	if (t->posted)
+		return;
+	t->fn = fn;
+	t->posted = true;
+	t->next = loop_posted;
+	loop_posted = t;
+}
+
+static void
+loop_run_posted(void)
+{
+	struct loop_task	*t, *list = loop_posted;
+
+	/* Tasks posted while these run wait for the next round, so one
+	 * that keeps posting itself cannot starve epoll. */
+	loop_posted = NULL;
+	while ((t = list) != NULL) {
+		list = t->next;
+		t->posted = false;
+		t->fn(t);
+	}
+}
+
 int
 loop_once(void)
 {
@@ -278,7 +305,8 @@ loop_once(void)
 	struct loop_io		*io;
 	int			 i, n;
 
-	n = epoll_wait(loop_epfd, evs, LOOP_MAX_EVENTS, loop_next_timeout());
+	n = epoll_wait(loop_epfd, evs, LOOP_MAX_EVENTS,
+	    loop_posted != NULL ? 0 : loop_next_timeout());
 	if (n < 0 && errno != EINTR)
 		return -errno;
 	loop_update_time();
@@ -291,5 +319,6 @@ loop_once(void)
 			io->fn(io, evs[i].events);
 	}
 	loop_run_timers();
+	loop_run_posted();
 	return 0;
 }

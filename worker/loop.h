@@ -19,6 +19,17 @@ struct loop_io {
 	loop_io_fn	 fn;
 };
 
+/* Work to run again soon, after the events of this round: an edge-
+ * triggered user that stopped for fairness with bytes still to move
+ * gets no new event to wake it, so it posts itself instead. */
+struct loop_task;
+typedef void (*loop_task_fn)(struct loop_task *t);
+struct loop_task {
+	struct loop_task	*next;
+	loop_task_fn		 fn;
+	bool			 posted;
+};
+
 /* ---- worker/loop.c --------------------------------------------------- */
 
 /* Creates the epoll instance. Worker, before the loop. 0 or -errno. */
@@ -39,6 +50,10 @@ void		 loop_io_stop(struct loop_io *io);
 /* Waits for events at most until the next timer, runs callbacks and due
  * timers. Returns 0, or -errno when epoll_wait failed (not EINTR). */
 int		 loop_once(void);
+/* Runs <t> once after this round's events (the next epoll_wait does not
+ * block). Posting a posted task is a no-op. The owner must keep <t>
+ * valid until it ran (connections are reaped after the round). */
+void		 loop_post(struct loop_task *t, loop_task_fn fn);
 /* Re-reads the monotonic clock into loop_now(). */
 void		 loop_update_time(void);
 uint64_t	 loop_now(void);
