@@ -654,9 +654,10 @@ http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
 	n = conn_recv(c, src, f->in + f->in_len, want);
 	/* A short read from a plain socket emptied its queue: edge-triggered
 	 * epoll reports the next byte, so no recv needs to hit EAGAIN to
-	 * learn it. */
+	 * learn it. Not after the peer's FIN was reported, though: the EOF
+	 * may still be behind those bytes, and it raises no new edge. */
 	if (n == -EAGAIN || (n > 0 && (size_t)n < want &&
-	    http_plain(c, src))) {
+	    http_plain(c, src) && !src->hup)) {
 		src->ready &= ~(uint32_t)EPOLLIN;
 		if (n == -EAGAIN)
 			return n;
