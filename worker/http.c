@@ -72,6 +72,7 @@ struct http_flow {
 	uint64_t	 remaining;
 	struct http_chunked chunk;
 	bool		 dechunk;	/* drop chunk framing on the way */
+	bool		 keep_out;	/* written head kept for a retry */
 	uint32_t	 scan;		/* head: searched for its end up to */
 	bool		 seen_lf;	/* head: its first line is complete */
 	bool		 head_done;	/* head parsed and out built */
@@ -168,7 +169,7 @@ http_flow_release(struct http_flow *f)
 static void
 http_flow_compact(struct http_flow *f)
 {
-	if (f->out != NULL && f->out_start == f->out_len) {
+	if (f->out != NULL && f->out_start == f->out_len && !f->keep_out) {
 		buf_put(f->out);
 		f->out = NULL;
 		f->out_start = f->out_len = 0;
@@ -435,6 +436,8 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 		flags |= HTTP_HEAD_KEEPALIVE;
 	if (status == 407)
 		flags |= HTTP_HEAD_AUTH;
+	if (h->is_head)
+		flags |= HTTP_HEAD_NOBODY;
 	buf_put(r->in);
 	r->in = NULL;
 	r->in_start = r->in_fwd = r->in_raw = r->in_len = 0;
@@ -994,6 +997,7 @@ http_on_access(struct pt_conn *c, enum pt_verdict v)
 		 * it otherwise). */
 		h->parked = false;
 		h->reused = true;
+		h->req.keep_out = true;
 		h->addrs[0] = h->addrs[h->addr_idx];
 		h->naddrs = 1;
 		h->addr_idx = 0;
@@ -1007,6 +1011,7 @@ http_on_access(struct pt_conn *c, enum pt_verdict v)
 		    &c->c_side[SIDE_UPSTREAM].io, HTTP_EVENTS, http_on_event);
 		if (fd >= 0) {
 			h->reused = true;
+			h->req.keep_out = true;
 			h->naddrs = 1;
 			h->addr_idx = 0;
 			c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
@@ -1230,6 +1235,9 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 		return;
 	}
 	c->c_req.status = m->status;
+	/* An answer came: no retry any more, the request head can go. */
+	h->req.keep_out = false;
+	http_flow_compact(&h->req);
 	r->body = m->body;
 	r->remaining = m->content_length;
 	r->head_done = true;
@@ -1563,7 +1571,7 @@ http_next_request(struct pt_conn *c)
 	q->out = NULL;
 	q->out_start = q->out_len = 0;
 	memset(&h->resp, 0, sizeof(h->resp));
-	q->head_done = q->body_done = q->dechunk = false;
+	q->head_done = q->body_done = q->dechunk = q->keep_out = false;
 	q->scan = 0;
 	q->seen_lf = false;
 	memset(&q->chunk, 0, sizeof(q->chunk));

@@ -167,7 +167,7 @@ http_head_request(char *out, size_t cap, const struct http_msg *m,
 	mf = m->max_forwards > 0 && (http_str_ieq(m->method, "TRACE") ||
 	    http_str_ieq(m->method, "OPTIONS"));
 	head_str(&o, m->method);
-	head_puts(&o, " ");
+	head_puts(&o, u->path.ptr[0] == '?' ? " /" : " ");
 	head_str(&o, u->path);
 	head_puts(&o, " HTTP/1.1\r\nHost: ");
 	head_str(&o, u->authority);
@@ -234,6 +234,9 @@ http_head_error(char *out, size_t cap, int status, const char *detail,
 		head_puts(&o, "Proxy-Authenticate: Basic realm=\"portico\"\r\n");
 	head_trailer_fields(&o, NULL, flags & ~(unsigned)HTTP_HEAD_CHUNKED);
 	head_put(&o, "\r\n", 2);
-	head_put(&o, body, (size_t)n);
+	/* A response to HEAD has the length of the body it would have had
+	 * and no body (RFC 9110 9.3.2). */
+	if (!(flags & HTTP_HEAD_NOBODY))
+		head_put(&o, body, (size_t)n);
 	return o.overflow ? -1 : (ssize_t)o.len;
 }

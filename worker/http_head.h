@@ -14,6 +14,7 @@
 #define HTTP_HEAD_CLOSE		0x08	/* send Connection: close */
 #define HTTP_HEAD_KEEPALIVE	0x10	/* send Connection: keep-alive (1.0) */
 #define HTTP_HEAD_AUTH		0x20	/* 407: send Proxy-Authenticate */
+#define HTTP_HEAD_NOBODY	0x40	/* answer to HEAD: head only */
 
 /* ---- worker/http_head.c ---------------------------------------------- */
 

@@ -66,8 +66,8 @@
  * - URIs: the host is a DNS-style name or "[IPv6]" (no zone, no IPvFuture,
  *   no percent-encoding, at most 255 bytes); userinfo, an empty host, a
  *   fragment and port 0 are refused. "http://h?q" (query with an empty
- *   path) is refused as well, because the origin-form "/?q" is not a slice
- *   of the input. The default port is 80 for http, 443 for https and 0 for
+ *   path) gives the path "?q": the origin-form "/?q" is not a slice of the
+ *   input, so the head writer adds the slash. The default port is 80 for http, 443 for https and 0 for
  *   any other scheme (callers refuse those anyway).
  * - Chunked: at most 16 hex digits; chunk extensions checked against the
  *   grammar (BWS, token, quoted-string), the size line bounded to
@@ -417,7 +417,7 @@ http_parse_absolute_uri(struct pt_str target, struct http_uri *out)
 		out->path = (struct pt_str){ http_slash, 1 };
 		return 0;
 	}
-	if (p[e] != '/')
+	if (p[e] != '/' && p[e] != '?')
 		return -1;
 	for (i = e; i < n; i++)
 		if (!cls_is(p[i], C_TARGET))

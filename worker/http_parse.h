@@ -85,7 +85,9 @@ struct http_uri {
 	struct pt_str	 host;		/* without brackets for IPv6 */
 	uint16_t	 port;		/* default 80 for http */
 	bool		 host_is_ipv6;
-	struct pt_str	 path;		/* path and query, "/" when empty */
+	struct pt_str	 path;		/* path and query, "/" when empty;
+					 * "?query" when only the path is
+					 * empty (the writer adds "/") */
 	struct pt_str	 authority;	/* host[:port] exactly as sent */
 };
 

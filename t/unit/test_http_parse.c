@@ -805,7 +805,7 @@ static const struct uri_case uri_cases[] = {
 	{ S("http://:80/"), .rc = -1 },
 	{ S("http://host/#frag"), .rc = -1 },
 	{ S("http://host#frag"), .rc = -1 },
-	{ S("http://host?q"), .rc = -1 },
+	{ S("http://host?q"), 0, "http", "host", 80, false, "?q", "host" },
 	{ S("http://host:0/"), .rc = -1 },
 	{ S("http://host:65536/"), .rc = -1 },
 	{ S("http://host:99999999999999999999/"), .rc = -1 },
