@@ -52,9 +52,14 @@ def main(t):
     # a configuration without again_ms).
     conf2 = t.conf("modules", WORKERS=1, LISTEN="127.0.0.1:%d" % port,
                    TO=echo.address, REC=rec, EXTRA="resume_at_log = true;")
+    old = p.workers()
     p.set_conf(conf2)
     p.hup()
     p.wait_log(r"reloaded ")
+    # the old worker (again_ms = 20000) accepts until it drains
+    ptest.wait_for(lambda: not (set(old.values()) &
+                                set(p.workers().values())),
+                   ptest.bound(5))
     ok, why = ptest.echo_once(port)
     t.check(ok, "the forwarder still serves after a reload", why)
     t.stop_portico(p)
