@@ -17,11 +17,9 @@
 
 #define HTTP_MAX_HEADERS	128
 
-enum http_parse_rc {
-	PARSE_OK = 0,
-	PARSE_AGAIN = 1,	/* need more bytes */
-	PARSE_BAD = -1,		/* m->error_status and m->error say why */
-};
+/* PARSE_OK, PARSE_AGAIN, PARSE_BAD; on PARSE_BAD m->error_status and
+ * m->error say why. */
+#include "common/parse.h"
 
 enum http_body {
 	HTTP_BODY_NONE = 0,	/* no body (or a CONNECT/101 tunnel follows) */

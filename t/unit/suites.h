@@ -18,6 +18,7 @@ void	register_loop_suite(void);
 void	register_pool_suite(void);
 void	register_http_parse_suite(void);
 void	register_dns_suite(void);
+void	register_socks_parse_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -25,6 +26,7 @@ void	register_dns_suite(void);
 	register_loop_suite,						\
 	register_pool_suite,						\
 	register_http_parse_suite,					\
-	register_dns_suite
+	register_dns_suite,						\
+	register_socks_parse_suite
 
 #endif
