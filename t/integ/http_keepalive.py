@@ -172,6 +172,23 @@ def main(t):
             "connections", "origin accepted %d; %r" % (o6.accepted, rs))
     t.stop_portico(p2)
 
+    # upstream_idle_timeout: the proxy closes an idle pooled connection
+    p3, port3 = H.start(t, http={"connect_ports": "*",
+                                 "upstream_idle_timeout": 1})
+    o7 = H.origin(t)
+    r = H.get(port3, o7.url + "/echo?id=idle-pool")
+    held = ptest.wait_for(lambda: o7.active == 1, ptest.bound(2))
+    gone = ptest.wait_for(lambda: o7.active == 0, 1 + ptest.bound(4))
+    t.check(isinstance(r, H.Resp) and r.status == 200 and held and gone,
+            "upstream_idle_timeout = 1: the pooled origin connection is "
+            "closed by the proxy soon after a second",
+            "response %r, origin connections open: %d" % (r, o7.active))
+    r = H.get(port3, o7.url + "/echo?id=idle-pool2")
+    t.check(isinstance(r, H.Resp) and r.status == 200 and o7.accepted == 2,
+            "... and the next request opens a fresh one",
+            "response %r, origin accepted %d" % (r, o7.accepted))
+    t.stop_portico(p3)
+
 
 if __name__ == "__main__":
     ptest.Test("http_keepalive").run(main)

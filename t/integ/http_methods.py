@@ -134,6 +134,26 @@ def main(t):
             "values intact", lambda: r if isinstance(r, str) else
             r.describe())
 
+    # hop-by-hop fields of the response stay between origin and proxy
+    r = H.get(port, o.url + "/hop")
+    names = [k.lower() for k, _ in r.headers] if isinstance(r, H.Resp) \
+        else []
+    left = [n for n in names if n in ("x-resp-hop", "keep-alive",
+                                      "proxy-connection", "upgrade")]
+    ctok = r.tokens("connection") if isinstance(r, H.Resp) else []
+    t.check(isinstance(r, H.Resp) and r.status == 200 and not left and
+            "x-resp-hop" not in ctok and r.get("x-resp-end") == "kept",
+            "hop-by-hop fields of the response (Connection and what it "
+            "names, Keep-Alive, Proxy-Connection, Upgrade) do not reach the "
+            "client; end-to-end ones do", lambda: H.describe(r))
+
+    # scheme and host are case-insensitive
+    r = H.get(port, "HTTP://127.0.0.1:%d/echo?id=upper" % o.port)
+    t.check(isinstance(r, H.Resp) and r.status == 200 and
+            o.reqs_for("id=upper"),
+            "an absolute URI with an upper-case scheme works",
+            lambda: H.describe(r))
+
     # an origin-form-only detail: a target with an empty path
     r = H.get(port, "http://127.0.0.1:%d?id=nopath" % o.port)
     got = o.reqs_for("id=nopath")

@@ -62,6 +62,19 @@ def main(t):
         ("Transfer-Encoding: chunked, gzip (chunked not last)", (400, 501),
          req("POST %s?id=s11 HTTP/1.1" % url,
              "Transfer-Encoding: chunked, gzip", body=b"0\r\n\r\n")),
+        ("Transfer-Encoding: identity", (400, 501),
+         req("POST %s?id=s10a HTTP/1.1" % url, "Transfer-Encoding: identity",
+             body=b"hello")),
+        ("Transfer-Encoding: chunked, chunked", (400, 501),
+         req("POST %s?id=s10b HTTP/1.1" % url,
+             "Transfer-Encoding: chunked, chunked", body=b"0\r\n\r\n")),
+        ("two Transfer-Encoding fields, chunked then gzip", (400, 501),
+         req("POST %s?id=s10c HTTP/1.1" % url, "Transfer-Encoding: chunked",
+             "Transfer-Encoding: gzip", body=b"0\r\n\r\n")),
+        ("a field name with a character outside token", (400,),
+         req("GET %s?id=s10d HTTP/1.1" % url, "X(A): b")),
+        ("an empty field name", (400,),
+         req("GET %s?id=s10e HTTP/1.1" % url, ": b")),
         ("Transfer-Encoding in an HTTP/1.0 request", (400,),
          req("POST %s?id=s12 HTTP/1.0" % url, "Transfer-Encoding: chunked",
              body=b"5\r\nhello\r\n0\r\n\r\n")),
@@ -159,6 +172,34 @@ def main(t):
                 "an origin response with %s: 502, closed, none of its body "
                 "forwarded" % desc, lambda: ["got %r, then %s" % (got[:300],
                                                                   how)])
+
+    # a response head over max_header_size from the origin: 502
+    st, got, how, dt = H.raw_exchange(
+        port, H.request_bytes("GET", o.url + "/bighead?n=%d" % (
+            MAX_HEADER + 1000)), timeout=ptest.bound(5))
+    t.check(st == 502 and how in ("eof", "reset") and b"hhhh" not in got,
+            "an origin response head over max_header_size: 502, closed",
+            lambda: ["got %r, then %s" % (got[:300], how)])
+
+    # a broken body after the head went out: the client connection is
+    # closed, never ended as if the body were complete
+    for path, desc in (("/badchunk", "a bad chunk size after 5 body bytes"),
+                       ("/truncate", "500 of 1000 Content-Length bytes, "
+                        "then close")):
+        conn = H.Conn.to(port, timeout=ptest.bound(5))
+        conn.send(H.request_bytes("GET", o.url + path))
+        err = None
+        try:
+            r = H.read_response(conn)
+        except Exception as e:
+            r, err = None, "%s: %s" % (type(e).__name__, e)
+        rest, how = H.outcome(conn, ptest.bound(5))
+        conn.close()
+        t.check(r is None and how in ("eof", "reset") and b"world" not in
+                rest, "an origin sending %s: the client sees the message "
+                "cut short and the connection closed" % desc,
+                lambda: ["response %r, error %r, then %r, %s" % (
+                    r, err, rest[:100], how)])
 
     # a response split across the worker's reads must not be mis-parsed:
     # the request head arrives one byte at a time

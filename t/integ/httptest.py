@@ -28,6 +28,10 @@ httptest: what the t/integ/http_*.py scenarios share, on top of ptest.
     /badlen            Content-Length: abc
     /twolen            two different Content-Length fields
     /cookies           three Set-Cookie fields (one with a comma)
+    /hop               hop-by-hop fields in the response (and X-Resp-End)
+    /bighead?n=N       a response head with an N-byte field
+    /badchunk          a chunked body with a bad chunk size after 5 bytes
+    /truncate          Content-Length: 1000, 500 bytes, then close
     /hang              reads the request, never answers
     /reject            403 and close at once, without reading the body
     /ws                WebSocket (RFC 6455) handshake, then echoes frames
@@ -465,6 +469,26 @@ class Origin(ptest._Server):
         if path == "/twolen":
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
                       b"Content-Length: 6\r\n\r\nhello!")
+            return False
+        if path == "/hop":
+            send(b"200 OK", [(b"Connection", b"X-Resp-Hop"),
+                             (b"X-Resp-Hop", b"1"),
+                             (b"Keep-Alive", b"timeout=5, max=100"),
+                             (b"Proxy-Connection", b"keep-alive"),
+                             (b"Upgrade", b"h2c"),
+                             (b"X-Resp-End", b"kept")], b"hop\n")
+            return keep
+        if path == "/bighead":
+            n = int(q.get("n", "20000"))
+            send(b"200 OK", [(b"X-Big", b"h" * n)], b"big head\n")
+            return keep
+        if path == "/badchunk":
+            c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"5\r\nhello\r\nzz\r\nworld\r\n0\r\n\r\n")
+            return False
+        if path == "/truncate":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" +
+                      b"t" * 500)
             return False
         if path == "/cookies":
             send(b"200 OK", [(b"Set-Cookie", b"a=1; Path=/"),
