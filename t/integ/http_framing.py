@@ -35,7 +35,7 @@ def main(t):
     w0 = p.workers()
     why = H.log_tail(p)
 
-    # --- responses, all on one client connection -------------------------
+    # --- responses, all on one client connection --------------------------
     conn = H.Conn.to(port, timeout=ptest.bound(20))
     t.at_exit(conn.close)
 
@@ -61,7 +61,8 @@ def main(t):
     r = one("HEAD", "/len?n=5000")
     t.check(isinstance(r, H.Resp) and r.status == 200 and
             r.get("content-length") == "5000",
-            "HEAD: 200 with the origin's Content-Length", lambda: H.describe(r))
+            "HEAD: 200 with the origin's Content-Length",
+            lambda: H.describe(r))
     r = one("HEAD", "/chunked?n=5000")
     t.check(isinstance(r, H.Resp) and r.status == 200,
             "HEAD of a chunked resource: 200, no body", lambda: H.describe(r))
@@ -109,7 +110,7 @@ def main(t):
                 "connection goes on", lambda: H.describe(r2))
     conn.close()
 
-    # --- request bodies ----------------------------------------------------
+    # --- request bodies ---------------------------------------------------
     body = os.urandom(200000)
     r, c = H.roundtrip(port, "POST", o.url + "/echo?id=cl", body=body)
     c.close()
@@ -139,7 +140,7 @@ def main(t):
             "Content-Length: 0 request: forwarded with an empty body",
             lambda: [repr(r)])
 
-    # --- 10 MiB each way ----------------------------------------------------
+    # --- 10 MiB each way --------------------------------------------------
     big = os.urandom(BIG)
     for label, chunked in (("Content-Length", False), ("chunked", True)):
         tag = "id=up-%s" % chunked
@@ -169,7 +170,7 @@ def main(t):
                 % (path.split("?")[0], ptest.bound(5)),
                 "it took %.1f s" % dt)
 
-    # --- many mid-size bodies in a row on one client connection ----------
+    # --- many mid-size bodies in a row on one client connection -----------
     conn = H.Conn.to(port, timeout=ptest.bound(20))
     bad = []
     for i in range(24):
@@ -187,7 +188,7 @@ def main(t):
     t.check(not bad, "24 responses of 1 MiB and more in a row on one "
             "client connection, Content-Length and chunked: all exact", bad)
 
-    # --- HTTP/1.0 clients -----------------------------------------------------
+    # --- HTTP/1.0 clients -------------------------------------------------
     conn = H.Conn.to(port, timeout=ptest.bound(10))
     conn.send(H.request_bytes("GET", o.url + "/chunked?n=50000&trailers=1",
                               version="HTTP/1.0"))
@@ -237,7 +238,7 @@ def main(t):
             "response comes unchunked (with a length, or closed)", info)
     conn.close()
 
-    # --- Connection: close ------------------------------------------------------
+    # --- Connection: close ------------------------------------------------
     conn = H.Conn.to(port, timeout=ptest.bound(10))
     conn.send(H.request_bytes("GET", o.url + "/len?n=3000",
                               [("Connection", "close")]))
@@ -252,7 +253,7 @@ def main(t):
             lambda: H.describe(r) + ["then %r, %s" % (rest[:100], how)])
     conn.close()
 
-    # --- Max-Forwards -------------------------------------------------------------
+    # --- Max-Forwards -----------------------------------------------------
     for m in ("OPTIONS", "TRACE"):
         tag = "id=mf0-%s" % m
         conn = H.Conn.to(port, timeout=ptest.bound(10))

@@ -51,7 +51,6 @@ import base64
 import hashlib
 import json
 import os
-import select
 import socket
 import struct
 import subprocess
