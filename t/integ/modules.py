@@ -252,10 +252,12 @@ def reloads(t, echo):
     rec2 = t.path("reload2.rec")
     conf2 = t.conf("modules", WORKERS=1, LISTEN="127.0.0.1:%d" % port,
                    TO=echo.address, REC=rec2, EXTRA="")
+    old = accepting_pids(p)
     p.set_conf(conf2)
     p.hup()
     t.check(bool(p.wait_log(r"reloaded ")), "reload: a new record file "
             "reloads", lambda: ptest.tail(p.log(), 10))
+    ptest.wait_for(lambda: not (old & accepting_pids(p)), ptest.bound(5))
     ok, why = ptest.echo_once(port)
     t.check(ok, "reload: the connection echoes", why)
     recs = wait_recs(rec2, lambda r: any(e == "LOG" for e, _, _ in r),
