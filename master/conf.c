@@ -53,7 +53,8 @@ static const char *const conf_resolver_keys[] = {
 	"timeout", NULL
 };
 static const char *const conf_listener_keys[] = {
-	"address", "protocol", "to", "backlog", "transport", NULL
+	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
+	NULL
 };
 static const char *const conf_limits_keys[] = {
 	"max_connections", "header_timeout", "connect_timeout",
@@ -367,12 +368,14 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 		l->proto = CONF_PROTO_TCP;
 	else if (strcmp(proto, "http") == 0)
 		l->proto = CONF_PROTO_HTTP;
-	else if (strcmp(proto, "socks5") == 0 || strcmp(proto, "auto") == 0)
+	else if (strcmp(proto, "socks5") == 0)
+		l->proto = CONF_PROTO_SOCKS;
+	else if (strcmp(proto, "auto") == 0)
 		return conf_err(cc, m, "\"%s\" is not supported by this "
 		    "version yet", proto);
 	else
 		return conf_err(cc, m, "unknown protocol \"%s\" (expected "
-		    "\"tcp\" or \"http\")", proto);
+		    "\"tcp\", \"http\" or \"socks5\")", proto);
 
 	m = config_setting_get_member(s, "to");
 	if (l->proto == CONF_PROTO_TCP) {
@@ -392,6 +395,20 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	if (conf_int(cc, s, "backlog", 1, 65535, 4096, &v) < 0)
 		return -1;
 	l->backlog = (int)v;
+	if ((m = config_setting_get_member(s, "udp_advertise")) != NULL) {
+		char	 withport[128];
+
+		if (l->proto != CONF_PROTO_SOCKS)
+			return conf_err(cc, m, "only for protocol \"socks5\"");
+		if (config_setting_type(m) != CONFIG_TYPE_STRING)
+			return conf_err(cc, m, "expected a numeric address");
+		snprintf(withport, sizeof(withport),
+		    strchr(config_setting_get_string(m), ':') ? "[%s]:1" :
+		    "%s:1", config_setting_get_string(m));
+		if (sockaddr_parse(withport, &l->udp_advertise, &errstr) < 0)
+			return conf_err(cc, m, "\"%s\": %s",
+			    config_setting_get_string(m), errstr);
+	}
 	return conf_transport(cc, s, l);
 }
 

@@ -18,6 +18,7 @@ struct pt_module;
 enum conf_proto {
 	CONF_PROTO_TCP = 0,
 	CONF_PROTO_HTTP,
+	CONF_PROTO_SOCKS,	/* SOCKS5, and SOCKS4/4a on the same port */
 };
 
 enum conf_relay {
@@ -34,6 +35,9 @@ struct conf_listener {
 	struct pt_addr	 to_addr;	/* tcp: resolved by the master */
 	int		 backlog;
 	int		 line;
+	/* socks5: the address UDP ASSOCIATE replies advertise (NAT), or
+	 * family 0 for the relay socket's own. */
+	struct pt_addr	 udp_advertise;
 	/* The module whose transport wraps the client leg, or NULL. */
 	const struct pt_module	*transport_mod;
 };

@@ -21,6 +21,7 @@
 #include "master/conf.h"
 #include "worker/conn.h"
 #include "worker/http.h"
+#include "worker/socks.h"
 #include "worker/tcp.h"
 
 /* Accepts per readiness event: enough to amortise epoll_wait, few enough
@@ -136,6 +137,9 @@ accept_one(struct worker_listener *l)
 		break;
 	case CONF_PROTO_HTTP:
 		conn_start(c, http_start);
+		break;
+	case CONF_PROTO_SOCKS:
+		conn_start(c, socks_start);
 		break;
 	}
 	return true;

@@ -36,6 +36,7 @@
 #include "worker/buf.h"
 #include "worker/dns.h"
 #include "worker/http.h"
+#include "worker/socks.h"
 #include "worker/relay.h"
 
 /* Descriptors kept free of connections: signalfd, epoll, log, pooled
@@ -245,6 +246,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	    2 * maxconn);
 	relay_init(conf->relay == CONF_RELAY_SPLICE);
 	http_init(conf, maxconn);
+	socks_init(conf, maxconn);
 	dns.servers = conf->resolver.servers;
 	dns.cache_max = conf->resolver.cache_size;
 	dns.min_ttl_s = conf->resolver.min_ttl;

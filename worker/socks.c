@@ -1,0 +1,740 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * SOCKS on a listener: the first byte tells SOCKS5 (RFC 1928) from SOCKS4
+ * and 4a. The handshake is a few small messages, read into one buffer and
+ * parsed by socks_parse.c; then the connection runs the module phases
+ * (ACCEPT, AUTH with RFC 1929 credentials, ACCESS, DIAL, ESTABLISHED) and
+ * becomes a tunnel in relay.c (CONNECT) or the control connection of a
+ * UDP relay (udp_assoc.c, UDP ASSOCIATE).
+ *
+ * Choices: BIND is answered 0x07 (command not supported); when a module
+ * hooks AUTH only username/password is offered, and SOCKS4 (which has no
+ * password) is refused; without one, no-auth is preferred and a client
+ * that offers only username/password is accepted with its credentials
+ * shown to the modules. Every failure is answered with its reply code,
+ * then the connection closes.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "worker/socks.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "master/conf.h"
+#include "worker/accept.h"
+#include "worker/buf.h"
+#include "worker/dial.h"
+#include "worker/dns.h"
+#include "worker/phase.h"
+#include "worker/pool.h"
+#include "worker/relay.h"
+#include "worker/socks_parse.h"
+#include "worker/udp_assoc.h"
+#include "worker/worker.h"
+
+enum socks_stage {
+	SS_GREETING = 0,	/* first bytes: SOCKS5 greeting or SOCKS4 */
+	SS_USERPASS,		/* RFC 1929 sub-negotiation */
+	SS_REQUEST,		/* SOCKS5 request */
+	SS_WAIT,		/* phases, resolver or dial in progress */
+	SS_REPLY,		/* writing a reply, then close or go on */
+	SS_UDP,			/* control connection of an association */
+};
+
+/* What happens once the pending reply is written. */
+enum socks_next {
+	SN_READ = 0,		/* read the next handshake message */
+	SN_CLOSE,
+	SN_TUNNEL,		/* hand the connection to the relay */
+	SN_UDP,			/* watch the control connection */
+};
+
+struct socks_state {
+	enum socks_stage	 stage;
+	enum socks_next		 next;
+	enum socks_stage	 read_stage;	/* after an SN_READ reply */
+	bool			 v4;		/* SOCKS4 or 4a */
+	bool			 udp;		/* UDP ASSOCIATE */
+	char			*in;
+	uint32_t		 in_len;
+	uint8_t			 out[32];
+	uint32_t		 out_start, out_len;
+	uint8_t			 method;
+	uint16_t		 port;
+	char			 host[256];
+	char			 cred[512];
+	struct dns_query	*dns;
+	struct pt_addr		 addrs[DNS_MAX_ADDRS];
+	int			 naddrs, addr_idx;
+	struct udp_assoc	*assoc;
+};
+
+static struct pool		 socks_pool;
+static const struct pt_config	*socks_conf;
+
+static void	socks_on_io(struct loop_io *io, uint32_t events);
+static void	socks_reply_then(struct pt_conn *c, const uint8_t *bytes,
+		    size_t len, enum socks_next next,
+		    enum socks_stage read_stage);
+
+static void
+socks_reply(struct pt_conn *c, const uint8_t *bytes, size_t len,
+    enum socks_next next)
+{
+	socks_reply_then(c, bytes, len, next, SS_WAIT);
+}
+static void	socks_advance(struct pt_conn *c);
+
+void
+socks_init(const struct pt_config *conf, unsigned max_conns)
+{
+	socks_conf = conf;
+	pool_init(&socks_pool, "socks state", sizeof(struct socks_state),
+	    max_conns);
+	if (udp_assoc_init() < 0)
+		fatal("UDP relay buffers: out of memory");
+}
+
+void
+socks_fini(void)
+{
+	udp_assoc_fini();
+	pool_fini(&socks_pool);
+}
+
+static struct socks_state *
+socks_st(struct pt_conn *c)
+{
+	return c->c_proto;
+}
+
+static void
+socks_state_free(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+
+	if (s == NULL)
+		return;
+	if (s->dns != NULL)
+		dns_cancel(s->dns);
+	udp_assoc_free(s->assoc);
+	buf_put(s->in);
+	pool_put(&socks_pool, s);
+	c->c_proto = NULL;
+}
+
+static void
+socks_watch(struct pt_conn *c, uint32_t events)
+{
+	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
+
+	if (!cl->io.added) {
+		if (loop_io_start(&cl->io, cl->io.fd, events, socks_on_io) < 0)
+			conn_close(c, "epoll_ctl");
+		return;
+	}
+	cl->io.fn = socks_on_io;
+	loop_io_set(&cl->io, events);
+}
+
+/* ---- replies -------------------------------------------------------- */
+
+/* Queues <len> reply bytes, then does <next>; SN_READ goes on reading
+ * in <read_stage>. */
+static void
+socks_reply_then(struct pt_conn *c, const uint8_t *bytes, size_t len,
+    enum socks_next next, enum socks_stage read_stage)
+{
+	struct socks_state	*s = socks_st(c);
+
+	s->read_stage = read_stage;
+	memcpy(s->out, bytes, len);
+	s->out_start = 0;
+	s->out_len = (uint32_t)len;
+	s->next = next;
+	s->stage = SS_REPLY;
+	socks_advance(c);
+}
+
+/* A failure of the request: SOCKS5 reply <rep> (SOCKS4: rejected). */
+static void
+socks_fail(struct pt_conn *c, uint8_t rep, const char *why)
+{
+	struct socks_state	*s = socks_st(c);
+	uint8_t			 b[32];
+	size_t			 n;
+
+	c->c_req.status = rep;
+	if (why != NULL && c->c_req.error == NULL)
+		c->c_req.error = why;
+	if (s->dns != NULL) {
+		dns_cancel(s->dns);
+		s->dns = NULL;
+	}
+	if (s->v4)
+		n = socks4_fmt_reply(b, false, 0, NULL);
+	else
+		n = socks5_fmt_reply(b, rep, NULL);
+	socks_reply(c, b, n, SN_CLOSE);
+}
+
+static uint8_t
+socks_errno_reply(int err)
+{
+	switch (err) {
+	case ECONNREFUSED:
+		return SOCKS5_REFUSED;
+	case ENETUNREACH:
+	case ENETDOWN:
+		return SOCKS5_NET_UNREACH;
+	case EHOSTUNREACH:
+	case ENOENT:
+		return SOCKS5_HOST_UNREACH;
+	case ETIMEDOUT:
+		return SOCKS5_TTL_EXPIRED;
+	case EACCES:
+	case EPERM:
+		return SOCKS5_NOT_ALLOWED;
+	default:
+		return SOCKS5_FAILURE;
+	}
+}
+
+static bool
+socks_denied(struct pt_conn *c, enum pt_verdict v)
+{
+	if (v != PT_VERDICT_DENY && v != PT_VERDICT_ERROR)
+		return false;
+	counters_add(CTR_DENIED, 1);
+	socks_fail(c, v == PT_VERDICT_DENY ? SOCKS5_NOT_ALLOWED :
+	    SOCKS5_FAILURE, v == PT_VERDICT_DENY ? "denied by policy" :
+	    "module error");
+	return true;
+}
+
+/* ---- after the request: phases, resolve, dial ------------------------ */
+
+static void	socks_on_dialed(struct pt_conn *c, int err);
+
+static void
+socks_on_established(struct pt_conn *c, enum pt_verdict v)
+{
+	struct socks_state	*s = socks_st(c);
+	struct sockaddr_storage	 bound;
+	socklen_t		 len = sizeof(bound);
+	uint8_t			 b[32];
+	size_t			 n;
+
+	if (socks_denied(c, v))
+		return;
+	/* The reply names the address the origin sees us connect from
+	 * (RFC 1928 6: BND.ADDR, BND.PORT). */
+	if (getsockname(c->c_side[SIDE_UPSTREAM].io.fd,
+	    (struct sockaddr *)&bound, &len) < 0)
+		memset(&bound, 0, sizeof(bound));
+	c->c_req.status = SOCKS5_OK;
+	if (s->v4) {
+		c->c_req.status = 0x5a;
+		n = socks4_fmt_reply(b, true, s->port, NULL);
+	} else {
+		n = socks5_fmt_reply(b, SOCKS5_OK, (struct sockaddr *)&bound);
+	}
+	socks_reply(c, b, n, SN_TUNNEL);
+}
+
+static void
+socks_on_dial_phase(struct pt_conn *c, enum pt_verdict v)
+{
+	struct socks_state	*s = socks_st(c);
+
+	if (socks_denied(c, v))
+		return;
+	dial_start(c, &s->addrs[s->addr_idx],
+	    socks_conf->limits.connect_timeout_ms, socks_on_dialed);
+}
+
+static void
+socks_dial_next(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+	struct pt_addr		*a = &s->addrs[s->addr_idx];
+
+	memcpy(&c->c_req.target, &a->sa, a->len);
+	phase_run(c, PT_PHASE_DIAL, socks_on_dial_phase);
+}
+
+static void	socks_on_timer(struct pt_timer *t, void *arg);
+
+static void
+socks_on_dialed(struct pt_conn *c, int err)
+{
+	struct socks_state	*s = socks_st(c);
+
+	pt_timer_start(&c->c_timer, socks_conf->limits.header_timeout_ms,
+	    socks_on_timer, c);
+	if (err != 0) {
+		/* The other family next, as for HTTP (RFC 8305, in turn). */
+		if (++s->addr_idx < s->naddrs) {
+			socks_dial_next(c);
+			return;
+		}
+		socks_fail(c, socks_errno_reply(err), strerror(err));
+		return;
+	}
+	phase_run(c, PT_PHASE_ESTABLISHED, socks_on_established);
+}
+
+static void
+socks_on_dns(void *arg, int err, const struct dns_result *res)
+{
+	struct pt_conn		*c = arg;
+	struct socks_state	*s = socks_st(c);
+	int			 i;
+
+	s->dns = NULL;
+	if (err != 0) {
+		socks_fail(c, SOCKS5_HOST_UNREACH, err == ENOENT ?
+		    "cannot resolve the host name" : "name resolution failed");
+		return;
+	}
+	s->naddrs = res->naddrs;
+	for (i = 0; i < res->naddrs; i++) {
+		s->addrs[i] = res->addrs[i];
+		((struct sockaddr_in *)&s->addrs[i].sa)->sin_port =
+		    htons(s->port);
+	}
+	s->addr_idx = 0;
+	socks_dial_next(c);
+}
+
+static void
+socks_start_udp(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+	struct pt_addr		 bound;
+	uint8_t			 b[32];
+	size_t			 n;
+
+	s->assoc = udp_assoc_open(c, &c->c_req.local, s->port,
+	    &c->c_listener->conf->udp_advertise, &bound);
+	if (s->assoc == NULL) {
+		socks_fail(c, SOCKS5_FAILURE, "cannot open the UDP relay");
+		return;
+	}
+	c->c_req.status = SOCKS5_OK;
+	n = socks5_fmt_reply(b, SOCKS5_OK, (struct sockaddr *)&bound.sa);
+	socks_reply(c, b, n, SN_UDP);
+}
+
+static void
+socks_on_access(struct pt_conn *c, enum pt_verdict v)
+{
+	struct socks_state	*s = socks_st(c);
+	struct dns_query	*q;
+
+	if (socks_denied(c, v))
+		return;
+	if (s->udp) {
+		socks_start_udp(c);
+		return;
+	}
+	if (s->naddrs > 0) {
+		socks_dial_next(c);
+		return;
+	}
+	/* A cache hit answers before dns_resolve returns (and may have
+	 * closed the connection): keep the handle only when pending. */
+	q = dns_resolve(s->host, strlen(s->host), socks_on_dns, c);
+	if (q != NULL)
+		s->dns = q;
+}
+
+static void
+socks_on_auth(struct pt_conn *c, enum pt_verdict v)
+{
+	static const uint8_t	 ok[2] = { 0x01, 0x00 }, no[2] = { 0x01, 0x01 };
+
+	/* The password is the proxy's business only, and only for AUTH. */
+	c->c_req.password.ptr = NULL;
+	c->c_req.password.len = 0;
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
+		counters_add(CTR_DENIED, 1);
+		c->c_req.status = 0x01;
+		c->c_req.error = "authentication failed";
+		socks_reply(c, no, sizeof(no), SN_CLOSE);
+		return;
+	}
+	socks_reply_then(c, ok, sizeof(ok), SN_READ, SS_REQUEST);
+}
+
+/* Fills c_req from a parsed destination and starts ACCESS. */
+static void
+socks_request(struct pt_conn *c, const struct socks_dest *d)
+{
+	struct socks_state	*s = socks_st(c);
+	char			 text[SOCKADDR_STRLEN];
+	size_t			 n;
+
+	s->port = d->port;
+	s->naddrs = 0;
+	if (d->atyp == SOCKS_ATYP_DOMAIN) {
+		memcpy(s->host, d->name.ptr, d->name.len);
+		s->host[d->name.len] = '\0';
+	} else {
+		s->addrs[0] = d->addr;
+		s->naddrs = 1;
+		sockaddr_fmt((const struct sockaddr *)&d->addr.sa, text,
+		    sizeof(text));
+		/* The host without the port and brackets, as a name. */
+		n = strlen(text);
+		while (n > 0 && text[n - 1] != ':')
+			n--;
+		if (n > 0)
+			n--;
+		if (text[0] == '[') {
+			memcpy(s->host, text + 1, n - 2);
+			s->host[n - 2] = '\0';
+		} else {
+			memcpy(s->host, text, n);
+			s->host[n] = '\0';
+		}
+	}
+	c->c_req.host.ptr = s->host;
+	c->c_req.host.len = strlen(s->host);
+	c->c_req.port = s->port;
+	c->c_req.method.ptr = s->udp ? "UDP" : "CONNECT";
+	c->c_req.method.len = strlen(c->c_req.method.ptr);
+	s->stage = SS_WAIT;
+	phase_run(c, PT_PHASE_ACCESS, socks_on_access);
+}
+
+/* ---- the handshake -------------------------------------------------- */
+
+/* One message from the buffer. Returns false when more bytes are needed
+ * or the connection moved on (reply, phases). */
+static bool
+socks_parse_one(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+	const uint8_t		*p = (const uint8_t *)s->in;
+	struct socks5_greeting	 g;
+	struct socks_userpass	 up;
+	struct socks5_request	 r;
+	struct socks4_request	 r4;
+	uint8_t			 b[2];
+	size_t			 used = 0, i;
+	int			 rc;
+	bool			 auth = phase_has_hooks(PT_PHASE_AUTH);
+
+	switch (s->stage) {
+	case SS_GREETING:
+		if (p[0] == 4) {
+			rc = socks4_parse_request(p, s->in_len, &r4);
+			if (rc == PARSE_AGAIN)
+				return false;
+			s->v4 = true;
+			c->c_req.proto = PT_PROTO_SOCKS4;
+			if (rc == PARSE_BAD || r4.cmd != 1 || auth) {
+				socks_fail(c, SOCKS5_FAILURE, rc == PARSE_BAD ?
+				    "bad SOCKS4 request" : auth ?
+				    "SOCKS4 has no password" :
+				    "SOCKS4 command not supported");
+				return false;
+			}
+			if (r4.userid.len > 0) {
+				memcpy(s->cred, r4.userid.ptr, r4.userid.len);
+				c->c_req.user.ptr = s->cred;
+				c->c_req.user.len = r4.userid.len;
+			}
+			used = r4.len;
+			memmove(s->in, s->in + used, s->in_len - used);
+			s->in_len -= (uint32_t)used;
+			socks_request(c, &r4.dest);
+			return false;
+		}
+		rc = socks5_parse_greeting(p, s->in_len, &g);
+		if (rc == PARSE_AGAIN)
+			return false;
+		if (rc == PARSE_BAD) {
+			conn_close(c, "not SOCKS");
+			return false;
+		}
+		c->c_req.proto = PT_PROTO_SOCKS5;
+		/* With an AUTH module only username/password will do;
+		 * without, no-auth wins when offered. */
+		s->method = SOCKS5_METHOD_REFUSED;
+		for (i = 0; i < g.nmethods; i++) {
+			if (g.methods[i] == SOCKS5_METHOD_NONE && !auth)
+				s->method = SOCKS5_METHOD_NONE;
+			if (g.methods[i] == SOCKS5_METHOD_USERPASS &&
+			    s->method != SOCKS5_METHOD_NONE)
+				s->method = SOCKS5_METHOD_USERPASS;
+		}
+		used = g.len;
+		memmove(s->in, s->in + used, s->in_len - used);
+		s->in_len -= (uint32_t)used;
+		b[0] = 5;
+		b[1] = s->method;
+		if (s->method == SOCKS5_METHOD_REFUSED) {
+			c->c_req.error = "no acceptable method";
+			socks_reply(c, b, 2, SN_CLOSE);
+			return false;
+		}
+		socks_reply_then(c, b, 2, SN_READ,
+		    s->method == SOCKS5_METHOD_USERPASS ? SS_USERPASS :
+		    SS_REQUEST);
+		return false;
+	case SS_USERPASS:
+		rc = socks5_parse_userpass(p, s->in_len, &up);
+		if (rc == PARSE_AGAIN)
+			return false;
+		if (rc == PARSE_BAD) {
+			conn_close(c, "bad username/password message");
+			return false;
+		}
+		memcpy(s->cred, up.user.ptr, up.user.len);
+		memcpy(s->cred + up.user.len, up.password.ptr, up.password.len);
+		c->c_req.user.ptr = s->cred;
+		c->c_req.user.len = up.user.len;
+		c->c_req.password.ptr = s->cred + up.user.len;
+		c->c_req.password.len = up.password.len;
+		used = up.len;
+		memmove(s->in, s->in + used, s->in_len - used);
+		s->in_len -= (uint32_t)used;
+		s->stage = SS_WAIT;
+		phase_run(c, PT_PHASE_AUTH, socks_on_auth);
+		return false;
+	case SS_REQUEST:
+		rc = socks5_parse_request(p, s->in_len, &r);
+		if (rc == PARSE_AGAIN)
+			return false;
+		if (rc == PARSE_BAD) {
+			if (r.reply < 0)
+				conn_close(c, "not a SOCKS5 request");
+			else
+				socks_fail(c, (uint8_t)r.reply,
+				    "bad SOCKS5 request");
+			return false;
+		}
+		used = r.len;
+		memmove(s->in, s->in + used, s->in_len - used);
+		s->in_len -= (uint32_t)used;
+		if (r.cmd == SOCKS5_CMD_BIND) {
+			socks_fail(c, SOCKS5_CMD_UNSUPPORTED,
+			    "BIND is not supported");
+			return false;
+		}
+		s->udp = r.cmd == SOCKS5_CMD_UDP;
+		socks_request(c, &r.dest);
+		return false;
+	default:
+		return false;
+	}
+}
+
+static void
+socks_read(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
+	ssize_t			 n;
+
+	if (s->in == NULL && (s->in = buf_get(BUF_SMALL)) == NULL) {
+		conn_close(c, "out of buffers");
+		return;
+	}
+	if (s->in_len == buf_size(s->in)) {
+		conn_close(c, "handshake too long");
+		return;
+	}
+	n = conn_recv(c, cl, s->in + s->in_len, buf_size(s->in) - s->in_len);
+	if (n == -EAGAIN)
+		return;
+	if (n <= 0) {
+		conn_close(c, n == 0 ? "client closed during the handshake" :
+		    "read failed");
+		return;
+	}
+	s->in_len += (uint32_t)n;
+	c->c_req.bytes_in += (uint64_t)n;
+	c->c_last_active = loop_now();
+	while (s->in_len > 0 && c->c_state != CONN_CLOSED &&
+	    (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
+	    s->stage == SS_REQUEST))
+		if (!socks_parse_one(c))
+			break;
+}
+
+/* Hands the connection to the relay, with bytes the client sent after
+ * its request (it may not wait for our reply). */
+static void
+socks_tunnel(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+	struct relay_dir	*d = &c->c_dir[SIDE_CLIENT];
+
+	if (s->in != NULL && s->in_len > 0) {
+		d->buf = s->in;
+		d->head = 0;
+		d->tail = s->in_len;
+		s->in = NULL;
+		s->in_len = 0;
+	}
+	buf_put(s->in);
+	s->in = NULL;
+	relay_start(c);
+}
+
+/* Moves the connection along after any event or reply. */
+static void
+socks_advance(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
+	ssize_t			 n;
+
+	if (s->stage == SS_REPLY) {
+		while (s->out_start < s->out_len) {
+			n = conn_send(c, cl, s->out + s->out_start,
+			    s->out_len - s->out_start);
+			if (n == -EAGAIN) {
+				socks_watch(c, EPOLLOUT);
+				return;
+			}
+			if (n < 0) {
+				conn_close(c, "send failed");
+				return;
+			}
+			s->out_start += (uint32_t)n;
+			c->c_req.bytes_out += (uint64_t)n;
+		}
+		switch (s->next) {
+		case SN_CLOSE:
+			conn_close(c, NULL);
+			return;
+		case SN_TUNNEL:
+			socks_tunnel(c);
+			return;
+		case SN_UDP:
+			s->stage = SS_UDP;
+			pt_timer_start(&c->c_timer,
+			    socks_conf->limits.idle_timeout_ms, socks_on_timer,
+			    c);
+			socks_watch(c, EPOLLIN);
+			return;
+		case SN_READ:
+			s->stage = s->read_stage;
+			break;
+		}
+		/* The next message may already be here (clients pipeline
+		 * the greeting, credentials and request). */
+		while (s->in_len > 0 && c->c_state != CONN_CLOSED &&
+		    (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
+		    s->stage == SS_REQUEST))
+			if (!socks_parse_one(c))
+				break;
+		if (c->c_state == CONN_CLOSED)
+			return;
+	}
+	s = socks_st(c);
+	if (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
+	    s->stage == SS_REQUEST)
+		socks_watch(c, EPOLLIN);
+	else if (s->stage == SS_WAIT)
+		socks_watch(c, 0);
+}
+
+static void
+socks_on_io(struct loop_io *io, uint32_t events)
+{
+	struct conn_side	*cl = (struct conn_side *)io;
+	struct pt_conn		*c = cl->conn;
+	struct socks_state	*s = socks_st(c);
+	char			 junk[512];
+	ssize_t			 n;
+
+	switch (s->stage) {
+	case SS_REPLY:
+		socks_advance(c);
+		return;
+	case SS_UDP:
+		/* The control connection carries nothing more; its end is
+		 * the association's end (RFC 1928 7). */
+		n = conn_recv(c, cl, junk, sizeof(junk));
+		if (n == 0 || (n < 0 && n != -EAGAIN))
+			conn_close(c, NULL);
+		return;
+	case SS_WAIT:
+		/* Nothing is read meanwhile; a client that hung up is. */
+		if (events & (EPOLLHUP | EPOLLERR))
+			conn_close(c, "client went away");
+		return;
+	default:
+		socks_read(c);
+		if (c->c_state != CONN_CLOSED && socks_st(c)->stage != SS_REPLY)
+			socks_advance(c);
+		return;
+	}
+}
+
+static void
+socks_on_timer(struct pt_timer *t, void *arg)
+{
+	struct pt_conn		*c = arg;
+	struct socks_state	*s = socks_st(c);
+	uint64_t		 idle = socks_conf->limits.idle_timeout_ms;
+	uint64_t		 quiet = loop_now() - c->c_last_active;
+
+	if (s->stage != SS_UDP) {
+		conn_close(c, "handshake timed out");
+		return;
+	}
+	/* UDP traffic stamps c_last_active; the deadline moves lazily. */
+	if (quiet < idle) {
+		pt_timer_start(&c->c_timer, idle - quiet, socks_on_timer, c);
+		return;
+	}
+	conn_close(c, "idle UDP association");
+}
+
+static void
+socks_on_accept(struct pt_conn *c, enum pt_verdict v)
+{
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
+		counters_add(CTR_DENIED, 1);
+		conn_close(c, v == PT_VERDICT_DENY ? "denied by module" :
+		    "module error");
+		return;
+	}
+	socks_watch(c, EPOLLIN);
+}
+
+void
+socks_start(struct pt_conn *c)
+{
+	struct socks_state	*s;
+	socklen_t		 len = sizeof(c->c_req.local);
+
+	if ((s = pool_get(&socks_pool)) == NULL) {
+		conn_close(c, "out of SOCKS state");
+		return;
+	}
+	memset(s, 0, sizeof(*s));
+	c->c_proto = s;
+	c->c_proto_free = socks_state_free;
+	c->c_req.proto = PT_PROTO_SOCKS5;
+	/* UDP ASSOCIATE binds its relay on the address the client reached. */
+	getsockname(c->c_side[SIDE_CLIENT].io.fd,
+	    (struct sockaddr *)&c->c_req.local, &len);
+	pt_timer_start(&c->c_timer, socks_conf->limits.header_timeout_ms,
+	    socks_on_timer, c);
+	phase_run(c, PT_PHASE_ACCEPT, socks_on_accept);
+}

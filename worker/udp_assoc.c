@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The SOCKS5 UDP relay (RFC 1928 7). Each association has a client-facing
+ * socket, bound on the address the client reached the proxy at, and one
+ * remote-facing socket per address family, opened on first use. Keeping
+ * the two apart means only the client's own address can make us send,
+ * and only hosts we sent to know the port replies come back on.
+ *
+ * Datagrams move in batches: recvmmsg takes up to UDP_BATCH at once into
+ * per-worker buffers big enough for any datagram (65,507 bytes of payload
+ * plus the header), and sendmmsg sends the batch on. Client datagrams are
+ * sent from where they were received (header skipped); replies are read
+ * UDP_HDR_MAX bytes into their buffer, so the header is written in front
+ * of them without a copy.
+ *
+ * A destination given by name is resolved through the worker's resolver;
+ * while a name is looked up one datagram waits (later ones are dropped:
+ * UDP loses, clients retry), and cached names cost nothing.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "worker/udp_assoc.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "worker/dns.h"
+#include "worker/loop.h"
+#include "worker/socks_parse.h"
+
+#define UDP_BATCH	16
+#define UDP_HDR_MAX	22	/* RSV RSV FRAG ATYP + IPv6 + port */
+#define UDP_DGRAM_MAX	65535
+#define UDP_SLOT	(UDP_HDR_MAX + UDP_DGRAM_MAX + 256)
+
+struct udp_assoc;
+
+struct udp_remote {
+	struct loop_io		 io;		/* first: epoll hands it back */
+	struct udp_assoc	*assoc;
+};
+
+struct udp_assoc {
+	struct loop_io		 cio;		/* first: client-facing */
+	struct udp_remote	 rio[2];	/* remote-facing: v4, v6 */
+	struct pt_conn		*conn;
+	struct sockaddr_storage	 peer;		/* control connection peer */
+	struct sockaddr_storage	 client;	/* learned UDP source */
+	bool			 client_known;
+	uint16_t		 client_port;	/* from the request; 0: any */
+	/* One datagram waiting for its name to resolve. */
+	struct dns_query	*dns;
+	char			*pend;
+	size_t			 pend_len;
+	uint16_t		 pend_port;
+	/* The datagram being handled while dns_resolve may answer at once. */
+	const char		*cur;
+	size_t			 cur_len;
+	uint16_t		 cur_port;
+	unsigned		 dropped;
+};
+
+static char			*udp_bufs;	/* UDP_BATCH slots */
+static struct mmsghdr		 udp_in[UDP_BATCH];
+static struct iovec		 udp_in_iov[UDP_BATCH];
+static struct sockaddr_storage	 udp_from[UDP_BATCH];
+static struct mmsghdr		 udp_out[2][UDP_BATCH];
+static struct iovec		 udp_out_iov[2][UDP_BATCH];
+static struct sockaddr_storage	 udp_to[2][UDP_BATCH];
+static unsigned			 udp_nout[2];
+
+int
+udp_assoc_init(void)
+{
+	/* 1 MiB per worker, once: datagrams of any size without a buffer
+	 * per association. */
+	udp_bufs = malloc((size_t)UDP_BATCH * UDP_SLOT);
+	return udp_bufs == NULL ? -1 : 0;
+}
+
+void
+udp_assoc_fini(void)
+{
+	free(udp_bufs);
+	udp_bufs = NULL;
+}
+
+static int
+udp_family_idx(int family)
+{
+	return family == AF_INET6 ? 1 : 0;
+}
+
+static bool
+udp_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+	    &((const struct sockaddr_in6 *)b)->sin6_addr,
+	    sizeof(struct in6_addr)) == 0;
+}
+
+static void	udp_on_remote(struct loop_io *io, uint32_t events);
+
+/* The remote-facing socket for <family>, opened on first use. */
+static int
+udp_remote_fd(struct udp_assoc *a, int family)
+{
+	struct loop_io	*io = &a->rio[udp_family_idx(family)].io;
+	int		 fd;
+
+	if (io->added)
+		return io->fd;
+	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (loop_io_start(io, fd, EPOLLIN, udp_on_remote) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Queues one datagram for the remote socket of its family. */
+static void
+udp_queue(struct udp_assoc *a, const struct sockaddr_storage *to,
+    socklen_t tolen, const char *data, size_t len)
+{
+	int		 f = udp_family_idx(to->ss_family);
+	unsigned	 k = udp_nout[f];
+
+	(void)a;
+	memcpy(&udp_to[f][k], to, tolen);
+	udp_out_iov[f][k].iov_base = (void *)(uintptr_t)data;
+	udp_out_iov[f][k].iov_len = len;
+	memset(&udp_out[f][k].msg_hdr, 0, sizeof(udp_out[f][k].msg_hdr));
+	udp_out[f][k].msg_hdr.msg_name = &udp_to[f][k];
+	udp_out[f][k].msg_hdr.msg_namelen = tolen;
+	udp_out[f][k].msg_hdr.msg_iov = &udp_out_iov[f][k];
+	udp_out[f][k].msg_hdr.msg_iovlen = 1;
+	udp_nout[f] = k + 1;
+}
+
+/* Sends every queued datagram, one sendmmsg per family. */
+static void
+udp_flush(struct udp_assoc *a)
+{
+	int	 f, fd, n;
+
+	for (f = 0; f < 2; f++) {
+		if (udp_nout[f] == 0)
+			continue;
+		fd = udp_remote_fd(a, f == 1 ? AF_INET6 : AF_INET);
+		/* UDP may drop; a full socket buffer drops the rest too. */
+		if (fd >= 0) {
+			n = sendmmsg(fd, udp_out[f], udp_nout[f], MSG_DONTWAIT);
+			if (n > 0)
+				a->conn->c_req.bytes_in += (uint64_t)n;
+		}
+		udp_nout[f] = 0;
+	}
+}
+
+static void
+udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
+    const char *data, size_t len, uint16_t port)
+{
+	struct sockaddr_storage	 to;
+	int			 fd;
+
+	if (res == NULL || res->naddrs == 0)
+		return;
+	memcpy(&to, &res->addrs[0].sa, res->addrs[0].len);
+	((struct sockaddr_in *)&to)->sin_port = htons(port);
+	fd = udp_remote_fd(a, to.ss_family);
+	if (fd >= 0)
+		sendto(fd, data, len, MSG_DONTWAIT, (struct sockaddr *)&to,
+		    res->addrs[0].len);
+}
+
+static void
+udp_on_dns(void *arg, int err, const struct dns_result *res)
+{
+	struct udp_assoc	*a = arg;
+
+	a->dns = NULL;
+	if (a->cur != NULL) {
+		/* Answered at once (cache or literal): the datagram is
+		 * still in the batch buffer. */
+		if (err == 0)
+			udp_send_resolved(a, res, a->cur, a->cur_len,
+			    a->cur_port);
+		a->cur = NULL;
+		return;
+	}
+	if (err == 0 && a->pend != NULL)
+		udp_send_resolved(a, res, a->pend, a->pend_len, a->pend_port);
+	a->pend_len = 0;
+}
+
+/* A datagram to a name: sent now when the name is known, else parked
+ * while it resolves. */
+static void
+udp_to_name(struct udp_assoc *a, const struct socks_dest *d, const char *data,
+    size_t len)
+{
+	struct dns_query	*q;
+
+	if (a->dns != NULL) {
+		a->dropped++;
+		return;
+	}
+	a->cur = data;
+	a->cur_len = len;
+	a->cur_port = d->port;
+	q = dns_resolve(d->name.ptr, d->name.len, udp_on_dns, a);
+	if (q == NULL)
+		return;
+	/* Pending: keep a copy, the batch buffer is reused. */
+	a->cur = NULL;
+	a->dns = q;
+	if (a->pend == NULL && (a->pend = malloc(UDP_DGRAM_MAX)) == NULL) {
+		dns_cancel(q);
+		a->dns = NULL;
+		return;
+	}
+	memcpy(a->pend, data, len);
+	a->pend_len = len;
+	a->pend_port = d->port;
+}
+
+/* Is <from> the association's client? Learns its port on first use. */
+static bool
+udp_from_client(struct udp_assoc *a, const struct sockaddr_storage *from)
+{
+	if (!udp_same_ip(from, &a->peer))
+		return false;
+	if (a->client_known)
+		return sockaddr_port((const struct sockaddr *)from) ==
+		    sockaddr_port((const struct sockaddr *)&a->client);
+	if (a->client_port != 0 &&
+	    sockaddr_port((const struct sockaddr *)from) != a->client_port)
+		return false;
+	a->client = *from;
+	a->client_known = true;
+	return true;
+}
+
+static void
+udp_recv_batch_setup(size_t offset, size_t room)
+{
+	int	 i;
+
+	for (i = 0; i < UDP_BATCH; i++) {
+		udp_in_iov[i].iov_base = udp_bufs + (size_t)i * UDP_SLOT + offset;
+		udp_in_iov[i].iov_len = room;
+		memset(&udp_in[i].msg_hdr, 0, sizeof(udp_in[i].msg_hdr));
+		udp_in[i].msg_hdr.msg_iov = &udp_in_iov[i];
+		udp_in[i].msg_hdr.msg_iovlen = 1;
+		udp_in[i].msg_hdr.msg_name = &udp_from[i];
+		udp_in[i].msg_hdr.msg_namelen = sizeof(udp_from[i]);
+	}
+}
+
+/* Client -> destinations. */
+static void
+udp_on_client(struct loop_io *io, uint32_t events)
+{
+	struct udp_assoc		*a = (struct udp_assoc *)io;
+	struct socks5_udp_header	 h;
+	const char			*p;
+	size_t				 len;
+	int				 i, n;
+
+	udp_recv_batch_setup(0, UDP_SLOT);
+	n = recvmmsg(io->fd, udp_in, UDP_BATCH, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return;
+	a->conn->c_last_active = loop_now();
+	for (i = 0; i < n; i++) {
+		p = udp_in_iov[i].iov_base;
+		len = udp_in[i].msg_len;
+		if (!udp_from_client(a, &udp_from[i]) ||
+		    (udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) ||
+		    socks5_parse_udp((const uint8_t *)p, len, &h) != PARSE_OK ||
+		    h.frag != 0) {
+			/* Foreign senders, fragments (which we do not
+			 * reassemble) and malformed headers are dropped. */
+			a->dropped++;
+			continue;
+		}
+		if (h.dest.atyp == SOCKS_ATYP_DOMAIN)
+			udp_to_name(a, &h.dest, p + h.len, len - h.len);
+		else
+			udp_queue(a, (const struct sockaddr_storage *)
+			    &h.dest.addr.sa, h.dest.addr.len, p + h.len,
+			    len - h.len);
+	}
+	udp_flush(a);
+}
+
+/* Destinations -> client, each wrapped in the header naming its source. */
+static void
+udp_on_remote(struct loop_io *io, uint32_t events)
+{
+	struct udp_remote	*r = (struct udp_remote *)io;
+	struct udp_assoc	*a = r->assoc;
+	struct mmsghdr		 out[UDP_BATCH];
+	struct iovec		 iov[UDP_BATCH];
+	uint8_t			 hdr[UDP_HDR_MAX];
+	char			*data;
+	size_t			 hlen;
+	int			 i, n, k = 0;
+
+	udp_recv_batch_setup(UDP_HDR_MAX, UDP_DGRAM_MAX);
+	n = recvmmsg(io->fd, udp_in, UDP_BATCH, MSG_DONTWAIT, NULL);
+	if (n <= 0 || !a->client_known)
+		return;
+	a->conn->c_last_active = loop_now();
+	for (i = 0; i < n; i++) {
+		if (udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			a->dropped++;
+			continue;
+		}
+		data = udp_in_iov[i].iov_base;
+		hlen = socks5_fmt_udp_header(hdr,
+		    (const struct sockaddr *)&udp_from[i]);
+		memcpy(data - hlen, hdr, hlen);
+		iov[k].iov_base = data - hlen;
+		iov[k].iov_len = hlen + udp_in[i].msg_len;
+		memset(&out[k].msg_hdr, 0, sizeof(out[k].msg_hdr));
+		out[k].msg_hdr.msg_name = &a->client;
+		out[k].msg_hdr.msg_namelen = a->client.ss_family == AF_INET6 ?
+		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+		out[k].msg_hdr.msg_iov = &iov[k];
+		out[k].msg_hdr.msg_iovlen = 1;
+		k++;
+	}
+	if (k > 0 && (n = sendmmsg(a->cio.fd, out, (unsigned)k,
+	    MSG_DONTWAIT)) > 0)
+		a->conn->c_req.bytes_out += (uint64_t)n;
+}
+
+struct udp_assoc *
+udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
+    uint16_t client_port, const struct pt_addr *advertise,
+    struct pt_addr *bound_out)
+{
+	struct udp_assoc	*a;
+	struct sockaddr_storage	 addr = *local;
+	socklen_t		 len;
+	int			 fd, err;
+
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return NULL;
+	a->conn = c;
+	a->peer = c->c_req.peer;
+	a->client_port = client_port;
+	a->rio[0].assoc = a->rio[1].assoc = a;
+	a->rio[0].io.fd = a->rio[1].io.fd = -1;
+	len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+	    sizeof(struct sockaddr_in);
+	((struct sockaddr_in *)&addr)->sin_port = 0;
+	fd = socket(addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd < 0)
+		goto fail;
+	if (bind(fd, (struct sockaddr *)&addr, len) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&bound_out->sa, &len) < 0 ||
+	    loop_io_start(&a->cio, fd, EPOLLIN, udp_on_client) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		goto fail;
+	}
+	bound_out->len = len;
+	if (advertise != NULL && advertise->sa.ss_family != 0) {
+		uint16_t	 port = sockaddr_port(
+				    (const struct sockaddr *)&bound_out->sa);
+
+		*bound_out = *advertise;
+		((struct sockaddr_in *)&bound_out->sa)->sin_port = htons(port);
+	}
+	return a;
+fail:
+	free(a);
+	return NULL;
+}
+
+void
+udp_assoc_free(struct udp_assoc *a)
+{
+	int	 i;
+
+	if (a == NULL)
+		return;
+	if (a->dns != NULL)
+		dns_cancel(a->dns);
+	if (a->cio.added) {
+		loop_io_stop(&a->cio);
+		close(a->cio.fd);
+	}
+	for (i = 0; i < 2; i++)
+		if (a->rio[i].io.added) {
+			loop_io_stop(&a->rio[i].io);
+			close(a->rio[i].io.fd);
+		}
+	if (a->dropped > 0)
+		pt_log(PT_LOG_INFO, "UDP association: %u datagrams dropped "
+		    "(foreign source, fragment or malformed)", a->dropped);
+	free(a->pend);
+	free(a);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* SOCKS5 UDP ASSOCIATE: the datagram relay of one control connection. */
+#ifndef PT_WORKER_UDP_ASSOC_H
+#define PT_WORKER_UDP_ASSOC_H
+
+#include "common/sockaddr.h"
+#include "worker/conn.h"
+
+struct udp_assoc;
+
+/* ---- worker/udp_assoc.c ---------------------------------------------- */
+
+/*
+ * Opens the relay for control connection <c>: a UDP socket on <local>'s
+ * address (port chosen by the kernel), which accepts datagrams only from
+ * the control connection's peer IP (and from <client_port> when it is
+ * not 0). Writes the address to advertise in *bound_out. Returns the
+ * association, owned by <c> (udp_assoc_free at close), or NULL with
+ * errno set.
+ */
+struct udp_assoc *udp_assoc_open(struct pt_conn *c,
+		    const struct sockaddr_storage *local, uint16_t client_port,
+		    const struct pt_addr *advertise, struct pt_addr *bound_out);
+/* Closes its sockets, cancels its lookups, frees it. NULL is fine. */
+void		 udp_assoc_free(struct udp_assoc *a);
+/* Sizes the batch buffers. Worker, before the loop. */
+int		 udp_assoc_init(void);
+void		 udp_assoc_fini(void);
+
+#endif
