@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+SOCKS5 UDP ASSOCIATE (RFC 1928 section 7) against loopback UDP echo
+servers:
+
+- the reply names a UDP relay on the listener's address (or the
+  listener's udp_advertise address), a bound port;
+- round trips of 1, 1200, 4096, 65000 and 65497 bytes (a 65507-byte
+  datagram, the largest) to an IPv4 destination, and to names (one from
+  the test's DNS server, and "localhost"): the reply datagrams carry the
+  echo server's address and port in their header, FRAG 0, the data
+  exact; two destinations on one association keep their own addresses;
+- dropped, and the association goes on: FRAG != 0, a datagram to an
+  unknown name, a datagram from another source address (127.0.0.2) to
+  the relay port (the echo server sees nothing, the client nothing);
+- the client's UDP port: the DST.PORT given in the request, else the
+  source port of the first datagram; replies go there, never to another
+  port of the same address (whose datagrams may be dropped);
+- two associations at once are independent;
+- when the control connection closes, the relay forwards nothing more;
+- idle_timeout (2 s): datagrams keep an association alive past it; an
+  idle one is ended (the proxy closes the control connection), and its
+  relay forwards nothing more.
+"""
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+import httptest as H  # noqa: E402
+import sockstest as S  # noqa: E402
+
+IDLE = 2
+SIZES = (1, 1200, 4096, 65000, 65507 - 10)
+
+
+def roundtrip(a, host, port, data, want_host="127.0.0.1", timeout=None):
+    """Sends <data> to host:port through association <a>; returns
+    (ok, why)."""
+    try:
+        a.send(host, port, data)
+    except OSError as e:
+        return False, "send: %s" % ptest.err_kind(e)
+    got = a.recv(timeout or ptest.bound(3))
+    if got is None:
+        return False, "no reply datagram within %.0f s" % ptest.bound(3)
+    frag, h, p, d = got
+    if frag != 0 or h != want_host or p != port or d != data:
+        return False, "reply frag %r from %s:%s, %d bytes (equal %s)" % (
+            frag, h, p, len(d), d == data)
+    return True, None
+
+
+def nothing_arrives(echo, before, a=None, wait=1.0):
+    """True when the echo server saw no new datagram (and <a> got none)
+    within <wait> seconds."""
+    got = a.recv(wait) if a is not None else time.sleep(wait)
+    return echo.count() == before and got is None
+
+
+def main(t):
+    echo = S.udp_echo(t)
+    echo2 = S.udp_echo(t)
+    dns = H.dns_server(t, {"udp.test": {"A": ["127.0.0.1"]}})
+    port2 = ptest.free_port()
+    p, port = S.start(t, workers=2,
+                      resolver={"servers": dns.address, "timeout": 1},
+                      more_listeners=[S.listener(
+                          port2, extra='udp_advertise = "127.0.0.3";')])
+    w0 = p.workers()
+
+    a = S.Udp(port)
+    t.check(a.ok() and a.reply.atyp == S.ATYP_V4 and
+            a.reply.host == "127.0.0.1" and S.udp_port_bound(a.reply.port),
+            "UDP ASSOCIATE: REP 0, BND.ADDR 127.0.0.1 (the listener's "
+            "address), BND.PORT a bound UDP port",
+            lambda: [a.describe()] + H.log_tail(p)())
+    if not a.ok():
+        a.close()
+        H.finish(t, p, w0)
+        return
+
+    for n in SIZES:
+        data = os.urandom(n)
+        ok, why = roundtrip(a, "127.0.0.1", echo.port, data)
+        t.check(ok, "%d bytes to 127.0.0.1:PORT and back, the header "
+                "naming the echo server" % n, why)
+    for name in ("udp.test", "localhost"):
+        for n in (1, 4096, 65000):
+            data = os.urandom(n)
+            ok, why = roundtrip(a, name, echo.port, data)
+            t.check(ok, "%d bytes to %s:PORT (a name) and back, the header "
+                    "naming 127.0.0.1:PORT" % (n, name), why)
+    d1, d2 = b"one" * 10, b"two" * 20
+    a.send("127.0.0.1", echo.port, d1)
+    a.send("127.0.0.1", echo2.port, d2)
+    got = [a.recv(ptest.bound(3)), a.recv(ptest.bound(3))]
+    want = sorted([(0, "127.0.0.1", echo.port, d1),
+                   (0, "127.0.0.1", echo2.port, d2)])
+    t.check(None not in got and sorted(got) == want,
+            "two destinations on one association: each reply names its "
+            "own source", "got %r" % ([g[:3] if g else g for g in got],))
+
+    # dropped, the association goes on
+    before = echo.count()
+    a.send("127.0.0.1", echo.port, b"fragment", frag=1)
+    t.check(nothing_arrives(echo, before, a),
+            "a datagram with FRAG 1 is dropped (the echo server sees "
+            "nothing, nor does the client)",
+            "echo saw %d" % (echo.count() - before))
+    before = echo.count()
+    a.send("nx.test", echo.port, b"nowhere")
+    t.check(nothing_arrives(echo, before, a, 0.5), "a datagram to an "
+            "unknown name is dropped")
+    foreign = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    t.at_exit(foreign.close)
+    try:
+        foreign.bind(("127.0.0.2", 0))
+        bound2 = True
+    except OSError as e:
+        bound2 = False
+        t.diag("cannot bind 127.0.0.2: %s" % e)
+    if bound2:
+        before = echo.count()
+        foreign.sendto(S.udp_header("127.0.0.1", echo.port) + b"intruder",
+                       a.relay)
+        foreign.settimeout(0.2)
+        try:
+            back = foreign.recvfrom(70000)
+        except (socket.timeout, OSError):
+            back = None
+        t.check(nothing_arrives(echo, before, a) and back is None,
+                "a datagram from 127.0.0.2 (not the control connection's "
+                "address) to the relay is dropped",
+                "echo saw %s; the client got %r; 127.0.0.2 got %r" % (
+                    echo.seen[before:], None, back))
+    else:
+        t.skip("a datagram from another address is dropped",
+               "cannot bind 127.0.0.2")
+    ok, why = roundtrip(a, "127.0.0.1", echo.port, b"after the drops")
+    t.check(ok, "the association still works after the drops", why)
+
+    # the first datagram fixed the client's port: a datagram from another
+    # port of ours is dropped or answered to the first port, never to the
+    # other one
+    other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    other.bind(("127.0.0.1", 0))
+    other.settimeout(0.2)
+    t.at_exit(other.close)
+    a.send("127.0.0.1", echo.port, b"from another port", sock=other)
+    got = a.recv(1.0)
+    try:
+        stray = other.recvfrom(70000)
+    except (socket.timeout, OSError):
+        stray = None
+    t.check(stray is None and (got is None or
+                               got[3] == b"from another port"),
+            "the first datagram fixed the client's port: a datagram from "
+            "another local port gets no reply at that port",
+            "the other port got %r, the first %r" % (stray, got))
+    ok, why = roundtrip(a, "127.0.0.1", echo.port, b"first port again")
+    t.check(ok, "the first port still works", why)
+
+    # DST.PORT in the request fixes the port before any datagram
+    fixed = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fixed.bind(("127.0.0.1", 0))
+    b = S.Udp(port, dst=("127.0.0.1", fixed.getsockname()[1]), sock=fixed)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.bind(("127.0.0.1", 0))
+    sender.settimeout(0.2)
+    t.at_exit(sender.close)
+    got = stray = None
+    if b.ok():
+        b.send("127.0.0.1", echo.port, b"not the announced port",
+               sock=sender)
+        got = b.recv(1.0)
+        try:
+            stray = sender.recvfrom(70000)
+        except (socket.timeout, OSError):
+            stray = None
+    t.check(b.ok() and stray is None and (
+        got is None or got[3] == b"not the announced port"),
+        "DST.PORT given in the request: a datagram from another port gets "
+        "no reply at that port", "%s; that port got %r, the announced "
+        "one %r" % (b.describe(), stray, got))
+    ok, why = roundtrip(b, "127.0.0.1", echo.port, b"announced port") \
+        if b.ok() else (False, b.describe())
+    t.check(ok, "DST.PORT given in the request: datagrams from that port "
+            "are relayed and answered there", why)
+    t.check(b.ok() and b.relay != a.relay, "two associations at once "
+            "have their own relay ports", "%r and %r" % (a.relay, b.relay))
+    ok, why = roundtrip(a, "127.0.0.1", echo2.port, b"first association")
+    ok2, why2 = roundtrip(b, "127.0.0.1", echo2.port, b"second one")
+    t.check(ok and ok2, "both associations relay at the same time",
+            "%s / %s" % (why, why2))
+    b.close()
+
+    # udp_advertise
+    c = S.Udp(port2)
+    ok, why = False, c.describe()
+    if c.ok():
+        c.send("127.0.0.1", echo.port, b"advertised",
+               relay=("127.0.0.1", c.reply.port))
+        got = c.recv(ptest.bound(3))
+        ok = got is not None and got[3] == b"advertised"
+        why = "got %r" % (got,)
+    t.check(c.ok() and c.reply.host == "127.0.0.3",
+            "udp_advertise = \"127.0.0.3\": the reply's BND.ADDR is "
+            "127.0.0.3", c.describe())
+    t.check(ok, "udp_advertise: the relay (bound on the listener's "
+            "address) relays at the advertised port", why)
+    c.close()
+
+    # the control connection closes: the relay forwards nothing more
+    relay = a.relay
+    a.ctl.close()
+    time.sleep(0.5)
+    before = echo.count()
+    try:
+        a.send("127.0.0.1", echo.port, b"after the end", relay=relay)
+    except OSError:
+        pass
+    t.check(nothing_arrives(echo, before, a),
+            "after the control connection closed, a datagram to the old "
+            "relay port is not forwarded",
+            "the echo server saw %r" % (echo.seen[before:],))
+    unbound = ptest.wait_for(lambda: not S.udp_port_bound(relay[1]),
+                             ptest.bound(3))
+    t.check(unbound, "after the control connection closed, the relay "
+            "port is released", "UDP port %d still bound" % relay[1])
+    a.close()
+    H.finish(t, p, w0)
+
+    # idle_timeout
+    p, port = S.start(t, conf_name="idle.conf", workers=1,
+                      limits={"idle_timeout": IDLE})
+    w0 = p.workers()
+    a = S.Udp(port)
+    bad = []
+    t0 = time.monotonic()
+    i = 0
+    while time.monotonic() - t0 < IDLE * 1.75 and i < 50:
+        i += 1
+        ok, why = roundtrip(a, "127.0.0.1", echo.port, b"keepalive %d" % i)
+        if not ok:
+            bad.append("%d after %.1f s: %s" % (i, time.monotonic() - t0,
+                                                 why))
+            break
+        time.sleep(0.4)
+    data, how = H.outcome(a.ctl, 0.01) if a.ok() else (b"", "?")
+    t.check(a.ok() and not bad and how == "timeout",
+            "datagrams every 0.4 s keep an association alive past "
+            "idle_timeout (%d s)" % IDLE, lambda: [a.describe()] + bad +
+            ["control connection: %s" % how])
+    t_idle = time.monotonic()
+    data, how = H.outcome(a.ctl, IDLE + ptest.bound(4))
+    dt = time.monotonic() - t_idle
+    t.check(S.closes(how) and 1.0 <= dt <= IDLE + ptest.bound(3),
+            "an idle association is ended after idle_timeout: the proxy "
+            "closes the control connection", "%s after %.1f s (read %r)" % (
+                how, dt, data[:20]))
+    before = echo.count()
+    try:
+        a.send("127.0.0.1", echo.port, b"after idle")
+    except OSError:
+        pass
+    t.check(nothing_arrives(echo, before, a), "the ended association "
+            "forwards nothing more")
+    a.close()
+    H.finish(t, p, w0, "idle: ")
+
+
+if __name__ == "__main__":
+    ptest.Test("socks_udp").run(main)
