@@ -402,7 +402,9 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 			return conf_err(cc, m, "only for protocol \"socks5\"");
 		if (config_setting_type(m) != CONFIG_TYPE_STRING)
 			return conf_err(cc, m, "expected a numeric address");
+		/* "192.0.2.1", "2001:db8::1" or "[2001:db8::1]" */
 		snprintf(withport, sizeof(withport),
+		    config_setting_get_string(m)[0] != '[' &&
 		    strchr(config_setting_get_string(m), ':') ? "[%s]:1" :
 		    "%s:1", config_setting_get_string(m));
 		if (sockaddr_parse(withport, &l->udp_advertise, &errstr) < 0)

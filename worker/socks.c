@@ -172,7 +172,7 @@ socks_fail(struct pt_conn *c, uint8_t rep, const char *why)
 	uint8_t			 b[32];
 	size_t			 n;
 
-	c->c_req.status = rep;
+	c->c_req.status = s->v4 ? 0x5b : rep;
 	if (why != NULL && c->c_req.error == NULL)
 		c->c_req.error = why;
 	if (s->dns != NULL) {

@@ -80,9 +80,17 @@ static unsigned			 udp_nout[2];
 int
 udp_assoc_init(void)
 {
-	/* 1 MiB per worker, once: datagrams of any size without a buffer
-	 * per association. */
-	udp_bufs = malloc((size_t)UDP_BATCH * UDP_SLOT);
+	return 0;
+}
+
+/* 1 MiB per worker, made with its first association: datagrams of any
+ * size without a buffer per association, and nothing for workers that
+ * never relay UDP. */
+static int
+udp_bufs_ready(void)
+{
+	if (udp_bufs == NULL)
+		udp_bufs = malloc((size_t)UDP_BATCH * UDP_SLOT);
 	return udp_bufs == NULL ? -1 : 0;
 }
 
@@ -153,21 +161,50 @@ udp_queue(struct udp_assoc *a, const struct sockaddr_storage *to,
 	udp_nout[f] = k + 1;
 }
 
+/*
+ * Sends <n> messages on <fd>, in as few sendmmsg calls as it takes: one
+ * that fails (EMSGSIZE, a full buffer) is dropped and the rest still go.
+ * Returns the payload bytes sent; counts drops in *dropped.
+ */
+static uint64_t
+udp_send_batch(int fd, struct mmsghdr *msgs, unsigned n, unsigned *dropped)
+{
+	uint64_t	 bytes = 0;
+	unsigned	 done = 0, i;
+	int		 k;
+
+	while (done < n) {
+		k = sendmmsg(fd, msgs + done, n - done, MSG_DONTWAIT);
+		if (k <= 0) {
+			(*dropped)++;
+			done++;
+			continue;
+		}
+		for (i = done; i < done + (unsigned)k; i++)
+			bytes += msgs[i].msg_len;
+		done += (unsigned)k;
+	}
+	return bytes;
+}
+
 /* Sends every queued datagram, one sendmmsg per family. */
 static void
 udp_flush(struct udp_assoc *a)
 {
-	int	 f, fd, n;
+	uint64_t	 bytes;
+	int		 f, fd;
 
 	for (f = 0; f < 2; f++) {
 		if (udp_nout[f] == 0)
 			continue;
 		fd = udp_remote_fd(a, f == 1 ? AF_INET6 : AF_INET);
-		/* UDP may drop; a full socket buffer drops the rest too. */
 		if (fd >= 0) {
-			n = sendmmsg(fd, udp_out[f], udp_nout[f], MSG_DONTWAIT);
-			if (n > 0)
-				a->conn->c_req.bytes_in += (uint64_t)n;
+			bytes = udp_send_batch(fd, udp_out[f], udp_nout[f],
+			    &a->dropped);
+			a->conn->c_req.bytes_in += bytes;
+			counters_add(CTR_BYTES_IN, (int64_t)bytes);
+		} else {
+			a->dropped += udp_nout[f];
 		}
 		udp_nout[f] = 0;
 	}
@@ -288,7 +325,6 @@ udp_on_client(struct loop_io *io, uint32_t events)
 	n = recvmmsg(io->fd, udp_in, UDP_BATCH, MSG_DONTWAIT, NULL);
 	if (n <= 0)
 		return;
-	a->conn->c_last_active = loop_now();
 	for (i = 0; i < n; i++) {
 		p = udp_in_iov[i].iov_base;
 		len = udp_in[i].msg_len;
@@ -301,6 +337,8 @@ udp_on_client(struct loop_io *io, uint32_t events)
 			a->dropped++;
 			continue;
 		}
+		/* Only the client's own datagrams keep it alive. */
+		a->conn->c_last_active = loop_now();
 		if (h.dest.atyp == SOCKS_ATYP_DOMAIN)
 			udp_to_name(a, &h.dest, p + h.len, len - h.len);
 		else
@@ -322,6 +360,7 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 	uint8_t			 hdr[UDP_HDR_MAX];
 	char			*data;
 	size_t			 hlen;
+	uint64_t		 bytes;
 	int			 i, n, k = 0;
 
 	udp_recv_batch_setup(UDP_HDR_MAX, UDP_DGRAM_MAX);
@@ -330,13 +369,15 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		return;
 	a->conn->c_last_active = loop_now();
 	for (i = 0; i < n; i++) {
-		if (udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) {
+		hlen = socks5_fmt_udp_header(hdr,
+		    (const struct sockaddr *)&udp_from[i]);
+		/* With our header it must still fit one datagram. */
+		if ((udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) ||
+		    hlen + udp_in[i].msg_len > 65507) {
 			a->dropped++;
 			continue;
 		}
 		data = udp_in_iov[i].iov_base;
-		hlen = socks5_fmt_udp_header(hdr,
-		    (const struct sockaddr *)&udp_from[i]);
 		memcpy(data - hlen, hdr, hlen);
 		iov[k].iov_base = data - hlen;
 		iov[k].iov_len = hlen + udp_in[i].msg_len;
@@ -348,9 +389,12 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		out[k].msg_hdr.msg_iovlen = 1;
 		k++;
 	}
-	if (k > 0 && (n = sendmmsg(a->cio.fd, out, (unsigned)k,
-	    MSG_DONTWAIT)) > 0)
-		a->conn->c_req.bytes_out += (uint64_t)n;
+	if (k > 0) {
+		bytes = udp_send_batch(a->cio.fd, out, (unsigned)k,
+		    &a->dropped);
+		a->conn->c_req.bytes_out += bytes;
+		counters_add(CTR_BYTES_OUT, (int64_t)bytes);
+	}
 }
 
 struct udp_assoc *
@@ -363,7 +407,7 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 	socklen_t		 len;
 	int			 fd, err;
 
-	if ((a = calloc(1, sizeof(*a))) == NULL)
+	if (udp_bufs_ready() < 0 || (a = calloc(1, sizeof(*a))) == NULL)
 		return NULL;
 	a->conn = c;
 	a->peer = c->c_req.peer;
