@@ -64,12 +64,16 @@ def nothing_arrives(echo, before, a=None, wait=1.0):
 def main(t):
     echo = S.udp_echo(t)
     echo2 = S.udp_echo(t)
+    echo6 = S.udp_echo(t, "::1") if ptest.have_ipv6() else None
     dns = H.dns_server(t, {"udp.test": {"A": ["127.0.0.1"]}})
     port2 = ptest.free_port()
+    more = [S.listener(port2, extra='udp_advertise = "127.0.0.3";')]
+    port6 = ptest.free_port("::1") if echo6 else None
+    if port6:
+        more.append(S.listener(port6, host="::1"))
     p, port = S.start(t, workers=2,
                       resolver={"servers": dns.address, "timeout": 1},
-                      more_listeners=[S.listener(
-                          port2, extra='udp_advertise = "127.0.0.3";')])
+                      more_listeners=more)
     w0 = p.workers()
 
     a = S.Udp(port)
@@ -94,6 +98,28 @@ def main(t):
             ok, why = roundtrip(a, name, echo.port, data)
             t.check(ok, "%d bytes to %s:PORT (a name) and back, the header "
                     "naming 127.0.0.1:PORT" % (n, name), why)
+    if echo6:
+        for n in (1, 4096):
+            data = os.urandom(n)
+            ok, why = roundtrip(a, "::1", echo6.port, data, want_host="::1")
+            t.check(ok, "%d bytes to [::1]:PORT (ATYP 4) from an IPv4 "
+                    "association and back, the header naming ::1" % n, why)
+    else:
+        t.skip("datagrams to [::1]", "no IPv6 loopback")
+    for dest in ("127.0.0.1", "udp.test"):
+        msgs = [b"%03d." % i + os.urandom(1200) for i in range(40)]
+        for m in msgs:
+            a.send(dest, echo.port, m)
+        got = []
+        for _ in range(40):
+            g = a.recv(ptest.bound(3))
+            if g is None:
+                break
+            got.append(g[3])
+        t.check(sorted(got) == msgs, "a burst of 40 datagrams of 1204 "
+                "bytes to %s (more than one batch): all 40 come back exact"
+                % dest, "got %d, %d of them sent" % (
+                    len(got), len(set(got) & set(msgs))))
     d1, d2 = b"one" * 10, b"two" * 20
     a.send("127.0.0.1", echo.port, d1)
     a.send("127.0.0.1", echo2.port, d2)
@@ -213,6 +239,24 @@ def main(t):
     t.check(ok, "udp_advertise: the relay (bound on the listener's "
             "address) relays at the advertised port", why)
     c.close()
+
+    # an IPv6 listener: the relay is on ::1
+    if port6:
+        ctl6 = S.Client.to(port6, host="::1")
+        u6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        u6.bind(("::1", 0))
+        a6 = S.Udp(port6, sock=u6, ctl=ctl6)
+        ok, why = (False, a6.describe())
+        if a6.ok():
+            ok, why = roundtrip(a6, "::1", echo6.port, b"v6 all the way",
+                                want_host="::1")
+        t.check(a6.ok() and a6.reply.host == "::1" and ok,
+                "a listener on [::1]: BND.ADDR ::1, datagrams from ::1 to "
+                "an IPv6 echo server and back", "%s; %s" % (
+                    a6.describe(), why))
+        a6.close()
+    else:
+        t.skip("an IPv6 listener relays UDP", "no IPv6 loopback")
 
     # the control connection closes: the relay forwards nothing more
     relay = a.relay

@@ -20,7 +20,6 @@ and httptest.
 """
 
 import hashlib
-import os
 import socket
 import struct
 import threading
@@ -386,10 +385,12 @@ def udp_echo(t, host="127.0.0.1"):
 class Udp:
     """A UDP association: the control connection (Client), the reply
     (Reply), and a UDP socket on <bind> to talk to the relay at
-    (relay_host, relay_port) = the reply's BND unless told otherwise."""
+    (relay_host, relay_port) = the reply's BND unless told otherwise.
+    sock: a UDP socket of the caller's (e.g. IPv6); ctl: a Client already
+    connected (e.g. to an IPv6 listener)."""
 
     def __init__(self, proxy_port, bind="127.0.0.1", auth=None,
-                 dst=("0.0.0.0", 0), timeout=None, sock=None):
+                 dst=("0.0.0.0", 0), timeout=None, sock=None, ctl=None):
         self.udp = sock or socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         if sock is None:
             self.udp.bind((bind, 0))
@@ -398,7 +399,7 @@ class Udp:
         self.reply = None
         self.error = None
         try:
-            self.ctl = Client.to(proxy_port, timeout=timeout)
+            self.ctl = ctl or Client.to(proxy_port, timeout=timeout)
             if auth is None:
                 m = self.ctl.greet([M_NONE])
             else:
