@@ -375,9 +375,10 @@ socks_on_auth(struct pt_conn *c, enum pt_verdict v)
 	socks_reply_then(c, ok, sizeof(ok), SN_READ, SS_REQUEST);
 }
 
-/* Fills c_req from a parsed destination and starts ACCESS. */
+/* Fills c_req from a parsed destination: copies, since the bytes it
+ * points into are about to be consumed. */
 static void
-socks_request(struct pt_conn *c, const struct socks_dest *d)
+socks_take_dest(struct pt_conn *c, const struct socks_dest *d)
 {
 	struct socks_state	*s = socks_st(c);
 	char			 text[SOCKADDR_STRLEN];
@@ -412,7 +413,20 @@ socks_request(struct pt_conn *c, const struct socks_dest *d)
 	c->c_req.port = s->port;
 	c->c_req.method.ptr = s->udp ? "UDP" : "CONNECT";
 	c->c_req.method.len = strlen(c->c_req.method.ptr);
-	s->stage = SS_WAIT;
+}
+
+/* Drops the <used> bytes of a parsed message from the buffer. */
+static void
+socks_consume(struct socks_state *s, size_t used)
+{
+	memmove(s->in, s->in + used, s->in_len - used);
+	s->in_len -= (uint32_t)used;
+}
+
+static void
+socks_request(struct pt_conn *c)
+{
+	socks_st(c)->stage = SS_WAIT;
 	phase_run(c, PT_PHASE_ACCESS, socks_on_access);
 }
 
@@ -430,7 +444,7 @@ socks_parse_one(struct pt_conn *c)
 	struct socks5_request	 r;
 	struct socks4_request	 r4;
 	uint8_t			 b[2];
-	size_t			 used = 0, i;
+	size_t			 i;
 	int			 rc;
 	bool			 auth = phase_has_hooks(PT_PHASE_AUTH);
 
@@ -454,10 +468,9 @@ socks_parse_one(struct pt_conn *c)
 				c->c_req.user.ptr = s->cred;
 				c->c_req.user.len = r4.userid.len;
 			}
-			used = r4.len;
-			memmove(s->in, s->in + used, s->in_len - used);
-			s->in_len -= (uint32_t)used;
-			socks_request(c, &r4.dest);
+			socks_take_dest(c, &r4.dest);
+			socks_consume(s, r4.len);
+			socks_request(c);
 			return false;
 		}
 		rc = socks5_parse_greeting(p, s->in_len, &g);
@@ -478,9 +491,7 @@ socks_parse_one(struct pt_conn *c)
 			    s->method != SOCKS5_METHOD_NONE)
 				s->method = SOCKS5_METHOD_USERPASS;
 		}
-		used = g.len;
-		memmove(s->in, s->in + used, s->in_len - used);
-		s->in_len -= (uint32_t)used;
+		socks_consume(s, g.len);
 		b[0] = 5;
 		b[1] = s->method;
 		if (s->method == SOCKS5_METHOD_REFUSED) {
@@ -506,9 +517,7 @@ socks_parse_one(struct pt_conn *c)
 		c->c_req.user.len = up.user.len;
 		c->c_req.password.ptr = s->cred + up.user.len;
 		c->c_req.password.len = up.password.len;
-		used = up.len;
-		memmove(s->in, s->in + used, s->in_len - used);
-		s->in_len -= (uint32_t)used;
+		socks_consume(s, up.len);
 		s->stage = SS_WAIT;
 		phase_run(c, PT_PHASE_AUTH, socks_on_auth);
 		return false;
@@ -524,16 +533,16 @@ socks_parse_one(struct pt_conn *c)
 				    "bad SOCKS5 request");
 			return false;
 		}
-		used = r.len;
-		memmove(s->in, s->in + used, s->in_len - used);
-		s->in_len -= (uint32_t)used;
 		if (r.cmd == SOCKS5_CMD_BIND) {
+			socks_consume(s, r.len);
 			socks_fail(c, SOCKS5_CMD_UNSUPPORTED,
 			    "BIND is not supported");
 			return false;
 		}
 		s->udp = r.cmd == SOCKS5_CMD_UDP;
-		socks_request(c, &r.dest);
+		socks_take_dest(c, &r.dest);
+		socks_consume(s, r.len);
+		socks_request(c);
 		return false;
 	default:
 		return false;
