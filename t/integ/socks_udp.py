@@ -11,21 +11,23 @@ servers:
   the test's DNS server, and "localhost"): the reply datagrams carry the
   echo server's address and port in their header, FRAG 0, the data
   exact; two destinations on one association keep their own addresses;
-- dropped, and the association goes on: FRAG != 0, a datagram to an
-  unknown name, a datagram from another source address (127.0.0.2) to
-  the relay port (the echo server sees nothing, the client nothing);
+- dropped, and the association goes on: FRAG != 0, malformed headers, a
+  datagram to an unknown name, a datagram from another source address
+  (127.0.0.2) to the relay port (the echo server sees nothing, the client
+  nothing);
 - the client's UDP port: the DST.PORT given in the request, else the
   source port of the first datagram; replies go there, never to another
   port of the same address (whose datagrams may be dropped);
 - two associations at once are independent;
 - when the control connection closes, the relay forwards nothing more;
 - idle_timeout (2 s): datagrams keep an association alive past it; an
-  idle one is ended (the proxy closes the control connection), and its
+  idle one is ended (datagrams from a stranger are no activity) (the proxy closes the control connection), and its
   relay forwards nothing more.
 """
 import os
 import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -166,6 +168,16 @@ def main(t):
     else:
         t.skip("a datagram from another address is dropped",
                "cannot bind 127.0.0.2")
+    before = echo.count()
+    for junk in (b"\x00\x00\x00",                       # no ATYP
+                 b"\x00\x01\x00" + S.addr_bytes("127.0.0.1", echo.port)
+                 + b"rsv",                                 # RSV != 0
+                 b"\x00\x00\x00\x09\x7f\x00\x00\x01\x00\x50x",  # ATYP 9
+                 b"\x00\x00\x00\x01\x7f\x00"):           # short IPv4
+        a.send_raw(junk)
+    t.check(nothing_arrives(echo, before, a, 0.5), "malformed datagrams "
+            "(no ATYP, RSV != 0, ATYP 9, a short address) are dropped",
+            "the echo server saw %r" % (echo.seen[before:],))
     ok, why = roundtrip(a, "127.0.0.1", echo.port, b"after the drops")
     t.check(ok, "the association still works after the drops", why)
 
@@ -299,12 +311,36 @@ def main(t):
             "datagrams every 0.4 s keep an association alive past "
             "idle_timeout (%d s)" % IDLE, lambda: [a.describe()] + bad +
             ["control connection: %s" % how])
+    # a stranger keeps sending to the relay port: that is no activity
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    t.at_exit(stranger.close)
+    stop = threading.Event()
+    t.at_exit(stop.set)
+
+    def pester():
+        try:
+            stranger.bind(("127.0.0.2", 0))
+        except OSError:
+            return
+        for _ in range(100):
+            if stop.wait(0.3):
+                return
+            try:
+                stranger.sendto(S.udp_header("127.0.0.1", echo.port) +
+                                b"stranger", a.relay)
+            except OSError:
+                pass
+    th = threading.Thread(target=pester, daemon=True)
+    if a.ok():
+        th.start()
     t_idle = time.monotonic()
     data, how = H.outcome(a.ctl, IDLE + ptest.bound(4))
+    stop.set()
     dt = time.monotonic() - t_idle
     t.check(S.closes(how) and 1.0 <= dt <= IDLE + ptest.bound(3),
-            "an idle association is ended after idle_timeout: the proxy "
-            "closes the control connection", "%s after %.1f s (read %r)" % (
+            "an idle association is ended after idle_timeout (a stranger "
+            "at 127.0.0.2 sending to the relay every 0.3 s does not keep it "
+            "alive): the proxy closes the control connection", "%s after %.1f s (read %r)" % (
                 how, dt, data[:20]))
     before = echo.count()
     try:

@@ -423,6 +423,9 @@ class Udp:
         (sock or self.udp).sendto(udp_header(host, port, frag) + data,
                                   relay or self.relay)
 
+    def send_raw(self, dg, relay=None, sock=None):
+        (sock or self.udp).sendto(dg, relay or self.relay)
+
     def recv(self, timeout):
         """(frag, host, port, data) of the next datagram from the relay,
         or None when nothing comes within <timeout>. Datagrams from any
