@@ -1054,3 +1054,17 @@ dns_cache_clear(void)
 	if (dns_cache != NULL)
 		dns_cache_reset();
 }
+
+int
+dns_addrs_with_port(const struct dns_result *res, uint16_t port,
+    struct pt_addr *out)
+{
+	int	 i;
+
+	for (i = 0; i < res->naddrs && i < DNS_MAX_ADDRS; i++) {
+		out[i] = res->addrs[i];
+		/* sin_port and sin6_port sit at the same offset. */
+		((struct sockaddr_in *)&out[i].sa)->sin_port = htons(port);
+	}
+	return i;
+}

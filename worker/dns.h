@@ -63,6 +63,10 @@ struct dns_query *dns_resolve(const char *name, size_t namelen,
 /* Stops a pending query; its callback will not run. The handle is dead
  * after this and after its callback; <q> NULL is a no-op. */
 void	 dns_cancel(struct dns_query *q);
+/* Copies the addresses of <res> into <out> (DNS_MAX_ADDRS room) with
+ * <port> set, in order. Returns how many. */
+int	 dns_addrs_with_port(const struct dns_result *res, uint16_t port,
+	    struct pt_addr *out);
 /* Tests and stats. */
 unsigned dns_cache_count(void);
 void	 dns_cache_clear(void);

@@ -1045,7 +1045,6 @@ http_on_dns(void *arg, int err, const struct dns_result *res)
 {
 	struct pt_conn		*c = arg;
 	struct http_state	*h = http_st(c);
-	int			 i;
 
 	h->dns = NULL;
 	if (err != 0) {
@@ -1053,13 +1052,7 @@ http_on_dns(void *arg, int err, const struct dns_result *res)
 		    "cannot resolve the host name" : "name resolution failed");
 		return;
 	}
-	h->naddrs = res->naddrs;
-	for (i = 0; i < res->naddrs; i++) {
-		h->addrs[i] = res->addrs[i];
-		/* Both families have the port at the same offset. */
-		((struct sockaddr_in *)&h->addrs[i].sa)->sin_port =
-		    htons(h->port);
-	}
+	h->naddrs = dns_addrs_with_port(res, h->port, h->addrs);
 	h->addr_idx = 0;
 	http_upstream_open(c);
 }

@@ -297,7 +297,6 @@ socks_on_dns(void *arg, int err, const struct dns_result *res)
 {
 	struct pt_conn		*c = arg;
 	struct socks_state	*s = socks_st(c);
-	int			 i;
 
 	s->dns = NULL;
 	if (err != 0) {
@@ -305,12 +304,7 @@ socks_on_dns(void *arg, int err, const struct dns_result *res)
 		    "cannot resolve the host name" : "name resolution failed");
 		return;
 	}
-	s->naddrs = res->naddrs;
-	for (i = 0; i < res->naddrs; i++) {
-		s->addrs[i] = res->addrs[i];
-		((struct sockaddr_in *)&s->addrs[i].sa)->sin_port =
-		    htons(s->port);
-	}
+	s->naddrs = dns_addrs_with_port(res, s->port, s->addrs);
 	s->addr_idx = 0;
 	socks_dial_next(c);
 }
