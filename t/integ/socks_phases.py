@@ -13,6 +13,8 @@ every phase, AUTH included, so SOCKS5 clients use username/password):
 - a closed port gives LOG status 5; deny_phase ACCESS: no DIAL or
   ESTABLISHED, LOG status 2; deny_phase DIAL: no ESTABLISHED, LOG status
   2; deny_phase ACCEPT: the connection is closed, nothing dialled;
+- a client that leaves while its name resolves or its dial hangs: one
+  LOG, no ESTABLISHED, and the worker is well;
 - SOCKS4 is refused (CD 0x5B) when a module hooks AUTH, and its LOG says
   proto 4;
 - an ACCEPT that answers AGAIN (again_ms) holds the handshake until the
@@ -31,9 +33,9 @@ USER, PASS = "alice", "s3cret"
 ORDER = ["ACCEPT", "AUTH", "ACCESS", "DIAL", "ESTABLISHED", "LOG"]
 
 
-def start(t, name, deny=None, extra=""):
+def start(t, name, deny=None, extra="", **kw):
     mods, rec = S.hookrec(t, name, deny=deny, extra=extra)
-    p, port = S.start(t, conf_name=name + ".conf", modules=mods)
+    p, port = S.start(t, conf_name=name + ".conf", modules=mods, **kw)
     return p, port, rec
 
 
@@ -93,7 +95,10 @@ def main(t):
     echo = t.echo_server()
     echo6 = t.echo_server("::1") if ptest.have_ipv6() else None
 
-    p, port, rec = start(t, "plain")
+    dns = H.dns_server(t, {"silent.test": "drop"})
+    p, port, rec = start(t, "plain",
+                         resolver={"servers": dns.address, "timeout": 1},
+                         limits={"connect_timeout": 2})
     w0 = p.workers()
     seen = {}
     new_conns(rec, seen)
@@ -121,6 +126,45 @@ def main(t):
             "ESTABLISHED" not in [ph for v in conns.values() for ph, _ in v],
             "a closed port: reply 0x05, no ESTABLISHED, one LOG with "
             "status 5", "reply %r, records %r" % (r, conns))
+
+    # the client leaves while the proxy waits: for a name that never
+    # resolves, for a dial that never completes
+    hole, full = H.blackhole(t)
+    waits = [("a name lookup", "silent.test", echo.port)]
+    if full:
+        waits.append(("a dial", "127.0.0.1", hole))
+    for label, host, hport in waits:
+        c = S.Client.to(port)
+        try:
+            c.send(b"\x05\x01\x02")
+            c.greet(send=False)
+            c.userpass(USER, PASS)
+            c.send(b"\x05\x01\x00" + S.addr_bytes(host, hport))
+        except Exception as e:
+            t.diag("%s: %s" % (label, e))
+        ptest.wait_for(lambda: any(
+            ph in ("DIAL", "LOG") if host[0].isdigit() else ph == "ACCESS"
+            for k, v in S.by_conn(rec).items() if k not in seen
+            for ph, _ in v), ptest.bound(3))
+        c.close()
+        # LOG comes at once, or after the resolver or connect timeout
+        ptest.wait_for(lambda: any(ph == "LOG" for k, v in
+                                   S.by_conn(rec).items() if k not in seen
+                                   for ph, _ in v), 2 + ptest.bound(3))
+        time.sleep(0.3)
+        conns = new_conns(rec, seen)
+        logs = [f for v in conns.values() for ph, f in v if ph == "LOG"]
+        t.check(len(conns) == 1 and len(logs) == 1 and
+                "ESTABLISHED" not in [ph for v in conns.values()
+                                      for ph, _ in v],
+                "the client leaves during %s: one LOG, no ESTABLISHED" %
+                label, "records %r" % (conns,))
+    r, c = S.connect5(port, "127.0.0.1", echo.port, auth=(USER, PASS))
+    ok, why = S.echo_check(c, b"still") if S.ok5(r) else (False, r)
+    c.close()
+    new_conns(rec, seen)
+    t.check(ok and p.workers() == w0, "the proxy still serves, no worker "
+            "died", lambda: [why] + H.log_tail(p)())
 
     # SOCKS4 with an AUTH hook: refused, logged with proto 4
     r, c = S.connect4(port, "127.0.0.1", echo.port, userid=b"bob")

@@ -227,6 +227,16 @@ def plain(t, dns):
     fail_check(t, port, "CONNECT to a closed port", 0x05, "127.0.0.1", dead)
     fail_check(t, port, "CONNECT to an unknown name (NXDOMAIN)", 0x04,
                "nx.test", echo.port)
+    t0 = time.monotonic()
+    m, r, rest, how, dt = raw(port, b"\x05\x01\x00", b"\x05\x01\x00" +
+                              S.addr_bytes("silent.test", echo.port))
+    dt = time.monotonic() - t0
+    t.check(isinstance(r, S.Reply) and r.rep in (0x01, 0x04, 0x06) and
+            S.closes(how) and dt < 1 + ptest.bound(3),
+            "CONNECT to a name the DNS server never answers (resolver "
+            "timeout 1 s): a failure reply (0x01, 0x04 or 0x06) within "
+            "%.0f s, then closed" % (1 + ptest.bound(3)),
+            "reply %r, then %s after %.1f s" % (r, how, dt))
     hole, full = H.blackhole(t)
     if full:
         t0 = time.monotonic()
@@ -395,7 +405,8 @@ def with_hookrec(t):
 
 
 def main(t):
-    dns = H.dns_server(t, {"echo.test": {"A": ["127.0.0.1"]}})
+    dns = H.dns_server(t, {"echo.test": {"A": ["127.0.0.1"]},
+                           "silent.test": "drop"})
     plain(t, dns)
     with_hookrec(t)
 

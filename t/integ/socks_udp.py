@@ -19,6 +19,8 @@ servers:
   source port of the first datagram; replies go there, never to another
   port of the same address (whose datagrams may be dropped);
 - two associations at once are independent;
+- a lookup pending when the control connection closes, or timing out,
+  harms nothing;
 - when the control connection closes, the relay forwards nothing more;
 - idle_timeout (2 s): datagrams keep an association alive past it; an
   idle one is ended (datagrams from a stranger are no activity) (the proxy closes the control connection), and its
@@ -67,7 +69,8 @@ def main(t):
     echo = S.udp_echo(t)
     echo2 = S.udp_echo(t)
     echo6 = S.udp_echo(t, "::1") if ptest.have_ipv6() else None
-    dns = H.dns_server(t, {"udp.test": {"A": ["127.0.0.1"]}})
+    dns = H.dns_server(t, {"udp.test": {"A": ["127.0.0.1"]},
+                           "silent.test": "drop"})
     port2 = ptest.free_port()
     more = [S.listener(port2, extra='udp_advertise = "127.0.0.3";')]
     port6 = ptest.free_port("::1") if echo6 else None
@@ -251,6 +254,32 @@ def main(t):
     t.check(ok, "udp_advertise: the relay (bound on the listener's "
             "address) relays at the advertised port", why)
     c.close()
+
+    # names that never resolve (the DNS server stays silent): the control
+    # connection closes while a lookup is pending, or the lookup times
+    # out (resolver timeout 1 s) under a live association; both leave the
+    # worker well
+    c1 = S.Udp(port)
+    if c1.ok():
+        c1.send("silent.test", echo.port, b"pending at close")
+    c1.close()
+    c2 = S.Udp(port)
+    if c2.ok():
+        c2.send("silent.test", echo.port, b"pending, then timed out")
+        c2.send("silent.test", echo.port, b"a second one while pending")
+    time.sleep(1.5)
+    ok, why = roundtrip(c2, "udp.test", echo.port, b"after the timeout") \
+        if c2.ok() else (False, c2.describe())
+    c2.close()
+    c3 = S.Udp(port)
+    ok3, why3 = roundtrip(c3, "127.0.0.1", echo.port, b"fresh") \
+        if c3.ok() else (False, c3.describe())
+    c3.close()
+    t.check(ok and ok3 and p.workers() == w0, "a name lookup pending when "
+            "the control connection closes, and one that times out: the "
+            "association goes on, a new one works, no worker died",
+            lambda: ["%s / %s; workers %s, were %s" % (
+                why, why3, p.workers(), w0)] + H.log_tail(p)())
 
     # an IPv6 listener: the relay is on ::1
     if port6:

@@ -87,10 +87,19 @@ def socks_conf(t, port, workers=1, limits=None, resolver=None, modules="",
 
 
 def start(t, conf_name="portico.conf", **kw):
-    """(Portico, port) of a SOCKS proxy started with socks_conf(**kw)."""
-    port = ptest.free_port()
-    p = t.portico(socks_conf(t, port, **kw), conf_name=conf_name)
-    return p, port
+    """(Portico, port) of a SOCKS proxy started with socks_conf(**kw).
+    A port free_port() gave may be taken before portico binds it (another
+    socket's ephemeral port): then it tries again with another."""
+    for i in range(3):
+        port = ptest.free_port()
+        try:
+            p = t.portico(socks_conf(t, port, **kw), conf_name=conf_name)
+            return p, port
+        except RuntimeError as e:
+            if "Address already in use" not in str(e) or i == 2:
+                raise
+            t.diag("port %d was taken before portico bound it: again"
+                   % port)
 
 
 # ---------------------------------------------------------------------------
