@@ -3,6 +3,8 @@
 """
 SOCKS replies byte by byte, with a raw client:
 
+- CONNECT to the longest DNS name (253 characters) works for SOCKS5 and
+  SOCKS4a; a 255-byte name fails cleanly (0x04 or 0x01);
 - a CONNECT that succeeds answers VER 5, REP 0, RSV 0 and the real bound
   address of the proxy's upstream socket: BND.ADDR/BND.PORT equal the peer
   address the echo server sees (for an IPv4 and a domain destination);
@@ -222,6 +224,22 @@ def plain(t, dns):
                 "socket's address (the peer the echo server sees)" % label,
                 lambda: "reply %r, the echo server saw %r" % (r, peer))
 
+    # the longest names
+    r, c = S.connect5(port, LONG, echo.port)
+    ok, why = S.echo_check(c, b"long") if S.ok5(r) else (False, r)
+    c.close()
+    t.check(ok, "CONNECT to a 253-character name works", why)
+    r, c = S.connect4(port, "0.0.0.1", echo.port, name=LONG)
+    ok, why = S.echo_check(c, b"long4a") if S.ok4(r) else (False, r)
+    c.close()
+    t.check(ok, "SOCKS4a CONNECT to a 253-character name works", why)
+    m, r, rest, how, dt = raw(port, b"\x05\x01\x00", b"\x05\x01\x00" +
+                              S.addr_bytes("x" * 255, echo.port))
+    t.check(isinstance(r, S.Reply) and r.rep in (0x01, 0x04) and
+            S.closes(how), "CONNECT to a 255-byte name (no DNS name can "
+            "be that long): 0x04 or 0x01, then closed",
+            "reply %r, then %s" % (r, how))
+
     # failures
     dead = ptest.free_port()
     fail_check(t, port, "CONNECT to a closed port", 0x05, "127.0.0.1", dead)
@@ -404,8 +422,14 @@ def with_hookrec(t):
         t.stop_portico(p)
 
 
+# the longest name DNS allows: 253 characters, labels of at most 63
+LONG = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 56, "test"])
+
+
 def main(t):
+    assert len(LONG) == 253
     dns = H.dns_server(t, {"echo.test": {"A": ["127.0.0.1"]},
+                           LONG: {"A": ["127.0.0.1"]},
                            "silent.test": "drop"})
     plain(t, dns)
     with_hookrec(t)

@@ -329,10 +329,14 @@ def main(t):
     i = 0
     while time.monotonic() - t0 < IDLE * 1.75 and i < 50:
         i += 1
+        ts = time.monotonic()
         ok, why = roundtrip(a, "127.0.0.1", echo.port, b"keepalive %d" % i)
         if not ok:
-            bad.append("%d after %.1f s: %s" % (i, time.monotonic() - t0,
-                                                 why))
+            seen = [(x - ts, n) for x, (_, n, _) in
+                    zip(echo.times, echo.seen) if x >= ts]
+            bad.append("%d after %.1f s: %s; the echo server saw %s "
+                       "(seconds after the send, bytes)" % (
+                           i, time.monotonic() - t0, why, seen))
             break
         time.sleep(0.4)
     data, how = H.outcome(a.ctl, 0.01) if a.ok() else (b"", "?")
@@ -376,8 +380,14 @@ def main(t):
         a.send("127.0.0.1", echo.port, b"after idle")
     except OSError:
         pass
-    t.check(nothing_arrives(echo, before, a), "the ended association "
-            "forwards nothing more")
+    t_end = time.monotonic()
+    late = a.recv(1.0)
+    t.check(echo.count() == before and late is None, "the ended "
+            "association forwards nothing more", lambda: [
+                "echo saw %r (seconds after the send)" % [
+                    (x - t_end, n) for x, (_, n, _) in
+                    zip(echo.times[before:], echo.seen[before:])],
+                "the client got %r" % (late,)])
     a.close()
     H.finish(t, p, w0, "idle: ")
 

@@ -118,7 +118,7 @@ def addr_bytes(host, port):
             struct.pack("!H", port)
     except (OSError, ValueError):
         pass
-    name = host.encode("idna") if not isinstance(host, bytes) else host
+    name = host.encode("latin-1") if not isinstance(host, bytes) else host
     return bytes([ATYP_NAME, len(name)]) + name + struct.pack("!H", port)
 
 
@@ -349,6 +349,7 @@ class UdpEcho:
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
         self.seen = []
+        self.times = []         # monotonic time of each datagram seen
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -367,6 +368,7 @@ class UdpEcho:
             with self.lock:
                 self.seen.append((peer[:2], len(data),
                                   hashlib.sha256(data).hexdigest()))
+                self.times.append(time.monotonic())
             try:
                 self.sock.sendto(data, peer)
             except OSError:
