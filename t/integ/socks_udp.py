@@ -23,7 +23,8 @@ servers:
   harms nothing;
 - when the control connection closes, the relay forwards nothing more;
 - idle_timeout (2 s): datagrams keep an association alive past it; an
-  idle one is ended (datagrams from a stranger are no activity) (the proxy closes the control connection), and its
+  idle one is ended (datagrams from a stranger are no activity); the same
+  for a SOCKS5 tunnel, kept alive by talking, closed when idle (the proxy closes the control connection), and its
   relay forwards nothing more.
 """
 import os
@@ -324,11 +325,20 @@ def main(t):
                       limits={"idle_timeout": IDLE})
     w0 = p.workers()
     a = S.Udp(port)
+    tcp_echo = t.echo_server()
+    r, tun = S.connect5(port, "127.0.0.1", tcp_echo.port)
+    t.at_exit(tun.close)
+    tbad = [] if S.ok5(r) else ["CONNECT: %r" % (r,)]
     bad = []
     t0 = time.monotonic()
     i = 0
     while time.monotonic() - t0 < IDLE * 1.75 and i < 50:
         i += 1
+        if not tbad:
+            ok, why = S.echo_check(tun, b"ping %d" % i)
+            if not ok:
+                tbad.append("%d after %.1f s: %s" % (
+                    i, time.monotonic() - t0, why))
         ts = time.monotonic()
         ok, why = roundtrip(a, "127.0.0.1", echo.port, b"keepalive %d" % i)
         if not ok:
@@ -344,6 +354,8 @@ def main(t):
             "datagrams every 0.4 s keep an association alive past "
             "idle_timeout (%d s)" % IDLE, lambda: [a.describe()] + bad +
             ["control connection: %s" % how])
+    t.check(not tbad, "a SOCKS5 tunnel that talks every 0.4 s outlives "
+            "idle_timeout", tbad)
     # a stranger keeps sending to the relay port: that is no activity
     stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     t.at_exit(stranger.close)
@@ -375,6 +387,11 @@ def main(t):
             "at 127.0.0.2 sending to the relay every 0.3 s does not keep it "
             "alive): the proxy closes the control connection", "%s after %.1f s (read %r)" % (
                 how, dt, data[:20]))
+    tdata, thow = H.outcome(tun, max(0.5, IDLE + ptest.bound(4) - dt))
+    dt2 = time.monotonic() - t_idle
+    t.check(S.closes(thow) and 1.0 <= dt2 <= IDLE + ptest.bound(3),
+            "an idle SOCKS5 tunnel is closed after idle_timeout",
+            "%s after %.1f s (read %r)" % (thow, dt2, tdata[:20]))
     before = echo.count()
     try:
         a.send("127.0.0.1", echo.port, b"after idle")
