@@ -63,6 +63,7 @@ struct socks_state {
 	enum socks_stage	 read_stage;	/* after an SN_READ reply */
 	bool			 v4;		/* SOCKS4 or 4a */
 	bool			 udp;		/* UDP ASSOCIATE */
+	bool			 client_eof;	/* FIN seen while waiting */
 	char			*in;
 	uint32_t		 in_len;
 	uint8_t			 out[32];
@@ -314,9 +315,17 @@ socks_start_udp(struct pt_conn *c)
 {
 	struct socks_state	*s = socks_st(c);
 	struct pt_addr		 bound;
+	socklen_t		 len;
 	uint8_t			 b[32];
 	size_t			 n;
 
+	/* The relay binds on the address the client reached (conn.c
+	 * learned it already when modules are loaded). */
+	if (c->c_req.local.ss_family == 0) {
+		len = sizeof(c->c_req.local);
+		getsockname(c->c_side[SIDE_CLIENT].io.fd,
+		    (struct sockaddr *)&c->c_req.local, &len);
+	}
 	s->assoc = udp_assoc_open(c, &c->c_req.local, s->port,
 	    &c->c_listener->conf->udp_advertise, &bound);
 	if (s->assoc == NULL) {
@@ -561,6 +570,12 @@ socks_read(struct pt_conn *c)
 	n = conn_recv(c, cl, s->in + s->in_len, buf_size(s->in) - s->in_len);
 	if (n == -EAGAIN)
 		return;
+	if (n == 0 && s->stage == SS_WAIT) {
+		/* A client may send its data and FIN before our reply;
+		 * the relay reads the EOF again and passes it on. */
+		s->client_eof = true;
+		return;
+	}
 	if (n <= 0) {
 		conn_close(c, n == 0 ? "client closed during the handshake" :
 		    "read failed");
@@ -652,7 +667,8 @@ socks_advance(struct pt_conn *c)
 	    s->stage == SS_REQUEST)
 		socks_watch(c, EPOLLIN);
 	else if (s->stage == SS_WAIT)
-		socks_watch(c, 0);
+		socks_watch(c, !s->client_eof && (s->in == NULL ||
+		    s->in_len < buf_size(s->in)) ? EPOLLIN : 0);
 }
 
 static void
@@ -676,9 +692,12 @@ socks_on_io(struct loop_io *io, uint32_t events)
 			conn_close(c, NULL);
 		return;
 	case SS_WAIT:
-		/* Nothing is read meanwhile; a client that hung up is. */
-		if (events & (EPOLLHUP | EPOLLERR))
-			conn_close(c, "client went away");
+		/* Bytes a client sends while we wait (its next message, or
+		 * early tunnel data) are kept for later; reading them keeps
+		 * the interest set unchanged, which saves epoll_ctl calls. */
+		socks_read(c);
+		if (c->c_state != CONN_CLOSED)
+			socks_advance(c);
 		return;
 	default:
 		socks_read(c);
@@ -724,7 +743,6 @@ void
 socks_start(struct pt_conn *c)
 {
 	struct socks_state	*s;
-	socklen_t		 len = sizeof(c->c_req.local);
 
 	if ((s = pool_get(&socks_pool)) == NULL) {
 		conn_close(c, "out of SOCKS state");
@@ -734,9 +752,6 @@ socks_start(struct pt_conn *c)
 	c->c_proto = s;
 	c->c_proto_free = socks_state_free;
 	c->c_req.proto = PT_PROTO_SOCKS5;
-	/* UDP ASSOCIATE binds its relay on the address the client reached. */
-	getsockname(c->c_side[SIDE_CLIENT].io.fd,
-	    (struct sockaddr *)&c->c_req.local, &len);
 	pt_timer_start(&c->c_timer, socks_conf->limits.header_timeout_ms,
 	    socks_on_timer, c);
 	phase_run(c, PT_PHASE_ACCEPT, socks_on_accept);
