@@ -10,6 +10,7 @@ SOCKS tunnels carry bytes exactly:
   sha256 equal, with relay method splice and copy;
 - a server that sends 1 MiB + 333 and closes: every byte, then EOF; after
   the client's half-close the tunnel still carries the server's bytes;
+- 320 short tunnels from 8 threads at once, SOCKS5 and SOCKS4 mixed;
 - SOCKS4 and SOCKS4a CONNECT with 256 KiB of binary data (all byte
   values), half-closed;
 - early data: bytes sent in the same write as the CONNECT request (and,
@@ -124,6 +125,35 @@ def main(t):
                 "transfers are exact" % method, bad)
         for x in xs:
             x.close()
+        # many short tunnels from 8 threads, SOCKS5 and SOCKS4 mixed
+        fails = []
+        lock = threading.Lock()
+
+        def shorts(k):
+            for j in range(40):
+                payload = b"%d.%d." % (k, j) + os.urandom(64)
+                if j % 4 == 3:
+                    r, c = S.connect4(port, "127.0.0.1", echo.port)
+                    ok, why = S.echo_check(c, payload) if S.ok4(r) else \
+                        (False, repr(r))
+                else:
+                    r, c = S.connect5(port, "127.0.0.1" if j % 2 else
+                                      "localhost", echo.port)
+                    ok, why = S.echo_check(c, payload) if S.ok5(r) else \
+                        (False, repr(r))
+                c.close()
+                if not ok:
+                    with lock:
+                        fails.append("%d.%d: %s" % (k, j, why))
+        ths = [threading.Thread(target=shorts, args=(k,), daemon=True)
+               for k in range(8)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join(ptest.bound(60))
+        t.check(not fails and not any(th.is_alive() for th in ths),
+                "%s: 320 short tunnels from 8 threads (SOCKS5 by address "
+                "and by name, SOCKS4) all echo" % method, fails[:10])
         if method == "splice":
             H.finish(t, p, w0, "%s: " % method)
     # the rest on the copy instance, still running
