@@ -170,11 +170,21 @@ def main(t):
     t.check(status == 403, "DENY at DIAL is 403", head)
     t.stop_portico(p)
 
-    # credentials never reach the origin
+    # credentials reach AUTH (and only AUTH), never the origin
     p, port, rec = start(t, "cred", origin)
     s, status, _, _ = request(
         port, target, b"Proxy-Authorization: Basic " + cred + b"\r\n")
     s.close()
+    ptest.wait_for(lambda: any(r[0] == "LOG" for r in records(rec)),
+                   ptest.bound(5))
+    byphase = {r[0]: kv(r) for r in records(rec)}
+    t.check(byphase.get("AUTH", {}).get("user") == "alice" and
+            byphase.get("AUTH", {}).get("pass") == "secret",
+            "AUTH sees the Basic credentials", byphase.get("AUTH"))
+    t.check(byphase.get("ACCESS", {}).get("user") == "alice" and
+            byphase.get("ACCESS", {}).get("pass") == "-",
+            "after AUTH the user stays, the password is gone",
+            byphase.get("ACCESS"))
     hdrs = Origin.seen[-1][1] if Origin.seen else {}
     t.check(status == 200 and not any(k.lower() == "proxy-authorization"
                                       for k in hdrs),

@@ -347,12 +347,17 @@ hookrec_run(enum pt_phase phase, struct pt_conn *conn, struct pt_req *req,
 	int			 hostlen = (int)req->host.len;
 
 	hookrec_printf(hc, hc->fd, "%s conn=%llu proto=%d host=%.*s port=%u "
-	    "target=%s status=%d in=%llu out=%llu\n", hookrec_phases[phase],
-	    (unsigned long long)pt_conn_id(conn), (int)req->proto,
-	    hostlen > 0 ? hostlen : 1, hostlen > 0 ? req->host.ptr : "-",
-	    req->port, hookrec_fmt_target(&req->target, target,
-	    sizeof(target)), req->status, (unsigned long long)req->bytes_in,
-	    (unsigned long long)req->bytes_out);
+	    "target=%s status=%d in=%llu out=%llu user=%.*s pass=%.*s\n",
+	    hookrec_phases[phase], (unsigned long long)pt_conn_id(conn),
+	    (int)req->proto, hostlen > 0 ? hostlen : 1,
+	    hostlen > 0 ? req->host.ptr : "-", req->port,
+	    hookrec_fmt_target(&req->target, target, sizeof(target)),
+	    req->status, (unsigned long long)req->bytes_in,
+	    (unsigned long long)req->bytes_out,
+	    req->user.len > 0 ? (int)req->user.len : 1,
+	    req->user.len > 0 ? req->user.ptr : "-",
+	    req->password.len > 0 ? (int)req->password.len : 1,
+	    req->password.len > 0 ? req->password.ptr : "-");
 
 	if (phase == PT_PHASE_ACCEPT && hc->again_ms > 0) {
 		cc = pt_conn_ctx(conn, &HOOKREC_MODULE);
