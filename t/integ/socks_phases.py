@@ -162,7 +162,16 @@ def main(t):
     r, c = S.connect5(port, "127.0.0.1", echo.port, auth=(USER, PASS))
     ok, why = S.echo_check(c, b"still") if S.ok5(r) else (False, r)
     c.close()
-    new_conns(rec, seen)
+    ptest.wait_for(lambda: any(ph == "LOG" for k, v in
+                               S.by_conn(rec).items() if k not in seen
+                               for ph, _ in v), ptest.bound(3))
+    fields = {ph: f for v in new_conns(rec, seen).values() for ph, f in v}
+    t.check(fields.get("AUTH", {}).get("user") == USER and
+            fields.get("AUTH", {}).get("pass") == PASS and
+            fields.get("ACCESS", {}).get("user") == USER and
+            fields.get("ACCESS", {}).get("pass") == "-",
+            "AUTH sees the RFC 1929 user and password; later phases the "
+            "user only", fields)
     t.check(ok and p.workers() == w0, "the proxy still serves, no worker "
             "died", lambda: [why] + H.log_tail(p)())
 
