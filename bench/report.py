@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+bench/report.py: turns one bench/fairness campaign into Markdown and charts.
+
+    bench/report.py DIR [--output FILE] [--no-charts]
+
+DIR is a results directory written by bench/fairness (runs.jsonl, one JSON
+line per run or per test that could not run, and machine.json). Writes FILE
+(default: RESULTS.md beside this script, i.e. bench/RESULTS.md) with one
+table per scenario: per proxy, the median of the kept runs at the best
+concurrency level whose runs were all kept, the min-max of those runs, the
+ratio to portico, the level, latency, and why a proxy has no figure
+(unsupported, not installed, did not start, errors, load generator
+saturated). Bar charts (SVG and PNG, one per scenario) go to DIR/charts/
+when gnuplot is installed, and are linked from FILE.
+
+The tables are generated: never edit FILE by hand, rerun this script.
+Python 3 standard library only.
+"""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# scenario -> (title, unit, value function name, higher is better, what)
+SCENARIOS = [
+    ("http-1k", "HTTP GET 1 KiB, keep-alive", "requests/s", "rate", True,
+     "GET /bytes/1024 through the proxy, absolute-form, keep-alive where "
+     "the proxy allows it"),
+    ("http-100k", "HTTP GET 100 KiB, keep-alive", "MiB/s", "down", True,
+     "GET /bytes/102400, body bytes received per second"),
+    ("http-1m", "HTTP GET 1 MiB, keep-alive", "MiB/s", "down", True,
+     "GET /bytes/1048576, body bytes received per second"),
+    ("http-close", "HTTP GET 1 KiB, new connection per request",
+     "requests/s", "rate", True,
+     "connect, one GET /bytes/1024, close; repeated"),
+    ("http-auth", "HTTP GET 1 KiB with Basic auth", "requests/s", "rate",
+     True, "as http-1k with Proxy-Authorization: Basic on every request"),
+    ("connect", "HTTP CONNECT tunnel throughput", "MiB/s", "both", True,
+     "CONNECT to a TCP echo, 16 KiB writes, bytes up + down per second"),
+    ("socks-handshakes", "SOCKS5 handshakes", "setups/s", "rate", True,
+     "connect, no-auth greeting, CONNECT to a target that accepts, reply, "
+     "close"),
+    ("socks-tunnel", "SOCKS5 tunnel throughput", "MiB/s", "both", True,
+     "SOCKS5 CONNECT to a TCP echo, 16 KiB writes, bytes up + down per "
+     "second"),
+    ("udp", "SOCKS5 UDP ASSOCIATE, 512 B datagrams", "datagrams/s", "rate",
+     True, "one association, a window of datagrams in flight to a UDP echo "
+     "(concurrency = window)"),
+    ("idle-connect", "RSS with 1,000 idle CONNECT tunnels", "MiB", "rss",
+     False, "VmRSS of the proxy and all its children once 1,000 tunnels "
+     "are up (lower is better)"),
+    ("idle-socks", "RSS with 1,000 idle SOCKS5 tunnels", "MiB", "rss",
+     False, "VmRSS of the proxy and all its children once 1,000 tunnels "
+     "are up (lower is better)"),
+]
+PEER_ORDER = ["portico", "direct", "tinyproxy", "squid", "privoxy", "dante",
+              "microsocks"]
+
+
+def value(rec, kind):
+    lg = rec.get("loadgen") or {}
+    try:
+        if kind == "rate":
+            return float(lg["rate"])
+        if kind == "down":
+            return float(lg["mib_s_down"])
+        if kind == "both":
+            return float(lg.get("mib_s_up", 0)) + float(lg.get("mib_s_down", 0))
+        if kind == "rss":
+            return rec["rss_kib"] / 1024.0
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit in ("MiB/s", "MiB"):
+        return "%.1f" % v if v < 100 else "%.0f" % v
+    return "%.0f" % v
+
+
+def load(d):
+    recs = []
+    with open(os.path.join(d, "runs.jsonl")) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                recs.append(json.loads(line))
+            except ValueError:
+                sys.exit("report.py: %s/runs.jsonl line %d is not JSON" % (d, n))
+    try:
+        with open(os.path.join(d, "machine.json")) as f:
+            machine = json.load(f)
+    except (OSError, ValueError):
+        machine = {}
+    return recs, machine
+
+
+def summarise(recs, kind, higher):
+    """One peer, one scenario -> dict with the figure or why there is none."""
+    status = [r for r in recs if r.get("status") != "run"]
+    runs = [r for r in recs if r.get("status") == "run" and not r.get("warmup")]
+    if not runs:
+        if status:
+            r = status[0]
+            why = r.get("status", "?")
+            if r.get("reason") and why != "not installed":
+                why += " (%s)" % r["reason"].strip()
+            return {"why": why}
+        return None
+    levels = {}
+    for r in runs:
+        levels.setdefault(r.get("concurrency"), []).append(r)
+    best = None
+    for c, rs in levels.items():
+        vals = [value(r, kind) for r in rs if r.get("kept")]
+        if len(vals) != len(rs) or None in vals or not vals:
+            continue
+        med = statistics.median(vals)
+        if best is None or (med > best["median"] if higher else med < best["median"]):
+            lg = [r.get("loadgen") or {} for r in rs]
+            lat = [x.get("latency_us") or {} for x in lg]
+            p50 = [l.get("p50") for l in lat if l.get("p50") is not None]
+            p99 = [l.get("p99") for l in lat if l.get("p99") is not None]
+            dp = [x.get("delivered_pct") for x in lg if x.get("delivered_pct") is not None]
+            best = {"median": med, "min": min(vals), "max": max(vals),
+                    "level": c, "n": len(vals), "runs": vals,
+                    "p50": statistics.median(p50) if p50 else None,
+                    "p99": statistics.median(p99) if p99 else None,
+                    "delivered": min(dp) if dp else None,
+                    "levels_tried": len(levels)}
+    if best:
+        best["discarded_levels"] = sum(
+            1 for rs in levels.values() if not all(r.get("kept") for r in rs))
+        return best
+    # No level with every run kept: say why, with a lower bound when the
+    # only reason was the load generator saturating.
+    reasons = {}
+    for r in runs:
+        if not r.get("kept"):
+            d = (r.get("discard") or "?").split(":")[0]
+            reasons[d] = reasons.get(d, 0) + 1
+    if set(reasons) == {"saturated"}:
+        vals = [value(r, kind) for r in runs]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            return {"why": "loadgen saturated at every level",
+                    "bound": max(vals) if higher else min(vals)}
+    errs = {}
+    for r in runs:
+        for k, v in ((r.get("loadgen") or {}).get("errors") or {}).items():
+            if v:
+                errs[k] = errs.get(k, 0) + v
+    why = "no level without discarded runs (%s)" % ", ".join(
+        "%s: %d" % kv for kv in sorted(reasons.items()))
+    if errs:
+        why += "; loadgen errors " + ", ".join("%s %d" % kv for kv in sorted(errs.items()))
+    return {"why": why}
+
+
+def order(peers):
+    known = [p for p in PEER_ORDER if p in peers]
+    return known + sorted(p for p in peers if p not in PEER_ORDER)
+
+
+def chart(d, scen, title, unit, rows, gp):
+    """rows: [(peer, median, min, max)] -> (svg, png) paths or None."""
+    cdir = os.path.join(d, "charts")
+    os.makedirs(cdir, exist_ok=True)
+    dat = os.path.join(cdir, scen + ".dat")
+    with open(dat, "w") as f:
+        for p, med, lo, hi in rows:
+            f.write('"%s" %g %g %g\n' % (p, med, lo, hi))
+    outs = []
+    for term, ext in (("svg size 640,360 dynamic font 'sans,11'", "svg"),
+                      (gp["png"], "png")):
+        path = os.path.join(cdir, scen + "." + ext)
+        script = """
+set terminal %s
+set output '%s'
+set title "%s"
+set ylabel "%s"
+set style fill solid 0.6 border -1
+set boxwidth 0.6
+set yrange [0:*]
+set grid ytics
+set xtics nomirror
+set key off
+plot '%s' using 0:2:xtic(1) with boxes lc rgb "#4472c4", \\
+     '' using 0:2:3:4 with yerrorbars lc rgb "black" pt 0
+""" % (term, path, title.replace('"', "'"), unit, dat)
+        with open(os.path.join(cdir, scen + ".gp"), "w") as f:
+            f.write(script)
+        r = subprocess.run(["gnuplot"], input=script, text=True,
+                           capture_output=True)
+        if r.returncode != 0 or not os.path.exists(path):
+            sys.stderr.write("report.py: gnuplot failed for %s: %s\n" %
+                             (scen, r.stderr.strip()[:300]))
+            return None
+        outs.append(path)
+    return outs
+
+
+def gnuplot_setup():
+    if not shutil.which("gnuplot"):
+        return None
+    r = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True,
+                       text=True)
+    terms = r.stdout + r.stderr
+    png = "pngcairo size 640,360 font 'sans,10'" if "pngcairo" in terms else "png size 640,360"
+    return {"png": png}
+
+
+def main():
+    args = sys.argv[1:]
+    out = os.path.join(HERE, "RESULTS.md")
+    charts = True
+    d = None
+    while args:
+        a = args.pop(0)
+        if a in ("-o", "--output"):
+            out = args.pop(0)
+        elif a == "--no-charts":
+            charts = False
+        elif a in ("-h", "--help"):
+            print(__doc__.strip())
+            return 0
+        elif d is None:
+            d = a
+        else:
+            sys.exit("usage: report.py DIR [--output FILE] [--no-charts]")
+    if d is None:
+        sys.exit("usage: report.py DIR [--output FILE] [--no-charts]")
+    d = os.path.abspath(d)
+    recs, m = load(d)
+    out = os.path.abspath(out)
+    odir = os.path.dirname(out)
+    gp = gnuplot_setup() if charts else None
+    if charts and gp is None:
+        print("gnuplot not installed, no charts")
+
+    by = {}
+    for r in recs:
+        by.setdefault((r.get("scenario"), r.get("peer")), []).append(r)
+    peers_all = order({r.get("peer") for r in recs})
+
+    L = []
+    L.append("# Benchmark results")
+    L.append("")
+    L.append("Generated by `bench/report.py` from `%s` (raw runs: "
+             "`runs.jsonl`, machine: `machine.json`, configurations: `conf/`). "
+             "Do not edit by hand: rerun `bench/fairness`, then "
+             "`bench/report.py DIR`. How the comparison is kept fair, and "
+             "why each peer is configured as it is: [FAIRNESS.md](%s)."
+             % (os.path.relpath(d, odir),
+                os.path.relpath(os.path.join(HERE, "FAIRNESS.md"), odir)))
+    if os.path.exists(os.path.join(odir, "HISTORY.md")):
+        L.append("")
+        L.append("Earlier figures, measured by hand before this harness "
+                 "existed: [HISTORY.md](HISTORY.md).")
+    L.append("")
+    L.append("## Machine")
+    L.append("")
+    v = m.get("versions", {})
+    mline = "%s CPUs, %s, governor %s, %s, %s MiB" % (
+        m.get("cpus", "?"), m.get("cpu_model", "?"), m.get("governor", "?"),
+        m.get("kernel", "?"), (m.get("memory_kib") or 0) // 1024)
+    L.append("- Machine: " + mline + "; load average at start %s." % m.get("loadavg", "?"))
+    L.append("- Campaign: %s, %s, seed %s, %s s per run, %s run(s) per level "
+             "(after a warm-up run in full mode); proxy on CPU %s, loadgen "
+             "and origin on CPU %s; portico at %s."
+             % (m.get("date", "?"), m.get("mode", "?"), m.get("seed", "?"),
+                m.get("seconds", "?"), m.get("runs", "?"),
+                m.get("proxy_cpu", "?"), m.get("load_cpu", "?"),
+                m.get("portico_commit", "?")))
+    L.append("- Versions: " + "; ".join("%s %s" % (k, v[k]) for k in order(set(v))
+                                         if k != "direct"))
+    L.append("")
+    L.append("| proxy | settings |")
+    L.append("|---|---|")
+    for p in order(set(m.get("settings", {})) | set(peers_all)):
+        if p in peers_all:
+            L.append("| %s | %s |" % (p, m.get("settings", {}).get(p, "-")))
+    L.append("")
+    L.append("A figure is the median of the kept runs at the best "
+             "concurrency level whose runs were all kept (no error counted "
+             "by loadgen, loadgen not saturated); min-max is over those "
+             "runs. A proxy without a figure says why.")
+
+    for scen, title, unit, kind, higher, what in SCENARIOS:
+        peers = [p for p in peers_all if (scen, p) in by]
+        if not peers:
+            continue
+        sums = {p: summarise(by[(scen, p)], kind, higher) for p in peers}
+        base = (sums.get("portico") or {}).get("median")
+        lvls = sorted({r.get("concurrency") for p in peers for r in by[(scen, p)]
+                       if r.get("status") == "run"} - {None})
+        L.append("")
+        L.append("## %s" % title)
+        L.append("")
+        L.append("What: %s. Levels tried: %s. Settings: %s s runs, %s per "
+                 "level; machine as above (%s)." % (
+                     what, ", ".join(map(str, lvls)) or "-",
+                     m.get("seconds", "?"), m.get("runs", "?"), mline))
+        L.append("")
+        extra = "delivered (lowest run) |" if scen == "udp" else ""
+        L.append("| proxy | %s (median) | min-max | ratio to portico | "
+                 "best level | runs | latency p50 / p99 (µs) | %s" % (unit, extra))
+        L.append("|---|---|---|---|---|---|---|%s" % ("---|" if extra else ""))
+        rows = []
+        for p in peers:
+            s = sums[p]
+            if s is None:
+                continue
+            if "median" not in s:
+                cell = s["why"]
+                if "bound" in s:
+                    cell = "%s %s (%s)" % (">=" if higher else "<=",
+                                           fmt(s["bound"], unit), s["why"])
+                L.append("| %s | %s | - | - | - | - | - |%s" % (
+                    p, cell, " - |" if extra else ""))
+                continue
+            ratio = "%.2f" % (s["median"] / base) if base else "-"
+            lat = "-"
+            if s["p50"] is not None:
+                lat = "%s / %s" % (fmt(s["p50"], ""), fmt(s["p99"], ""))
+            note = ""
+            if s["discarded_levels"]:
+                note = " (%d of %d levels discarded)" % (s["discarded_levels"], s["levels_tried"])
+            L.append("| %s | %s | %s-%s | %s | %s | %d%s | %s |%s" % (
+                p, fmt(s["median"], unit), fmt(s["min"], unit),
+                fmt(s["max"], unit), ratio, s["level"], s["n"], note, lat,
+                (" %s%% |" % fmt(s["delivered"], "")) if extra else ""))
+            rows.append((p, s["median"], s["min"], s["max"]))
+        if gp and rows:
+            c = chart(d, scen, title, unit, rows, gp)
+            if c:
+                L.append("")
+                L.append("![%s](%s) ([PNG](%s))" % (
+                    title, os.path.relpath(c[0], odir), os.path.relpath(c[1], odir)))
+
+    # What was thrown away, so a reader can see it was not hidden.
+    disc = {}
+    for r in recs:
+        if r.get("status") == "run" and not r.get("warmup") and not r.get("kept"):
+            k = (r.get("peer"), r.get("scenario"), (r.get("discard") or "?")[:80])
+            disc[k] = disc.get(k, 0) + 1
+    L.append("")
+    L.append("## Discarded runs")
+    L.append("")
+    if not disc:
+        L.append("None.")
+    else:
+        L.append("| proxy | scenario | reason | runs |")
+        L.append("|---|---|---|---|")
+        for (p, s, why), n in sorted(disc.items()):
+            L.append("| %s | %s | %s | %d |" % (p, s, why.replace("|", "/"), n))
+    with open(out, "w") as f:
+        f.write("\n".join(L) + "\n")
+    print("report.py: wrote %s" % out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
