@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loadgen: shared types of the load generator. loadgen.c holds the command
+ * line, the clock, the latency histogram and the report; loadgen_tcp.c the
+ * TCP client scenarios (http, http-close, tunnel, socks-handshakes, idle);
+ * loadgen_udp.c the SOCKS5 UDP scenario; loadgen_serve.c the origin.
+ */
+#ifndef LOADGEN_H
+#define LOADGEN_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define NS_PER_S	1000000000ull
+#define NS_PER_MS	1000000ull
+#define LG_SCAN_NS	(10 * NS_PER_MS)	/* timeouts, retries, pacing */
+#define LG_RETRY_NS	(10 * NS_PER_MS)	/* after a socket failure */
+#define LG_MAX_EVENTS	256
+#define LG_UDP_HDR	10	/* RSV RSV FRAG ATYP=1 IPv4 port */
+#define LG_UDP_SEQ_LEN	12	/* slot (4) + sequence number (8) */
+#define LG_UDP_DGRAM_MAX 65507
+
+enum lg_scenario {
+	LG_NONE = 0,
+	LG_HTTP,
+	LG_HTTP_CLOSE,
+	LG_TUNNEL,
+	LG_HANDSHAKES,
+	LG_UDP,
+	LG_IDLE,
+	LG_SERVE,
+};
+
+enum lg_ptype {
+	LG_PROXY_HTTP = 0,
+	LG_PROXY_SOCKS5,
+};
+
+/* The error classes of the report, in its order. */
+enum lg_err {
+	LG_ERR_STATUS = 0,	/* non-200, SOCKS REP != 0, refused method */
+	LG_ERR_SIZE,		/* body length not the expected one */
+	LG_ERR_RESET,		/* RST, EPIPE, EOF mid-exchange */
+	LG_ERR_REFUSED,		/* ECONNREFUSED */
+	LG_ERR_TIMEOUT,		/* --timeout passed, datagram lost */
+	LG_ERR_OTHER,		/* anything else, protocol errors too */
+	LG_ERR_MAX
+};
+
+struct lg_opts {
+	enum lg_scenario	 scenario;
+	const char		*scenario_name;
+	struct sockaddr_in	 proxy, target;
+	char			 proxy_str[300], target_str[300];
+	bool			 have_proxy, have_target;
+	enum lg_ptype		 ptype;
+	bool			 ptype_set;
+	const char		*path;
+	char			 user[256], pass[256];
+	size_t			 ulen, plen;
+	bool			 auth;
+	long			 connections, window, payload;
+	double			 rate;
+	double			 duration, warmup, timeout;
+	long long		 expect_size;	/* -1: unset */
+	bool			 json;
+	/* serve */
+	struct sockaddr_in	 s_http, s_echo, s_sink, s_udp;
+	bool			 have_s_http, have_s_echo, have_s_sink;
+	bool			 have_s_udp;
+	long long		 tcp_source;	/* -1: the sink sends nothing */
+};
+
+/* What a run counted; filled by a scenario, printed by lg_report. */
+struct lg_result {
+	uint64_t	 requests;	/* completed in the window */
+	uint64_t	 up, down;	/* payload bytes in the window */
+	uint64_t	 err[LG_ERR_MAX];
+	double		 delivered_pct;	/* < 0: computed from the counts */
+	double		 cpu_s, wall_s;	/* the process over the window */
+	const char	*note;		/* a why, for the human summary */
+};
+
+/* ---- loadgen.c ------------------------------------------------------ */
+uint64_t	 lg_now(void);
+void		 lg_lat_add(uint64_t ns);
+/* CPU seconds (user + system) this process used so far. */
+double		 lg_cpu(void);
+/* Counts error <e> for the errno value <err> (0: early EOF). */
+enum lg_err	 lg_err_of(int err);
+void		 lg_progress(const struct lg_opts *, const struct lg_result *,
+		    uint64_t elapsed_ns);
+/* Bytes a SOCKS5 reply (or UDP header) takes: 0 while the prefix cannot
+ * tell, SIZE_MAX for an unknown ATYP. */
+size_t		 lg_socks_reply_len(const uint8_t *p, size_t len);
+
+/* ---- loadgen_tcp.c ---------------------------------------------------- */
+int		 lg_tcp_main(const struct lg_opts *, struct lg_result *);
+
+/* ---- loadgen_udp.c ---------------------------------------------------- */
+int		 lg_udp_main(const struct lg_opts *, struct lg_result *);
+
+/* ---- loadgen_serve.c -------------------------------------------------- */
+int		 lg_serve_main(const struct lg_opts *);
+
+#endif

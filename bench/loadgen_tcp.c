@@ -1,0 +1,1041 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loadgen_tcp: the TCP client scenarios. N clients, each its own state
+ * machine driven by one epoll loop:
+ *
+ *   connect (to --proxy, or --target when there is none)
+ *   -> setup: SOCKS5 greeting [RFC 1929] CONNECT, or HTTP CONNECT, when
+ *      the scenario tunnels through the proxy
+ *   -> the work: http (GET, read the response, again on the same
+ *      connection), http-close (one GET, close, again), tunnel (write and
+ *      read without end), socks-handshakes (count the setup, close,
+ *      again), idle (hold).
+ *
+ * A failed client counts its error, closes, and starts again after
+ * LG_RETRY_NS. Clients that close after each exchange (http-close,
+ * socks-handshakes) close with SO_LINGER 0, so the client side leaves no
+ * TIME_WAIT and a run measures the proxy, not the ephemeral port range.
+ *
+ * Deliberately not here: pipelining, request bodies, checking the bytes a
+ * tunnel carries (their count only).
+ */
+#include "config.h"
+
+#include "loadgen.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HTTP_BUF	8192	/* a response head must fit */
+#define SCRATCH		65536
+#define HS_BUF		1024	/* a proxy's CONNECT or SOCKS5 reply */
+
+enum cl_state {
+	CL_IDLE = 0,	/* no socket; start at <wake> */
+	CL_CONNECTING,
+	CL_S5_METHOD,	/* greeting sent, reading the method reply */
+	CL_S5_AUTH,	/* RFC 1929 request sent */
+	CL_S5_REPLY,	/* CONNECT sent */
+	CL_CONNECT,	/* HTTP CONNECT sent, reading the response head */
+	CL_HTTP,	/* request sent, reading the response */
+	CL_STREAM,	/* tunnel: bytes both ways */
+	CL_HOLD,	/* idle: holding */
+};
+
+/* Where an HTTP response is. */
+enum rs_state {
+	RS_HEAD = 0,
+	RS_BODY_LEN,	/* Content-Length bytes */
+	RS_BODY_EOF,	/* until the server closes */
+	RS_CH_SIZE,	/* chunk-size line */
+	RS_CH_DATA,
+	RS_CH_CRLF,	/* after chunk data */
+	RS_CH_TRAILER,
+};
+
+struct client {
+	int		 fd;
+	enum cl_state	 st;
+	bool		 up;		/* counted in run->nup */
+	uint32_t	 events;	/* epoll mask now */
+	uint64_t	 started;	/* exchange (or setup) began */
+	uint64_t	 deadline;
+	uint64_t	 wake;
+	size_t		 req_off;	/* request bytes sent */
+	size_t		 hs_len;
+	uint8_t		 hs[HS_BUF];
+	/* HTTP response */
+	uint8_t		*buf;		/* HTTP_BUF, head only */
+	size_t		 blen;
+	enum rs_state	 rs;
+	int		 status;
+	bool		 has_len, chunked, server_close;
+	uint64_t	 clen, left, got;
+	uint64_t	 chunk;
+	int		 ndigits;
+	bool		 ext;
+	size_t		 line;
+};
+
+struct run {
+	const struct lg_opts	*o;
+	struct lg_result	*res;
+	int			 ep;
+	struct client		*cl;
+	uint64_t		 now, start;
+	uint64_t		 from, to;	/* the measured window */
+	bool			 window_set;
+	long			 nup;
+	bool			 socks, connect;	/* the setup to do */
+	bool			 counting;	/* errors count */
+	uint8_t			 greeting[3];
+	uint8_t			 authreq[3 + 255 + 255];
+	size_t			 authreq_len;
+	uint8_t			 s5req[10];
+	char			 req[2048];	/* GET or CONNECT */
+	size_t			 req_len;
+	uint8_t			*scratch;
+	uint8_t			*payload;
+};
+
+static void	cl_start(struct run *, struct client *);
+static void	cl_ready(struct run *, struct client *);
+
+static bool
+in_window(const struct run *r)
+{
+	return r->window_set && r->now >= r->from && r->now < r->to;
+}
+
+static void
+count_err(struct run *r, enum lg_err e)
+{
+	if (r->counting)
+		r->res->err[e]++;
+}
+
+static void
+cl_close(struct run *r, struct client *c)
+{
+	if (c->fd >= 0) {
+		/* close() also leaves epoll: the fd is not shared. */
+		close(c->fd);
+		c->fd = -1;
+	}
+	if (c->up) {
+		c->up = false;
+		r->nup--;
+	}
+	c->hs_len = 0;
+	c->blen = 0;
+	c->req_off = 0;
+}
+
+/* A failure of class <e>: count, close, start again a little later. */
+static void
+cl_fail(struct run *r, struct client *c, enum lg_err e)
+{
+	count_err(r, e);
+	cl_close(r, c);
+	/* Not at once: a refusing target or a used-up port range would
+	 * only spin. */
+	c->st = CL_IDLE;
+	c->wake = r->now + LG_RETRY_NS;
+}
+
+static void
+cl_fail_errno(struct run *r, struct client *c, int err)
+{
+	cl_fail(r, c, lg_err_of(err));
+}
+
+static int
+cl_watch(struct run *r, struct client *c, uint32_t events)
+{
+	struct epoll_event	 ev;
+
+	if (c->events == events)
+		return 0;
+	ev.events = events;
+	ev.data.ptr = c;
+	if (epoll_ctl(r->ep, c->events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD,
+	    c->fd, &ev) < 0) {
+		cl_fail_errno(r, c, errno);
+		return -1;
+	}
+	c->events = events;
+	return 0;
+}
+
+/*
+ * Sends one whole setup message. They are a few hundred bytes and the
+ * exchange is lock-step, so the send buffer is empty: a short write means
+ * a broken socket. Returns 0, or -1 after cl_fail.
+ */
+static int
+cl_send(struct run *r, struct client *c, const void *msg, size_t len)
+{
+	ssize_t	 n;
+
+	n = send(c->fd, msg, len, MSG_NOSIGNAL);
+	if (n == (ssize_t)len)
+		return 0;
+	cl_fail_errno(r, c, n < 0 ? errno : EIO);
+	return -1;
+}
+
+static void
+cl_start(struct run *r, struct client *c)
+{
+	const struct lg_opts	*o = r->o;
+	const struct sockaddr_in *to = o->have_proxy ? &o->proxy : &o->target;
+	struct linger		 lg = { .l_onoff = 1, .l_linger = 0 };
+	int			 one = 1;
+
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		cl_fail_errno(r, c, errno);
+		return;
+	}
+	c->events = 0;
+	if (o->scenario == LG_HTTP_CLOSE || o->scenario == LG_HANDSHAKES)
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->started = r->now;
+	c->deadline = r->now + (uint64_t)(o->timeout * NS_PER_S);
+	c->hs_len = 0;
+	if (connect(c->fd, (const struct sockaddr *)to, sizeof(*to)) < 0 &&
+	    errno != EINPROGRESS) {
+		cl_fail_errno(r, c, errno);
+		return;
+	}
+	/* Even a loopback connect that completed at once is finished in
+	 * the event handler: one path. */
+	c->st = CL_CONNECTING;
+	cl_watch(r, c, EPOLLOUT);
+}
+
+static void
+cl_connected(struct run *r, struct client *c)
+{
+	if (r->socks) {
+		if (cl_send(r, c, r->greeting, sizeof(r->greeting)) < 0)
+			return;
+		c->st = CL_S5_METHOD;
+		cl_watch(r, c, EPOLLIN);
+		return;
+	}
+	if (r->connect) {
+		if (cl_send(r, c, r->req, r->req_len) < 0)
+			return;
+		c->st = CL_CONNECT;
+		cl_watch(r, c, EPOLLIN);
+		return;
+	}
+	cl_ready(r, c);
+}
+
+/* ---- setup replies --------------------------------------------------- */
+
+static void
+s5_parse(struct run *r, struct client *c)
+{
+	const struct lg_opts	*o = r->o;
+	size_t			 need;
+
+	if (c->hs_len < 2)
+		return;
+	switch (c->st) {
+	case CL_S5_METHOD:
+		if (c->hs[0] != 5 || c->hs_len > 2) {
+			cl_fail(r, c, LG_ERR_OTHER);
+			return;
+		}
+		if (c->hs[1] != (o->auth ? 2 : 0)) {
+			cl_fail(r, c, c->hs[1] == 0xff ? LG_ERR_STATUS :
+			    LG_ERR_OTHER);
+			return;
+		}
+		c->hs_len = 0;
+		if (o->auth) {
+			if (cl_send(r, c, r->authreq, r->authreq_len) == 0)
+				c->st = CL_S5_AUTH;
+			return;
+		}
+		if (cl_send(r, c, r->s5req, sizeof(r->s5req)) == 0)
+			c->st = CL_S5_REPLY;
+		return;
+	case CL_S5_AUTH:
+		if (c->hs[0] != 1 || c->hs_len > 2) {
+			cl_fail(r, c, LG_ERR_OTHER);
+			return;
+		}
+		if (c->hs[1] != 0) {
+			cl_fail(r, c, LG_ERR_STATUS);
+			return;
+		}
+		c->hs_len = 0;
+		if (cl_send(r, c, r->s5req, sizeof(r->s5req)) == 0)
+			c->st = CL_S5_REPLY;
+		return;
+	case CL_S5_REPLY:
+		if (c->hs[0] != 5) {
+			cl_fail(r, c, LG_ERR_OTHER);
+			return;
+		}
+		if (c->hs[1] != 0) {
+			cl_fail(r, c, LG_ERR_STATUS);
+			return;
+		}
+		need = lg_socks_reply_len(c->hs, c->hs_len);
+		if (need == SIZE_MAX || (need != 0 && c->hs_len > need)) {
+			cl_fail(r, c, LG_ERR_OTHER);
+			return;
+		}
+		if (need == 0 || c->hs_len < need)
+			return;
+		c->hs_len = 0;
+		cl_ready(r, c);
+		return;
+	default:
+		return;
+	}
+}
+
+/* The status of "HTTP/1.x NNN ...", or -1. */
+static int
+http_status(const uint8_t *p, size_t len)
+{
+	if (len < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ' ||
+	    p[9] < '0' || p[9] > '9' || p[10] < '0' || p[10] > '9' ||
+	    p[11] < '0' || p[11] > '9')
+		return -1;
+	return (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+}
+
+/* Length of the head ending in an empty line, 0 while incomplete. */
+static size_t
+head_len(const uint8_t *p, size_t len)
+{
+	const uint8_t	*e = memmem(p, len, "\r\n\r\n", 4);
+
+	return e == NULL ? 0 : (size_t)(e - p) + 4;
+}
+
+static void
+connect_parse(struct run *r, struct client *c)
+{
+	size_t	 hl = head_len(c->hs, c->hs_len);
+
+	if (hl == 0) {
+		if (c->hs_len == sizeof(c->hs))
+			cl_fail(r, c, LG_ERR_OTHER);
+		return;
+	}
+	if (http_status(c->hs, hl) != 200) {
+		cl_fail(r, c, http_status(c->hs, hl) < 0 ? LG_ERR_OTHER :
+		    LG_ERR_STATUS);
+		return;
+	}
+	/* Bytes after the head came from the target: a sink or echo sends
+	 * none before it is written to; they are dropped. */
+	c->hs_len = 0;
+	cl_ready(r, c);
+}
+
+/* Reads a setup reply into c->hs and acts on it. */
+static void
+cl_on_setup(struct run *r, struct client *c)
+{
+	ssize_t	 n;
+
+	n = recv(c->fd, c->hs + c->hs_len, sizeof(c->hs) - c->hs_len, 0);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			cl_fail_errno(r, c, errno);
+		return;
+	}
+	if (n == 0) {
+		cl_fail(r, c, LG_ERR_RESET);
+		return;
+	}
+	c->hs_len += (size_t)n;
+	if (c->st == CL_CONNECT)
+		connect_parse(r, c);
+	else
+		s5_parse(r, c);
+}
+
+/* ---- http ------------------------------------------------------------ */
+
+static void
+http_send(struct run *r, struct client *c)
+{
+	ssize_t	 n;
+
+	n = send(c->fd, r->req + c->req_off, r->req_len - c->req_off,
+	    MSG_NOSIGNAL);
+	if (n < 0) {
+		if (errno == EAGAIN)
+			n = 0;
+		else {
+			cl_fail_errno(r, c, errno);
+			return;
+		}
+	}
+	if (in_window(r))
+		r->res->up += (uint64_t)n;
+	c->req_off += (size_t)n;
+	cl_watch(r, c, c->req_off < r->req_len ? EPOLLIN | EPOLLOUT :
+	    EPOLLIN);
+}
+
+static void
+http_begin(struct run *r, struct client *c)
+{
+	c->st = CL_HTTP;
+	c->rs = RS_HEAD;
+	c->blen = 0;
+	c->req_off = 0;
+	c->got = 0;
+	c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
+	/* http-close measures from connect(); keep-alive from the send. */
+	if (r->o->scenario == LG_HTTP)
+		c->started = r->now;
+	http_send(r, c);
+}
+
+/* A whole response: check it, count it, go on. */
+static void
+http_done(struct run *r, struct client *c)
+{
+	const struct lg_opts	*o = r->o;
+	long long		 want = o->expect_size;
+
+	if (want < 0 && c->has_len)
+		want = (long long)c->clen;
+	if (c->status != 200)
+		count_err(r, LG_ERR_STATUS);
+	else if (want >= 0 && c->got != (uint64_t)want)
+		count_err(r, LG_ERR_SIZE);
+	else if (in_window(r)) {
+		r->res->requests++;
+		lg_lat_add(r->now - c->started);
+	}
+	if (o->scenario == LG_HTTP_CLOSE || c->server_close ||
+	    c->rs == RS_BODY_EOF) {
+		cl_close(r, c);
+		cl_start(r, c);
+		return;
+	}
+	http_begin(r, c);
+}
+
+static bool
+field_is(const char *line, size_t len, const char *name)
+{
+	size_t	 n = strlen(name);
+
+	return len > n && line[n] == ':' && strncasecmp(line, name, n) == 0;
+}
+
+static bool
+value_has(const char *line, size_t len, const char *token)
+{
+	char	 v[256];
+	size_t	 n = len < sizeof(v) - 1 ? len : sizeof(v) - 1;
+
+	memcpy(v, line, n);
+	v[n] = '\0';
+	return strcasestr(v, token) != NULL;
+}
+
+/*
+ * The head c->buf[0..hl): status and framing. Returns 0, or -1 for a
+ * malformed one.
+ */
+static int
+http_head(struct client *c, size_t hl)
+{
+	const char	*p = (const char *)c->buf, *end = p + hl, *eol;
+	char		*num_end;
+	size_t		 len;
+
+	c->status = http_status(c->buf, hl);
+	if (c->status < 0)
+		return -1;
+	c->has_len = c->chunked = c->server_close = false;
+	c->clen = 0;
+	if (memcmp(p, "HTTP/1.0", 8) == 0)
+		c->server_close = true;
+	p = memchr(p, '\n', hl);
+	for (p = p + 1; p < end; p = eol + 1) {
+		eol = memchr(p, '\n', (size_t)(end - p));
+		if (eol == NULL)
+			break;
+		len = (size_t)(eol - p);
+		if (field_is(p, len, "content-length")) {
+			c->clen = strtoull(p + 15, &num_end, 10);
+			c->has_len = true;
+		} else if (field_is(p, len, "transfer-encoding"))
+			c->chunked = value_has(p, len, "chunked");
+		else if (field_is(p, len, "connection")) {
+			if (value_has(p, len, "close"))
+				c->server_close = true;
+			else if (value_has(p, len, "keep-alive"))
+				c->server_close = false;
+		}
+	}
+	if (c->status == 204 || c->status == 304)
+		c->rs = RS_BODY_LEN, c->left = 0, c->has_len = true;
+	else if (c->chunked) {
+		c->rs = RS_CH_SIZE;
+		c->chunk = 0;
+		c->ndigits = 0;
+		c->ext = false;
+		c->has_len = false;
+	} else if (c->has_len) {
+		c->rs = RS_BODY_LEN;
+		c->left = c->clen;
+	} else
+		c->rs = RS_BODY_EOF;
+	return 0;
+}
+
+static int
+hexval(uint8_t ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* One byte of chunk framing (size line, CRLF, trailer). Returns 1 when
+ * the body ended, 0 to go on, -1 on a malformed one. */
+static int
+chunk_byte(struct client *c, uint8_t ch)
+{
+	int	 d;
+
+	switch (c->rs) {
+	case RS_CH_SIZE:
+		if (ch == '\n') {
+			if (c->ndigits == 0)
+				return -1;
+			if (c->chunk == 0) {
+				c->rs = RS_CH_TRAILER;
+				c->line = 0;
+			} else {
+				c->rs = RS_CH_DATA;
+				c->left = c->chunk;
+			}
+			return 0;
+		}
+		if (ch == '\r' || c->ext)
+			return 0;
+		if (ch == ';' || ch == ' ' || ch == '\t') {
+			c->ext = true;
+			return 0;
+		}
+		if ((d = hexval(ch)) < 0 || c->ndigits >= 15)
+			return -1;
+		c->chunk = c->chunk * 16 + (uint64_t)d;
+		c->ndigits++;
+		return 0;
+	case RS_CH_CRLF:
+		if (ch == '\r')
+			return 0;
+		if (ch != '\n')
+			return -1;
+		c->rs = RS_CH_SIZE;
+		c->chunk = 0;
+		c->ndigits = 0;
+		c->ext = false;
+		return 0;
+	case RS_CH_TRAILER:
+		if (ch == '\n') {
+			if (c->line == 0)
+				return 1;
+			c->line = 0;
+		} else if (ch != '\r')
+			c->line++;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Body bytes. Returns 1 when the response ended with the last of them,
+ * 0 to read more, -1 on a malformed body or bytes beyond the response.
+ */
+static int
+http_body(struct client *c, const uint8_t *p, size_t n)
+{
+	size_t	 take;
+	int	 rc;
+
+	while (n > 0) {
+		switch (c->rs) {
+		case RS_BODY_LEN:
+			return -1;	/* beyond the end: no pipelining */
+		case RS_BODY_EOF:
+			c->got += n;
+			return 0;
+		case RS_CH_DATA:
+			take = n < c->left ? n : (size_t)c->left;
+			c->got += take;
+			c->left -= take;
+			p += take;
+			n -= take;
+			if (c->left == 0)
+				c->rs = RS_CH_CRLF;
+			continue;
+		default:
+			rc = chunk_byte(c, *p);
+			p++;
+			n--;
+			if (rc != 0)
+				return rc < 0 || n > 0 ? -1 : 1;
+			continue;
+		}
+	}
+	return 0;
+}
+
+/* Feeds a Content-Length body, the common case, in bulk. */
+static int
+http_feed(struct client *c, const uint8_t *p, size_t n)
+{
+	size_t	 take;
+
+	if (c->rs != RS_BODY_LEN)
+		return http_body(c, p, n);
+	take = n < c->left ? n : (size_t)c->left;
+	c->got += take;
+	c->left -= take;
+	if (take < n)
+		return -1;
+	return c->left == 0 ? 1 : 0;
+}
+
+static void
+http_on_readable(struct run *r, struct client *c)
+{
+	ssize_t	 n;
+	size_t	 hl;
+	int	 rc, i;
+
+	for (i = 0; i < 8; i++) {
+		if (c->rs == RS_HEAD)
+			n = recv(c->fd, c->buf + c->blen, HTTP_BUF - c->blen, 0);
+		else
+			n = recv(c->fd, r->scratch, SCRATCH, 0);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				cl_fail_errno(r, c, errno);
+			return;
+		}
+		if (n == 0) {
+			if (c->rs == RS_BODY_EOF)
+				http_done(r, c);
+			else
+				cl_fail(r, c, LG_ERR_RESET);
+			return;
+		}
+		if (in_window(r))
+			r->res->down += (uint64_t)n;
+		if (c->rs != RS_HEAD) {
+			rc = http_feed(c, r->scratch, (size_t)n);
+		} else {
+			c->blen += (size_t)n;
+			hl = head_len(c->buf, c->blen);
+			if (hl == 0) {
+				if (c->blen == HTTP_BUF)
+					cl_fail(r, c, LG_ERR_OTHER);
+				continue;
+			}
+			if (http_head(c, hl) < 0) {
+				cl_fail(r, c, LG_ERR_OTHER);
+				return;
+			}
+			if (c->status >= 100 && c->status < 200) {
+				/* An interim response: the real one follows. */
+				memmove(c->buf, c->buf + hl, c->blen - hl);
+				c->blen -= hl;
+				c->rs = RS_HEAD;
+				continue;
+			}
+			rc = c->rs == RS_BODY_LEN && c->left == 0 ? 1 : 0;
+			if (hl < c->blen)
+				rc = rc == 1 ? -1 : http_feed(c, c->buf + hl,
+				    c->blen - hl);
+		}
+		if (rc < 0) {
+			cl_fail(r, c, LG_ERR_OTHER);
+			return;
+		}
+		if (rc == 1) {
+			http_done(r, c);
+			return;
+		}
+	}
+}
+
+/* ---- tunnel and idle ------------------------------------------------- */
+
+static void
+all_up(struct run *r)
+{
+	if (r->window_set)
+		return;
+	r->window_set = true;
+	if (r->o->scenario == LG_IDLE) {
+		printf("holding %ld\n", r->nup);
+		fflush(stdout);
+		r->from = r->now;
+	} else
+		r->from = r->now + (uint64_t)(r->o->warmup * NS_PER_S);
+	r->to = r->from + (uint64_t)(r->o->duration * NS_PER_S);
+}
+
+static void
+stream_io(struct run *r, struct client *c, uint32_t events)
+{
+	ssize_t	 n;
+	int	 i;
+
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+		for (i = 0; i < 4; i++) {
+			n = recv(c->fd, r->scratch, SCRATCH, 0);
+			if (n < 0) {
+				if (errno != EAGAIN && errno != EINTR) {
+					cl_fail_errno(r, c, errno);
+					return;
+				}
+				break;
+			}
+			if (n == 0) {
+				cl_fail(r, c, LG_ERR_RESET);
+				return;
+			}
+			c->deadline = r->now +
+			    (uint64_t)(r->o->timeout * NS_PER_S);
+			if (in_window(r))
+				r->res->down += (uint64_t)n;
+			if (n < SCRATCH)
+				break;
+		}
+	}
+	if (c->st == CL_HOLD || !(events & EPOLLOUT))
+		return;
+	n = send(c->fd, r->payload, (size_t)r->o->payload, MSG_NOSIGNAL);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			cl_fail_errno(r, c, errno);
+		return;
+	}
+	c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
+	if (in_window(r))
+		r->res->up += (uint64_t)n;
+}
+
+/* Connected, and through the proxy when there is one. */
+static void
+cl_ready(struct run *r, struct client *c)
+{
+	switch (r->o->scenario) {
+	case LG_HANDSHAKES:
+		if (in_window(r)) {
+			r->res->requests++;
+			lg_lat_add(r->now - c->started);
+		}
+		cl_close(r, c);
+		cl_start(r, c);
+		return;
+	case LG_HTTP:
+	case LG_HTTP_CLOSE:
+		http_begin(r, c);
+		return;
+	case LG_TUNNEL:
+	case LG_IDLE:
+		c->st = r->o->scenario == LG_TUNNEL ? CL_STREAM : CL_HOLD;
+		c->up = true;
+		c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
+		r->nup++;
+		if (r->nup == r->o->connections)
+			all_up(r);
+		cl_watch(r, c, c->st == CL_STREAM ? EPOLLIN | EPOLLOUT :
+		    EPOLLIN);
+		return;
+	default:
+		return;
+	}
+}
+
+static void
+cl_on_event(struct run *r, struct client *c, uint32_t events)
+{
+	socklen_t	 len = sizeof(int);
+	int		 err = 0;
+
+	switch (c->st) {
+	case CL_CONNECTING:
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+			err = errno;
+		if (err != 0) {
+			cl_fail_errno(r, c, err);
+			return;
+		}
+		cl_connected(r, c);
+		return;
+	case CL_S5_METHOD:
+	case CL_S5_AUTH:
+	case CL_S5_REPLY:
+	case CL_CONNECT:
+		cl_on_setup(r, c);
+		return;
+	case CL_HTTP:
+		if ((events & EPOLLOUT) && c->req_off < r->req_len) {
+			http_send(r, c);
+			if (c->fd < 0)
+				return;
+		}
+		if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			http_on_readable(r, c);
+		return;
+	case CL_STREAM:
+	case CL_HOLD:
+		stream_io(r, c, events);
+		return;
+	default:
+		return;
+	}
+}
+
+/* Starts idle clients whose time has come; times out stuck ones. */
+static void
+scan(struct run *r)
+{
+	struct client	*c;
+	long		 i;
+
+	for (i = 0; i < r->o->connections; i++) {
+		c = &r->cl[i];
+		if (c->st == CL_IDLE) {
+			if (c->wake <= r->now)
+				cl_start(r, c);
+		} else if (c->st != CL_HOLD && r->now > c->deadline)
+			cl_fail(r, c, LG_ERR_TIMEOUT);
+	}
+}
+
+/* ---- setup and the loop ---------------------------------------------- */
+
+static void
+base64(const uint8_t *in, size_t len, char *out)
+{
+	static const char	 tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint32_t		 v;
+	size_t			 i;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		*out++ = tab[v >> 18];
+		*out++ = tab[(v >> 12) & 63];
+		*out++ = tab[(v >> 6) & 63];
+		*out++ = tab[v & 63];
+	}
+	if (i < len) {
+		v = (uint32_t)in[i] << 16;
+		if (i + 1 < len)
+			v |= (uint32_t)in[i + 1] << 8;
+		*out++ = tab[v >> 18];
+		*out++ = tab[(v >> 12) & 63];
+		*out++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+		*out++ = '=';
+	}
+	*out = '\0';
+}
+
+static void
+build(struct run *r)
+{
+	const struct lg_opts	*o = r->o;
+	enum lg_scenario	 s = o->scenario;
+	uint8_t			 cred[512], *p;
+	char			 auth[800] = "";
+	size_t			 n;
+
+	r->socks = o->have_proxy && o->ptype == LG_PROXY_SOCKS5 &&
+	    (s != LG_IDLE || o->ptype_set);
+	r->connect = o->have_proxy && o->ptype == LG_PROXY_HTTP &&
+	    (s == LG_TUNNEL || (s == LG_IDLE && o->ptype_set));
+	r->greeting[0] = 5;
+	r->greeting[1] = 1;
+	r->greeting[2] = o->auth ? 2 : 0;
+	p = r->authreq;
+	*p++ = 1;
+	*p++ = (uint8_t)o->ulen;
+	memcpy(p, o->user, o->ulen);
+	p += o->ulen;
+	*p++ = (uint8_t)o->plen;
+	memcpy(p, o->pass, o->plen);
+	p += o->plen;
+	r->authreq_len = (size_t)(p - r->authreq);
+	r->s5req[0] = 5;
+	r->s5req[1] = 1;	/* CONNECT */
+	r->s5req[2] = 0;
+	r->s5req[3] = 1;	/* IPv4 */
+	memcpy(&r->s5req[4], &o->target.sin_addr, 4);
+	memcpy(&r->s5req[8], &o->target.sin_port, 2);
+	if (o->auth && o->have_proxy && o->ptype == LG_PROXY_HTTP) {
+		n = (size_t)snprintf((char *)cred, sizeof(cred), "%s:%s",
+		    o->user, o->pass);
+		memcpy(auth, "Proxy-Authorization: Basic ", 27);
+		base64(cred, n, auth + 27);
+		strcat(auth, "\r\n");
+	}
+	if (r->connect)
+		n = (size_t)snprintf(r->req, sizeof(r->req), "CONNECT %s "
+		    "HTTP/1.1\r\nHost: %s\r\n%s\r\n", o->target_str,
+		    o->target_str, auth);
+	else
+		n = (size_t)snprintf(r->req, sizeof(r->req), "GET %s%s%s "
+		    "HTTP/1.1\r\nHost: %s\r\n%s%s\r\n",
+		    o->have_proxy && !r->socks ? "http://" : "",
+		    o->have_proxy && !r->socks ? o->target_str : "",
+		    o->path, o->target_str, r->socks ? "" : auth,
+		    s == LG_HTTP_CLOSE ? "Connection: close\r\n" : "");
+	r->req_len = n < sizeof(r->req) ? n : sizeof(r->req) - 1;
+}
+
+static int
+run_init(struct run *r)
+{
+	const struct lg_opts	*o = r->o;
+	long			 i;
+	bool			 http = o->scenario == LG_HTTP ||
+				    o->scenario == LG_HTTP_CLOSE;
+
+	build(r);
+	r->scratch = malloc(SCRATCH);
+	r->payload = malloc((size_t)o->payload);
+	r->cl = calloc((size_t)o->connections, sizeof(*r->cl));
+	if (r->scratch == NULL || r->payload == NULL || r->cl == NULL ||
+	    (r->ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		perror("loadgen: setup");
+		return -1;
+	}
+	memset(r->payload, 'x', (size_t)o->payload);
+	for (i = 0; i < o->connections; i++) {
+		r->cl[i].fd = -1;
+		if (http && (r->cl[i].buf = malloc(HTTP_BUF)) == NULL) {
+			perror("loadgen: malloc");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+run_fini(struct run *r)
+{
+	long	 i;
+
+	for (i = 0; i < r->o->connections; i++) {
+		cl_close(r, &r->cl[i]);
+		free(r->cl[i].buf);
+	}
+	free(r->cl);
+	free(r->scratch);
+	free(r->payload);
+	if (r->ep >= 0)
+		close(r->ep);
+}
+
+int
+lg_tcp_main(const struct lg_opts *o, struct lg_result *res)
+{
+	struct epoll_event	 evs[LG_MAX_EVENTS];
+	struct run		 r;
+	uint64_t		 next_scan, next_tick, setup_limit;
+	double			 cpu0 = 0;
+	bool			 progress, measuring = false;
+	long			 i;
+	int			 n, k, rc = 0;
+
+	memset(&r, 0, sizeof(r));
+	r.o = o;
+	r.res = res;
+	r.ep = -1;
+	if (run_init(&r) < 0) {
+		run_fini(&r);
+		return -1;
+	}
+	progress = isatty(2) && o->warmup + o->duration > 3;
+	r.start = r.now = lg_now();
+	r.counting = true;
+	/* Tunnels and idle connections start the window once all are up
+	 * (or after --timeout, with those that are). */
+	setup_limit = r.start + (uint64_t)(o->timeout * NS_PER_S);
+	if (o->scenario != LG_TUNNEL && o->scenario != LG_IDLE) {
+		r.window_set = true;
+		r.from = r.start + (uint64_t)(o->warmup * NS_PER_S);
+		r.to = r.from + (uint64_t)(o->duration * NS_PER_S);
+	}
+	for (i = 0; i < o->connections; i++)
+		cl_start(&r, &r.cl[i]);
+	next_scan = r.now + LG_SCAN_NS;
+	next_tick = r.now + NS_PER_S;
+	while (!r.window_set || r.now < r.to) {
+		n = epoll_wait(r.ep, evs, LG_MAX_EVENTS,
+		    1 + (int)(LG_SCAN_NS / NS_PER_MS));
+		if (n < 0 && errno != EINTR) {
+			perror("loadgen: epoll_wait");
+			rc = -1;
+			break;
+		}
+		r.now = lg_now();
+		if (!measuring && r.window_set && r.now >= r.from) {
+			measuring = true;
+			cpu0 = lg_cpu();
+			r.from = r.now;
+			r.to = r.from + (uint64_t)(o->duration * NS_PER_S);
+		}
+		for (k = 0; k < n; k++)
+			cl_on_event(&r, evs[k].data.ptr, evs[k].events);
+		if (r.now >= next_scan) {
+			scan(&r);
+			next_scan = r.now + LG_SCAN_NS;
+			if (!r.window_set && r.now >= setup_limit)
+				all_up(&r);
+		}
+		if (progress && r.now >= next_tick) {
+			lg_progress(o, res, r.now - r.start);
+			next_tick += NS_PER_S;
+		}
+	}
+	if (progress)
+		fputc('\n', stderr);
+	if (measuring) {
+		res->cpu_s = lg_cpu() - cpu0;
+		res->wall_s = (double)(r.now - r.from) / NS_PER_S;
+	}
+	if (o->scenario == LG_IDLE || o->scenario == LG_TUNNEL)
+		res->requests = (uint64_t)r.nup;
+	run_fini(&r);
+	return rc;
+}
