@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+bench/fairness --quick --peers portico, end to end: it runs against the
+built portico and bench/loadgen, writes JSON lines that parse (one per run,
+with peer, scenario, concurrency and loadgen's JSON), a machine.json, and a
+RESULTS.md (from bench/report.py) with a portico row; it takes under two
+minutes and leaves no process behind.
+
+Skipped when bench/loadgen has not been built (PT_BUILDDIR/bench/loadgen,
+or LOADGEN).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+
+LOADGEN_KEYS = ("scenario", "rate", "errors", "latency_us", "saturated")
+
+
+def session_members(sid):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                s = f.read()
+        except OSError:
+            continue
+        fields = s[s.rindex(")") + 2:].split()
+        if int(fields[3]) == sid:
+            out.append("%s %s" % (d, s[s.index("(") + 1:s.rindex(")")]))
+    return out
+
+
+def main(t):
+    loadgen = os.environ.get("LOADGEN") or os.path.join(
+        ptest.BUILDDIR, "bench", "loadgen")
+    script = os.path.join(ptest.SRCDIR, "bench", "fairness")
+    if not os.access(loadgen, os.X_OK):
+        t.skip("bench/fairness --quick", "no %s yet" % loadgen)
+        return
+    out = t.path("results")
+    env = dict(os.environ, PORTICO=ptest.PORTICO, LOADGEN=loadgen)
+    t0 = time.monotonic()
+    p = subprocess.Popen([script, "--quick", "--peers", "portico",
+                          "--out", out], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    t.at_exit(lambda: p.poll() is None and os.killpg(p.pid, 15))
+    try:
+        log, _ = p.communicate(timeout=ptest.bound(180))
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 15)
+        log, _ = p.communicate()
+    took = time.monotonic() - t0
+    t.check(p.returncode == 0, "bench/fairness --quick exits 0",
+            lambda: ["exit %s" % p.returncode] + ptest.tail(log, 40))
+    t.check(took < ptest.bound(120), "it took under 2 minutes (%.0f s)" % took)
+    left = []
+    for _ in range(50):
+        left = session_members(p.pid)
+        if not left:
+            break
+        time.sleep(0.1)
+    t.check(not left, "no process of the campaign is left behind",
+            lambda: left)
+
+    recs, bad = [], []
+    try:
+        with open(os.path.join(out, "runs.jsonl")) as f:
+            for line in f:
+                if line.strip():
+                    try:
+                        recs.append(json.loads(line))
+                    except ValueError:
+                        bad.append(line)
+    except OSError as e:
+        bad.append(str(e))
+    t.check(recs and not bad, "every line of runs.jsonl is JSON (%d lines)"
+            % len(recs), lambda: bad[:5])
+    runs = [r for r in recs if r.get("status") == "run"]
+    t.check(runs and all(all(k in r for k in ("peer", "scenario",
+                                               "concurrency", "run",
+                                               "loadgen"))
+                         for r in runs),
+            "each run line has peer, scenario, concurrency, run and loadgen",
+            lambda: runs[:3])
+    mine = [r for r in runs if r.get("peer") == "portico"]
+    with_json = [r for r in mine if isinstance(r.get("loadgen"), dict) and
+                 all(k in r["loadgen"] for k in LOADGEN_KEYS)]
+    t.check(mine and len(with_json) == len(mine),
+            "every portico run carries loadgen's JSON (%d runs)" % len(mine),
+            lambda: [r for r in mine if r not in with_json][:3])
+    t.check(any(r.get("peer") == "direct" for r in runs),
+            "the direct (no proxy) line was measured")
+    unsup = [r for r in recs if r.get("peer") == "portico" and
+             r.get("scenario") == "http-auth"]
+    t.check(unsup and unsup[0].get("status") == "unsupported",
+            "portico's Basic-auth scenario is recorded as unsupported",
+            lambda: unsup)
+    try:
+        with open(os.path.join(out, "machine.json")) as f:
+            m = json.load(f)
+        ok = m.get("cpus") and m.get("kernel") and "portico" in m.get("versions", {})
+    except (OSError, ValueError) as e:
+        ok, m = False, str(e)
+    t.check(ok, "machine.json records CPUs, kernel and versions",
+            lambda: str(m)[:500])
+
+    # report.py from the JSON, into a file of our own.
+    md = t.path("RESULTS.md")
+    r = subprocess.run([sys.executable,
+                        os.path.join(ptest.SRCDIR, "bench", "report.py"),
+                        out, "--output", md, "--no-charts"],
+                       capture_output=True, text=True, timeout=60)
+    text = ""
+    try:
+        with open(md) as f:
+            text = f.read()
+    except OSError:
+        pass
+    t.check(r.returncode == 0 and text, "report.py writes a RESULTS.md",
+            lambda: [r.stdout, r.stderr])
+    rows = [l for l in text.splitlines() if l.startswith("| portico |")]
+    t.check(rows, "RESULTS.md has a portico row", lambda: text[:2000])
+    t.check(any("| 1.00 |" in l or "saturated" in l for l in rows),
+            "some portico row has a figure (ratio 1.00 to itself, or a "
+            "bound where loadgen saturated)",
+            lambda: rows)
+
+
+if __name__ == "__main__":
+    ptest.Test("bench_quick").run(main)
