@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+bench/loadgen, the load generator the benchmarks use, measured against
+known answers so its numbers can be trusted:
+
+- `loadgen serve` (HTTP origin, TCP echo, UDP echo) on loopback;
+- http straight to the origin and through a real portico: the JSON line
+  parses, rate > 0, no error, exit 0;
+- a wrong --expect-size counts size errors and exits 1; a closed port
+  counts refusals; a server that accepts and resets (SO_LINGER 0) counts
+  resets;
+- tunnel through portico CONNECT: bytes both ways, no error;
+- socks-handshakes and udp through a portico socks5 listener: no error,
+  every datagram delivered;
+- idle with 20 connections prints "holding 20".
+
+The binary: PT_BUILDDIR/bench/loadgen.
+"""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+import httptest as H  # noqa: E402
+import sockstest as S  # noqa: E402
+
+LOADGEN = os.path.join(ptest.BUILDDIR, "bench", "loadgen")
+
+
+def run(t, args, timeout=None):
+    """(exit status, parsed JSON or None, stdout, stderr) of one loadgen
+    run with --json."""
+    cmd = [LOADGEN] + args + ["--json"]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE,
+                           timeout=timeout or ptest.bound(15))
+    except subprocess.TimeoutExpired:
+        return None, None, "", "timed out: %s" % " ".join(cmd)
+    out = p.stdout.decode(errors="replace")
+    err = p.stderr.decode(errors="replace")
+    js = None
+    lines = [x for x in out.splitlines() if x.startswith("{")]
+    if len(lines) == 1:
+        try:
+            js = json.loads(lines[0])
+        except ValueError:
+            js = None
+    return p.returncode, js, out, err
+
+
+def details(res):
+    rc, js, out, err = res
+    return ["exit %s" % rc, "stdout: " + out, "stderr: " + err]
+
+
+def errors(js):
+    return sum(js["errors"].values()) if js else None
+
+
+def clean(t, res, what, extra=None):
+    """Checks one run: JSON, rate > 0 (tunnels: none), no error, exit 0."""
+    rc, js, out, err = res
+    ok = (js is not None and rc == 0 and
+          (js["rate"] > 0 or js["scenario"] == "tunnel") and
+          errors(js) == 0 and (extra is None or extra(js)))
+    t.check(ok, what, lambda: details(res))
+    return js
+
+
+class Resetter:
+    """Accepts and closes at once with SO_LINGER 0: a RST to each client."""
+
+    def __init__(self):
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(512)
+        self.s.settimeout(0.2)
+        self.port = self.s.getsockname()[1]
+        self.stopping = False
+        self.th = threading.Thread(target=self._run, daemon=True)
+        self.th.start()
+
+    def _run(self):
+        while not self.stopping:
+            try:
+                c, _ = self.s.accept()
+            except OSError:
+                continue
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                         struct.pack("ii", 1, 0))
+            # Wait for the request, so the RST answers it.
+            try:
+                c.settimeout(1)
+                c.recv(4096)
+            except OSError:
+                pass
+            c.close()
+
+    def stop(self):
+        self.stopping = True
+        self.th.join(2)
+        self.s.close()
+
+
+def start_serve(t):
+    """(http port, echo port, udp port) of a `loadgen serve`."""
+    for _ in range(3):
+        hport, eport = ptest.free_port(), ptest.free_port()
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind(("127.0.0.1", 0))
+        uport = u.getsockname()[1]
+        u.close()
+        p = subprocess.Popen([LOADGEN, "serve", "--http", str(hport),
+                              "--tcp-echo", str(eport), "--udp-echo",
+                              str(uport)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+
+        def stop(p=p):
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        t.at_exit(stop)
+        if ptest.wait_for(lambda: ptest.listening(hport) and
+                          ptest.listening(eport) or p.poll() is not None,
+                          ptest.bound(5)) and p.poll() is None:
+            return hport, eport, uport
+        stop()
+    raise RuntimeError("loadgen serve did not start")
+
+
+def main(t):
+    if not os.access(LOADGEN, os.X_OK):
+        t.check(False, "bench/loadgen is built", LOADGEN)
+        return
+    hport, eport, uport = start_serve(t)
+    tgt = "127.0.0.1:%d" % hport
+    short = ["--duration", "1", "--warmup", "0.2", "--connections", "8"]
+
+    js = clean(t, run(t, ["http", "--target", tgt] + short),
+               "http straight to loadgen serve: JSON, rate > 0, no errors")
+    if js:
+        keys = {"scenario", "proxy", "target", "connections", "duration",
+                "requests", "rate", "mib_s_up", "mib_s_down", "latency_us",
+                "errors", "delivered_pct", "loadgen_cpu_pct", "saturated"}
+        t.check(keys <= set(js) and js["proxy"] is None and
+                set(js["latency_us"]) == {"p50", "p90", "p99", "p999"} and
+                set(js["errors"]) == {"status", "size", "reset", "refused",
+                                      "timeout", "other"} and
+                isinstance(js["saturated"], bool) and
+                js["latency_us"]["p50"] > 0,
+                "the JSON line has every field", js)
+    clean(t, run(t, ["http", "--target", tgt, "--path", "/chunked/3000",
+                     "--expect-size", "3000"] + short),
+          "http, chunked bodies of the expected size: no errors")
+    clean(t, run(t, ["http-close", "--target", tgt] + short),
+          "http-close straight to loadgen serve: no errors")
+
+    res = run(t, ["http", "--target", tgt, "--expect-size", "1000"] + short)
+    t.check(res[1] is not None and res[1]["errors"]["size"] > 0 and
+            res[0] == 1, "a wrong --expect-size: size errors, exit 1",
+            lambda: details(res))
+
+    closed = ptest.free_port()
+    res = run(t, ["http", "--target", "127.0.0.1:%d" % closed] + short)
+    t.check(res[1] is not None and res[1]["errors"]["refused"] > 0 and
+            res[0] == 1, "a closed port: refusals counted, exit 1",
+            lambda: details(res))
+
+    rst = Resetter()
+    t.at_exit(rst.stop)
+    res = run(t, ["http", "--target", "127.0.0.1:%d" % rst.port] + short)
+    t.check(res[1] is not None and res[1]["errors"]["reset"] > 0 and
+            res[0] == 1, "a server that resets: resets counted, exit 1",
+            lambda: details(res))
+
+    res = subprocess.run([LOADGEN, "http", "--bogus"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    t.check(res.returncode == 2, "bad usage: exit 2", res.returncode)
+
+    # through portico, HTTP
+    p, port = H.start(t, http={"connect_ports": "*"})
+    proxy = "127.0.0.1:%d" % port
+    js = clean(t, run(t, ["http", "--proxy", proxy, "--target", tgt] +
+                      short),
+               "http through portico: rate > 0, no errors")
+    if js:
+        t.check(js["proxy"] == proxy, "the JSON names the proxy", js)
+    clean(t, run(t, ["tunnel", "--proxy", proxy, "--proxy-type", "http",
+                     "--target", "127.0.0.1:%d" % eport] + short),
+          "tunnel through portico CONNECT to an echo: bytes both ways",
+          extra=lambda j: j["mib_s_up"] > 0 and j["mib_s_down"] > 0)
+    t.stop_portico(p)
+
+    # through portico, SOCKS5
+    sp, sport = S.start(t)
+    sproxy = "127.0.0.1:%d" % sport
+    clean(t, run(t, ["socks-handshakes", "--proxy", sproxy, "--target",
+                     "127.0.0.1:%d" % eport] + short),
+          "socks-handshakes through portico: setups/s > 0, no errors")
+    clean(t, run(t, ["udp", "--proxy", sproxy, "--target",
+                     "127.0.0.1:%d" % uport, "--duration", "1",
+                     "--warmup", "0.2", "--timeout", "1"]),
+          "udp through portico: round trips > 0, no errors, all delivered",
+          extra=lambda j: j["delivered_pct"] == 100)
+    clean(t, run(t, ["tunnel", "--proxy", sproxy, "--proxy-type", "socks5",
+                     "--target", "127.0.0.1:%d" % eport] + short),
+          "tunnel through portico SOCKS5 to an echo: bytes both ways",
+          extra=lambda j: j["mib_s_up"] > 0 and j["mib_s_down"] > 0)
+
+    # idle: the line a harness waits for
+    proc = subprocess.Popen([LOADGEN, "idle", "--proxy", sproxy,
+                             "--proxy-type", "socks5", "--target",
+                             "127.0.0.1:%d" % eport, "--connections", "20",
+                             "--duration", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=ptest.bound(15))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    lines = out.decode(errors="replace").splitlines()
+    t.check(lines[:1] == ["holding 20"] and proc.returncode == 0,
+            "idle, 20 SOCKS5 tunnels: prints \"holding 20\", exit 0",
+            lambda: ["exit %s" % proc.returncode] + lines +
+            err.decode(errors="replace").splitlines())
+    t.stop_portico(sp)
+
+
+ptest.Test("loadgen").run(main)
