@@ -172,11 +172,18 @@ void
 lg_progress(const struct lg_opts *o, const struct lg_result *res,
     uint64_t elapsed_ns)
 {
-	fprintf(stderr, "\rloadgen %s: %4.0f s  %llu done  %.1f MiB up  "
-	    "%.1f MiB down  %llu errors ", o->scenario_name,
-	    (double)elapsed_ns / NS_PER_S, (unsigned long long)res->requests,
-	    (double)res->up / (1 << 20), (double)res->down / (1 << 20),
+	static uint64_t	 last_req, last_up, last_down;
+
+	fprintf(stderr, "\rloadgen %s: %3.0f s  %llu/s  %.1f MiB/s up  "
+	    "%.1f MiB/s down  %llu errors   ", o->scenario_name,
+	    (double)elapsed_ns / NS_PER_S,
+	    (unsigned long long)(res->requests - last_req),
+	    (double)(res->up - last_up) / (1 << 20),
+	    (double)(res->down - last_down) / (1 << 20),
 	    (unsigned long long)errors_total(res));
+	last_req = res->requests;
+	last_up = res->up;
+	last_down = res->down;
 }
 
 static const char *
@@ -237,11 +244,18 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		    "\"saturated\":%s}\n", pct, cpu, sat ? "true" : "false");
 		return;
 	}
-	printf("loadgen %s: %s%s%s -> %s, %ld connections, warm-up %g s, "
-	    "measured %g s\n", o->scenario_name,
+	printf("loadgen %s: %s%s -> %s, ", o->scenario_name,
 	    o->have_proxy ? (o->ptype == LG_PROXY_SOCKS5 ? "socks5 proxy " :
-	    "http proxy ") : "direct", o->have_proxy ? o->proxy_str : "", "",
-	    o->target_str, o->connections, o->warmup, dur);
+	    "http proxy ") : "direct", o->have_proxy ? o->proxy_str : "",
+	    o->target_str);
+	if (o->scenario == LG_UDP && o->rate > 0)
+		printf("%.0f datagrams/s, at most %ld in flight", o->rate,
+		    o->window);
+	else if (o->scenario == LG_UDP)
+		printf("%ld datagrams in flight", o->window);
+	else
+		printf("%ld connections", o->connections);
+	printf(", warm-up %g s, measured %g s\n", o->warmup, dur);
 	if (o->scenario == LG_IDLE || o->scenario == LG_TUNNEL)
 		printf("  %llu %s\n", (unsigned long long)res->requests,
 		    rate_unit(o->scenario));
@@ -260,6 +274,10 @@ report(const struct lg_opts *o, const struct lg_result *res)
 	printf(")\n  delivered %.2f%%; loadgen CPU %.1f%% of one core%s\n",
 	    pct, cpu, sat ? " - SATURATED: this measured the load generator"
 	    : "");
+	if (res->retries > 0)
+		printf("  %llu keep-alive connections closed by the server "
+		    "before a request: reconnected, not errors\n",
+		    (unsigned long long)res->retries);
 	if (res->note != NULL)
 		printf("  %s\n", res->note);
 }

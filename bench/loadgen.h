@@ -81,6 +81,7 @@ struct lg_result {
 	uint64_t	 err[LG_ERR_MAX];
 	double		 delivered_pct;	/* < 0: computed from the counts */
 	double		 cpu_s, wall_s;	/* the process over the window */
+	uint64_t	 retries;	/* keep-alive closed: reconnected */
 	const char	*note;		/* a why, for the human summary */
 };
 

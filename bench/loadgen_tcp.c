@@ -64,6 +64,7 @@ struct client {
 	int		 fd;
 	enum cl_state	 st;
 	bool		 up;		/* counted in run->nup */
+	bool		 reused;	/* a response came on it already */
 	uint32_t	 events;	/* epoll mask now */
 	uint64_t	 started;	/* exchange (or setup) began */
 	uint64_t	 deadline;
@@ -136,6 +137,7 @@ cl_close(struct run *r, struct client *c)
 	c->hs_len = 0;
 	c->blen = 0;
 	c->req_off = 0;
+	c->reused = false;
 }
 
 /* A failure of class <e>: count, close, start again a little later. */
@@ -435,6 +437,7 @@ http_done(struct run *r, struct client *c)
 		cl_start(r, c);
 		return;
 	}
+	c->reused = true;
 	http_begin(r, c);
 }
 
@@ -650,7 +653,15 @@ http_on_readable(struct run *r, struct client *c)
 		if (n == 0) {
 			if (c->rs == RS_BODY_EOF)
 				http_done(r, c);
-			else
+			else if (c->reused && c->rs == RS_HEAD &&
+			    c->blen == 0) {
+				/* A server may close an idle keep-alive
+				 * connection as the next request leaves; a
+				 * client retries (RFC 9112 section 9.3.1). */
+				r->res->retries++;
+				cl_close(r, c);
+				cl_start(r, c);
+			} else
 				cl_fail(r, c, LG_ERR_RESET);
 			return;
 		}
@@ -772,6 +783,8 @@ cl_ready(struct run *r, struct client *c)
 	case LG_IDLE:
 		c->st = r->o->scenario == LG_TUNNEL ? CL_STREAM : CL_HOLD;
 		c->up = true;
+		/* The latency of a tunnel is its setup. */
+		lg_lat_add(r->now - c->started);
 		c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
 		r->nup++;
 		if (r->nup == r->o->connections)
