@@ -56,10 +56,13 @@ struct sv_conn {
 	uint64_t	 body_left;	/* http: body bytes not yet queued */
 	bool		 chunked, last_chunk, close_after;
 	long long	 source_left;	/* sink: bytes to send, -1 endless */
+	struct sv_conn	*prev, *next;	/* sv_conns */
 };
 
 static volatile sig_atomic_t	 sv_stop;
 static int			 sv_ep;
+/* Every accepted connection, so an exit frees them all. */
+static struct sv_conn		*sv_conns;
 static long long		 sv_source = -1;
 static uint8_t			 sv_x[SV_OUT];
 
@@ -108,6 +111,12 @@ sv_watch(struct sv_conn *c, uint32_t events)
 static void
 sv_close(struct sv_conn *c)
 {
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else if (sv_conns == c)
+		sv_conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
 	close(c->fd);
 	free(c->in);
 	free(c->out);
@@ -134,6 +143,10 @@ sv_accept(struct sv_conn *l)
 			continue;
 		}
 		c->fd = fd;
+		c->next = sv_conns;
+		if (sv_conns != NULL)
+			sv_conns->prev = c;
+		sv_conns = c;
 		c->kind = l->kind == SV_L_HTTP ? SV_HTTP : l->kind ==
 		    SV_L_ECHO ? SV_ECHO : SV_SINK;
 		if (c->kind == SV_HTTP && (c->out = malloc(SV_OUT)) == NULL) {
@@ -484,6 +497,12 @@ lg_serve_main(const struct lg_opts *o)
 			}
 		}
 	}
+	while (sv_conns != NULL)
+		sv_close(sv_conns);
+	for (k = 0; k < 4; k++)
+		if (ls[k].fd > 0)
+			close(ls[k].fd);
+	close(sv_ep);
 	free(ubufs);
 	return 0;
 }
