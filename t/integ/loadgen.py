@@ -111,30 +111,36 @@ class Resetter:
 
 
 def start_serve(t):
-    """(http port, echo port, udp port) of a `loadgen serve`."""
+    """(http port, echo port, udp port, stop) of a `loadgen serve`; stop()
+    gives its exit status and stderr."""
     for _ in range(3):
         hport, eport = ptest.free_port(), ptest.free_port()
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         u.bind(("127.0.0.1", 0))
         uport = u.getsockname()[1]
         u.close()
-        p = subprocess.Popen([LOADGEN, "serve", "--http", str(hport),
-                              "--tcp-echo", str(eport), "--udp-echo",
-                              str(uport)], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
+        errpath = t.path("serve.err")
+        with open(errpath, "wb") as ef:
+            p = subprocess.Popen([LOADGEN, "serve", "--http", str(hport),
+                                  "--tcp-echo", str(eport), "--udp-echo",
+                                  str(uport)], stdout=subprocess.DEVNULL,
+                                 stderr=ef)
 
-        def stop(p=p):
-            p.terminate()
+        def stop(p=p, errpath=errpath):
+            if p.poll() is None:
+                p.terminate()
             try:
-                p.wait(5)
+                p.wait(ptest.bound(5))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+            with open(errpath, errors="replace") as f:
+                return p.returncode, f.read()
         t.at_exit(stop)
         if ptest.wait_for(lambda: ptest.listening(hport) and
                           ptest.listening(eport) or p.poll() is not None,
                           ptest.bound(5)) and p.poll() is None:
-            return hport, eport, uport
+            return hport, eport, uport, stop
         stop()
     raise RuntimeError("loadgen serve did not start")
 
@@ -143,7 +149,7 @@ def main(t):
     if not os.access(LOADGEN, os.X_OK):
         t.check(False, "bench/loadgen is built", LOADGEN)
         return
-    hport, eport, uport = start_serve(t)
+    hport, eport, uport, stop_serve = start_serve(t)
     tgt = "127.0.0.1:%d" % hport
     short = ["--duration", "1", "--warmup", "0.2", "--connections", "8"]
 
@@ -235,6 +241,10 @@ def main(t):
             lambda: ["exit %s" % proc.returncode] + lines +
             err.decode(errors="replace").splitlines())
     t.stop_portico(sp)
+
+    rc, err = stop_serve()
+    t.check(rc == 0 and err == "", "loadgen serve exits 0 on SIGTERM, "
+            "nothing on stderr", ["exit %s" % rc] + err.splitlines())
 
 
 ptest.Test("loadgen").run(main)
