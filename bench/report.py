@@ -43,13 +43,14 @@ SCENARIOS = [
     ("http-auth", "HTTP GET 1 KiB with Basic auth", "requests/s", "rate",
      True, "as http-1k with Proxy-Authorization: Basic on every request"),
     ("connect", "HTTP CONNECT tunnel throughput", "MiB/s", "both", True,
-     "CONNECT to a TCP echo, 16 KiB writes, bytes up + down per second"),
+     "CONNECT to a TCP sink, 16 KiB writes, bytes per second "
+     "(upload: see FAIRNESS.md)"),
     ("socks-handshakes", "SOCKS5 handshakes", "setups/s", "rate", True,
      "connect, no-auth greeting, CONNECT to a target that accepts, reply, "
      "close"),
     ("socks-tunnel", "SOCKS5 tunnel throughput", "MiB/s", "both", True,
-     "SOCKS5 CONNECT to a TCP echo, 16 KiB writes, bytes up + down per "
-     "second"),
+     "SOCKS5 CONNECT to a TCP sink, 16 KiB writes, bytes per second "
+     "(upload: see FAIRNESS.md)"),
     ("udp", "SOCKS5 UDP ASSOCIATE, 512 B datagrams", "datagrams/s", "rate",
      True, "one association, a window of datagrams in flight to a UDP echo "
      "(concurrency = window)"),
