@@ -135,11 +135,13 @@ def summarise(recs, kind, higher):
             p50 = [l.get("p50") for l in lat if l.get("p50") is not None]
             p99 = [l.get("p99") for l in lat if l.get("p99") is not None]
             dp = [x.get("delivered_pct") for x in lg if x.get("delivered_pct") is not None]
+            pss = [r["pss_kib"] / 1024.0 for r in rs if r.get("pss_kib")]
             best = {"median": med, "min": min(vals), "max": max(vals),
                     "level": c, "n": len(vals), "runs": vals,
                     "p50": statistics.median(p50) if p50 else None,
                     "p99": statistics.median(p99) if p99 else None,
                     "delivered": min(dp) if dp else None,
+                    "pss": statistics.median(pss) if pss else None,
                     "levels_tried": len(levels)}
     if best:
         best["discarded_levels"] = sum(
@@ -168,6 +170,14 @@ def summarise(recs, kind, higher):
     if errs:
         why += "; loadgen errors " + ", ".join("%s %d" % kv for kv in sorted(errs.items()))
     return {"why": why}
+
+
+def extra_cell(s, scen, kind):
+    if scen == "udp":
+        return " %s%% |" % fmt(s["delivered"], "")
+    if kind == "rss":
+        return " %s |" % fmt(s["pss"], "MiB")
+    return ""
 
 
 def order(peers):
@@ -315,7 +325,11 @@ def main():
                      what, ", ".join(map(str, lvls)) or "-",
                      m.get("seconds", "?"), m.get("runs", "?"), mline))
         L.append("")
-        extra = "delivered (lowest run) |" if scen == "udp" else ""
+        extra = ""
+        if scen == "udp":
+            extra = "delivered (lowest run) |"
+        elif kind == "rss":
+            extra = "PSS, MiB (median) |"
         L.append("| proxy | %s (median) | min-max | ratio to portico | "
                  "best level | runs | latency p50 / p99 (µs) | %s" % (unit, extra))
         L.append("|---|---|---|---|---|---|---|%s" % ("---|" if extra else ""))
@@ -342,7 +356,7 @@ def main():
             L.append("| %s | %s | %s-%s | %s | %s | %d%s | %s |%s" % (
                 p, fmt(s["median"], unit), fmt(s["min"], unit),
                 fmt(s["max"], unit), ratio, s["level"], s["n"], note, lat,
-                (" %s%% |" % fmt(s["delivered"], "")) if extra else ""))
+                extra_cell(s, scen, kind)))
             rows.append((p, s["median"], s["min"], s["max"]))
         if gp and rows:
             c = chart(d, scen, title, unit, rows, gp)
