@@ -456,7 +456,10 @@ opt_target(struct lg_opts *o, int ch, const char *arg)
 	case 't':
 		snprintf(o->target_str, sizeof(o->target_str), "%s", arg);
 		o->have_target = true;
-		return addr_parse("--target", arg, false, &o->target);
+		/* Resolved in opts_check, when loadgen itself needs the
+		 * address: an HTTP proxy takes the name as it is. */
+		return strrchr(arg, ':') == NULL ? addr_parse("--target",
+		    arg, false, &o->target) : 0;
 	case 'H':
 		o->have_s_http = true;
 		return addr_parse("--http", arg, true, &o->s_http);
@@ -558,6 +561,9 @@ opts_check(struct lg_opts *o)
 	}
 	if (s == LG_HANDSHAKES || s == LG_UDP)
 		o->ptype = LG_PROXY_SOCKS5;
+	if ((!o->have_proxy || o->ptype == LG_PROXY_SOCKS5) &&
+	    addr_parse("--target", o->target_str, false, &o->target) < 0)
+		return -1;
 	if (o->payload == 0)
 		o->payload = s == LG_UDP ? 512 : 16384;
 	if (s == LG_UDP && (o->payload < LG_UDP_SEQ_LEN ||
