@@ -246,6 +246,19 @@ cl_connected(struct run *r, struct client *c)
 
 /* ---- setup replies --------------------------------------------------- */
 
+/*
+ * The reply took c->hs[0..used); what follows came from the target through
+ * the new tunnel (a source that talks first can land in the same read):
+ * counted as received, then dropped.
+ */
+static void
+tunnel_early(struct run *r, struct client *c, size_t used)
+{
+	if (c->hs_len > used && in_window(r))
+		r->res->down += c->hs_len - used;
+	c->hs_len = 0;
+}
+
 static void
 s5_parse(struct run *r, struct client *c)
 {
@@ -297,13 +310,13 @@ s5_parse(struct run *r, struct client *c)
 			return;
 		}
 		need = lg_socks_reply_len(c->hs, c->hs_len);
-		if (need == SIZE_MAX || (need != 0 && c->hs_len > need)) {
+		if (need == SIZE_MAX) {
 			cl_fail(r, c, LG_ERR_OTHER);
 			return;
 		}
 		if (need == 0 || c->hs_len < need)
 			return;
-		c->hs_len = 0;
+		tunnel_early(r, c, need);
 		cl_ready(r, c);
 		return;
 	default:
@@ -346,9 +359,7 @@ connect_parse(struct run *r, struct client *c)
 		    LG_ERR_STATUS);
 		return;
 	}
-	/* Bytes after the head came from the target: a sink or echo sends
-	 * none before it is written to; they are dropped. */
-	c->hs_len = 0;
+	tunnel_early(r, c, hl);
 	cl_ready(r, c);
 }
 
@@ -751,15 +762,22 @@ stream_io(struct run *r, struct client *c, uint32_t events)
 	}
 	if (c->st == CL_HOLD || !(events & EPOLLOUT))
 		return;
-	n = send(c->fd, r->payload, (size_t)r->o->payload, MSG_NOSIGNAL);
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			cl_fail_errno(r, c, errno);
-		return;
+	/* A few writes per wake-up, as many as reads: neither direction
+	 * starves the other. */
+	for (i = 0; i < 4; i++) {
+		n = send(c->fd, r->payload, (size_t)r->o->payload,
+		    MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				cl_fail_errno(r, c, errno);
+			return;
+		}
+		c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
+		if (in_window(r))
+			r->res->up += (uint64_t)n;
+		if (n < r->o->payload)
+			return;
 	}
-	c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
-	if (in_window(r))
-		r->res->up += (uint64_t)n;
 }
 
 /* Connected, and through the proxy when there is one. */

@@ -111,10 +111,11 @@ class Resetter:
 
 
 def start_serve(t):
-    """(http port, echo port, udp port, stop) of a `loadgen serve`; stop()
-    gives its exit status and stderr."""
+    """(http port, echo port, source/sink port, udp port, stop) of a
+    `loadgen serve`; stop() gives its exit status and stderr."""
     for _ in range(3):
         hport, eport = ptest.free_port(), ptest.free_port()
+        kport = ptest.free_port()
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         u.bind(("127.0.0.1", 0))
         uport = u.getsockname()[1]
@@ -122,8 +123,10 @@ def start_serve(t):
         errpath = t.path("serve.err")
         with open(errpath, "wb") as ef:
             p = subprocess.Popen([LOADGEN, "serve", "--http", str(hport),
-                                  "--tcp-echo", str(eport), "--udp-echo",
-                                  str(uport)], stdout=subprocess.DEVNULL,
+                                  "--tcp-echo", str(eport), "--tcp-sink",
+                                  str(kport), "--tcp-source", "0",
+                                  "--udp-echo", str(uport)],
+                                 stdout=subprocess.DEVNULL,
                                  stderr=ef)
 
         def stop(p=p, errpath=errpath):
@@ -138,9 +141,10 @@ def start_serve(t):
                 return p.returncode, f.read()
         t.at_exit(stop)
         if ptest.wait_for(lambda: ptest.listening(hport) and
-                          ptest.listening(eport) or p.poll() is not None,
+                          ptest.listening(eport) and
+                          ptest.listening(kport) or p.poll() is not None,
                           ptest.bound(5)) and p.poll() is None:
-            return hport, eport, uport, stop
+            return hport, eport, kport, uport, stop
         stop()
     raise RuntimeError("loadgen serve did not start")
 
@@ -149,7 +153,7 @@ def main(t):
     if not os.access(LOADGEN, os.X_OK):
         t.check(False, "bench/loadgen is built", LOADGEN)
         return
-    hport, eport, uport, stop_serve = start_serve(t)
+    hport, eport, kport, uport, stop_serve = start_serve(t)
     tgt = "127.0.0.1:%d" % hport
     short = ["--duration", "1", "--warmup", "0.2", "--connections", "8"]
 
@@ -206,6 +210,11 @@ def main(t):
                      "--target", "127.0.0.1:%d" % eport] + short),
           "tunnel through portico CONNECT to an echo: bytes both ways",
           extra=lambda j: j["mib_s_up"] > 0 and j["mib_s_down"] > 0)
+    clean(t, run(t, ["tunnel", "--proxy", proxy, "--proxy-type", "http",
+                     "--target", "127.0.0.1:%d" % kport] + short),
+          "tunnel through portico CONNECT to a sink that also sends: bytes "
+          "both ways, no errors",
+          extra=lambda j: j["mib_s_up"] > 0 and j["mib_s_down"] > 0)
     t.stop_portico(p)
 
     # through portico, SOCKS5
@@ -222,6 +231,12 @@ def main(t):
     clean(t, run(t, ["tunnel", "--proxy", sproxy, "--proxy-type", "socks5",
                      "--target", "127.0.0.1:%d" % eport] + short),
           "tunnel through portico SOCKS5 to an echo: bytes both ways",
+          extra=lambda j: j["mib_s_up"] > 0 and j["mib_s_down"] > 0)
+    # The source talks first: its bytes may share a read with the reply.
+    clean(t, run(t, ["tunnel", "--proxy", sproxy, "--proxy-type", "socks5",
+                     "--target", "127.0.0.1:%d" % kport] + short),
+          "tunnel through portico SOCKS5 to a sink that also sends: bytes "
+          "both ways, no errors",
           extra=lambda j: j["mib_s_up"] > 0 and j["mib_s_down"] > 0)
 
     # idle: the line a harness waits for
