@@ -74,7 +74,7 @@ struct lg_opts {
 	long long		 tcp_source;	/* -1: the sink sends nothing */
 };
 
-/* What a run counted; filled by a scenario, printed by lg_report. */
+/* What a run counted; filled by a scenario, printed by main(). */
 struct lg_result {
 	uint64_t	 requests;	/* completed in the window */
 	uint64_t	 up, down;	/* payload bytes in the window */
@@ -86,12 +86,15 @@ struct lg_result {
 };
 
 /* ---- loadgen.c ------------------------------------------------------ */
+/* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t	 lg_now(void);
+/* One latency sample into the run's histogram (no allocation). */
 void		 lg_lat_add(uint64_t ns);
 /* CPU seconds (user + system) this process used so far. */
 double		 lg_cpu(void);
-/* Counts error <e> for the errno value <err> (0: early EOF). */
+/* The error class of errno value <err> (0: an early EOF). */
 enum lg_err	 lg_err_of(int err);
+/* The once-a-second line on stderr (a terminal, runs over 3 s). */
 void		 lg_progress(const struct lg_opts *, const struct lg_result *,
 		    uint64_t elapsed_ns);
 /* Bytes a SOCKS5 reply (or UDP header) takes: 0 while the prefix cannot
@@ -99,12 +102,15 @@ void		 lg_progress(const struct lg_opts *, const struct lg_result *,
 size_t		 lg_socks_reply_len(const uint8_t *p, size_t len);
 
 /* ---- loadgen_tcp.c ---------------------------------------------------- */
+/* Each scenario runs to the end of its window and fills <res>; it returns
+ * 0, or -1 when it could not start (a message is on stderr). */
 int		 lg_tcp_main(const struct lg_opts *, struct lg_result *);
 
 /* ---- loadgen_udp.c ---------------------------------------------------- */
 int		 lg_udp_main(const struct lg_opts *, struct lg_result *);
 
 /* ---- loadgen_serve.c -------------------------------------------------- */
+/* Serves until SIGINT or SIGTERM; returns the exit status. */
 int		 lg_serve_main(const struct lg_opts *);
 
 #endif

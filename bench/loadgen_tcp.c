@@ -507,9 +507,12 @@ http_head(struct client *c, size_t hl)
 				c->server_close = false;
 		}
 	}
-	if (c->status == 204 || c->status == 304)
-		c->rs = RS_BODY_LEN, c->left = 0, c->has_len = true;
-	else if (c->chunked) {
+	if (c->status == 204 || c->status == 304) {
+		c->rs = RS_BODY_LEN;
+		c->left = 0;
+		c->has_len = true;
+		c->clen = 0;
+	} else if (c->chunked) {
 		c->rs = RS_CH_SIZE;
 		c->chunk = 0;
 		c->ndigits = 0;
