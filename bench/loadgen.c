@@ -42,6 +42,8 @@
 #define LAT_SUB		(1u << LAT_SUB_BITS)
 #define LAT_BUCKETS	((64 - LAT_SUB_BITS + 1) * LAT_SUB)
 
+volatile sig_atomic_t	 lg_stop;
+
 static uint64_t	 lat_hist[LAT_BUCKETS];
 static uint64_t	 lat_count;
 
@@ -211,6 +213,9 @@ report(const struct lg_opts *o, const struct lg_result *res)
 	bool		 sat;
 	int		 i;
 
+	/* Stopped early: the rates are over the time it ran. */
+	if (res->stopped && res->wall_s > 0 && res->wall_s < dur)
+		dur = res->wall_s;
 	rate = (double)res->requests / dur;
 	if (o->scenario == LG_IDLE || o->scenario == LG_TUNNEL)
 		rate = 0;
@@ -665,11 +670,19 @@ raise_nofile(void)
 	}
 }
 
+static void
+on_stop(int sig)
+{
+	(void)sig;
+	lg_stop = 1;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct lg_opts		 o;
 	struct lg_result	 res;
+	struct sigaction	 sa;
 	int			 rc;
 
 	memset(&o, 0, sizeof(o));
@@ -680,6 +693,12 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (o.scenario != LG_SERVE) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_stop;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	switch (o.scenario) {
 	case LG_SERVE:
 		return lg_serve_main(&o);

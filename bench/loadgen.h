@@ -9,6 +9,7 @@
 #define LOADGEN_H
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,10 +83,15 @@ struct lg_result {
 	double		 delivered_pct;	/* < 0: computed from the counts */
 	double		 cpu_s, wall_s;	/* the process over the window */
 	uint64_t	 retries;	/* keep-alive closed: reconnected */
+	bool		 stopped;	/* SIGINT/SIGTERM ended the window */
 	const char	*note;		/* a why, for the human summary */
 };
 
 /* ---- loadgen.c ------------------------------------------------------ */
+/* Set by SIGINT and SIGTERM in a client scenario: end the window now and
+ * report what was counted. */
+extern volatile sig_atomic_t	 lg_stop;
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t	 lg_now(void);
 /* One latency sample into the run's histogram (no allocation). */

@@ -1061,6 +1061,10 @@ lg_tcp_main(const struct lg_opts *o, struct lg_result *res)
 			lg_progress(o, res, r.now - r.start);
 			next_tick += NS_PER_S;
 		}
+		if (lg_stop) {
+			res->stopped = true;
+			break;
+		}
 	}
 	if (progress)
 		fputc('\n', stderr);

@@ -422,6 +422,11 @@ udp_loop(struct udp_run *r)
 			cpu0 = lg_cpu();
 			r->from = r->now;
 		}
+		if (lg_stop && r->sending) {
+			r->res->stopped = true;
+			r->to = r->now;
+			stop = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
+		}
 		if (r->now >= r->to && r->sending) {
 			r->sending = false;
 			r->res->cpu_s = lg_cpu() - cpu0;

@@ -194,6 +194,27 @@ def main(t):
             res[0] == 1, "a server that resets: resets counted, exit 1",
             lambda: details(res))
 
+    # SIGTERM ends a long run early, with its report
+    proc = subprocess.Popen([LOADGEN, "http", "--target", tgt, "--duration",
+                             "60", "--warmup", "0.2", "--connections", "4",
+                             "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    time.sleep(1)
+    proc.terminate()
+    try:
+        out, err = proc.communicate(timeout=ptest.bound(10))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    try:
+        js = json.loads(out.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        js = None
+    t.check(js is not None and proc.returncode == 0 and js["rate"] > 0 and
+            js["duration"] < 30,
+            "SIGTERM ends a 60 s run early with its JSON, rates over the "
+            "time it ran", ["exit %s" % proc.returncode, out, err])
+
     res = subprocess.run([LOADGEN, "http", "--bogus"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     t.check(res.returncode == 2, "bad usage: exit 2", res.returncode)
