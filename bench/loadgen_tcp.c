@@ -987,9 +987,15 @@ run_init(struct run *r)
 static void
 run_fini(struct run *r)
 {
-	long	 i;
+	struct linger	 lg = { .l_onoff = 1, .l_linger = 0 };
+	long		 i;
 
 	for (i = 0; i < r->o->connections; i++) {
+		/* The run is over: a RST leaves no TIME_WAIT to hold the
+		 * ephemeral ports the next run needs. */
+		if (r->cl[i].fd >= 0)
+			setsockopt(r->cl[i].fd, SOL_SOCKET, SO_LINGER, &lg,
+			    sizeof(lg));
 		cl_close(r, &r->cl[i]);
 		free(r->cl[i].buf);
 	}
