@@ -110,6 +110,71 @@ class Resetter:
         self.s.close()
 
 
+class Dribbler:
+    """An origin that answers every request with <response>, one byte per
+    send (TCP_NODELAY), so loadgen's parser sees every split."""
+
+    def __init__(self, response, close=False):
+        self.response = response
+        self.close = close
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(16)
+        self.s.settimeout(0.2)
+        self.port = self.s.getsockname()[1]
+        self.stopping = False
+        self.th = threading.Thread(target=self._run, daemon=True)
+        self.th.start()
+
+    def _run(self):
+        while not self.stopping:
+            try:
+                c, _ = self.s.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._conn, args=(c,),
+                             daemon=True).start()
+
+    def _conn(self, c):
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        c.settimeout(2)
+        buf = b""
+        try:
+            while not self.stopping:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(4096)
+                    if not d:
+                        return
+                    buf += d
+                buf = buf[buf.index(b"\r\n\r\n") + 4:]
+                for i in range(len(self.response)):
+                    c.send(self.response[i:i + 1])
+                if self.close:
+                    return
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def stop(self):
+        self.stopping = True
+        self.th.join(2)
+        self.s.close()
+
+
+DRIBBLES = (
+    ("an interim 100, then chunked with an extension and a trailer",
+     b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n"
+     b"A\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n", False, 15),
+    ("Content-Length, keep-alive",
+     b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n"
+     b"hello0123456789", False, 15),
+    ("HTTP/1.0, no length: the body ends at the close",
+     b"HTTP/1.0 200 OK\r\n\r\nhello0123456789", True, 15),
+)
+
+
 def start_serve(t):
     """(http port, echo port, source/sink port, udp port, stop) of a
     `loadgen serve`; stop() gives its exit status and stderr."""
@@ -193,6 +258,14 @@ def main(t):
     t.check(res[1] is not None and res[1]["errors"]["reset"] > 0 and
             res[0] == 1, "a server that resets: resets counted, exit 1",
             lambda: details(res))
+
+    for what, resp, close, size in DRIBBLES:
+        d = Dribbler(resp, close)
+        t.at_exit(d.stop)
+        clean(t, run(t, ["http", "--target", "127.0.0.1:%d" % d.port,
+                         "--expect-size", str(size), "--connections", "2",
+                         "--duration", "0.5", "--warmup", "0"]),
+              "a response one byte per segment, %s: no errors" % what)
 
     # SIGTERM ends a long run early, with its report
     proc = subprocess.Popen([LOADGEN, "http", "--target", tgt, "--duration",
