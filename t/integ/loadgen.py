@@ -221,6 +221,7 @@ def main(t):
     hport, eport, kport, uport, stop_serve = start_serve(t)
     tgt = "127.0.0.1:%d" % hport
     short = ["--duration", "1", "--warmup", "0.2", "--connections", "8"]
+    brief = ["--duration", "0.3", "--warmup", "0", "--connections", "8"]
 
     js = clean(t, run(t, ["http", "--target", tgt] + short),
                "http straight to loadgen serve: JSON, rate > 0, no errors")
@@ -241,20 +242,20 @@ def main(t):
     clean(t, run(t, ["http-close", "--target", tgt] + short),
           "http-close straight to loadgen serve: no errors")
 
-    res = run(t, ["http", "--target", tgt, "--expect-size", "1000"] + short)
+    res = run(t, ["http", "--target", tgt, "--expect-size", "1000"] + brief)
     t.check(res[1] is not None and res[1]["errors"]["size"] > 0 and
             res[0] == 1, "a wrong --expect-size: size errors, exit 1",
             lambda: details(res))
 
     closed = ptest.free_port()
-    res = run(t, ["http", "--target", "127.0.0.1:%d" % closed] + short)
+    res = run(t, ["http", "--target", "127.0.0.1:%d" % closed] + brief)
     t.check(res[1] is not None and res[1]["errors"]["refused"] > 0 and
             res[0] == 1, "a closed port: refusals counted, exit 1",
             lambda: details(res))
 
     rst = Resetter()
     t.at_exit(rst.stop)
-    res = run(t, ["http", "--target", "127.0.0.1:%d" % rst.port] + short)
+    res = run(t, ["http", "--target", "127.0.0.1:%d" % rst.port] + brief)
     t.check(res[1] is not None and res[1]["errors"]["reset"] > 0 and
             res[0] == 1, "a server that resets: resets counted, exit 1",
             lambda: details(res))
