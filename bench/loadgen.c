@@ -239,7 +239,7 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		    "\"mib_s_up\":%.3f,\"mib_s_down\":%.3f,"
 		    "\"latency_us\":{\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,"
 		    "\"p999\":%.1f},\"errors\":{", o->target_str,
-		    o->connections, dur, (unsigned long long)res->requests,
+		    o->scenario == LG_UDP ? 1 : o->connections, dur, (unsigned long long)res->requests,
 		    rate, up, down, lat_quantile(0.50), lat_quantile(0.90),
 		    lat_quantile(0.99), lat_quantile(0.999));
 		for (i = 0; i < LG_ERR_MAX; i++)
