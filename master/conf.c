@@ -371,11 +371,10 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	else if (strcmp(proto, "socks5") == 0)
 		l->proto = CONF_PROTO_SOCKS;
 	else if (strcmp(proto, "auto") == 0)
-		return conf_err(cc, m, "\"%s\" is not supported by this "
-		    "version yet", proto);
+		l->proto = CONF_PROTO_AUTO;
 	else
 		return conf_err(cc, m, "unknown protocol \"%s\" (expected "
-		    "\"tcp\", \"http\" or \"socks5\")", proto);
+		    "\"tcp\", \"http\", \"socks5\" or \"auto\")", proto);
 
 	m = config_setting_get_member(s, "to");
 	if (l->proto == CONF_PROTO_TCP) {
@@ -398,8 +397,9 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	if ((m = config_setting_get_member(s, "udp_advertise")) != NULL) {
 		char	 withport[128];
 
-		if (l->proto != CONF_PROTO_SOCKS)
-			return conf_err(cc, m, "only for protocol \"socks5\"");
+		if (l->proto != CONF_PROTO_SOCKS && l->proto != CONF_PROTO_AUTO)
+			return conf_err(cc, m, "only for protocol \"socks5\" "
+			    "or \"auto\"");
 		if (config_setting_type(m) != CONFIG_TYPE_STRING)
 			return conf_err(cc, m, "expected a numeric address");
 		/* "192.0.2.1", "2001:db8::1" or "[2001:db8::1]" */

@@ -19,6 +19,7 @@ enum conf_proto {
 	CONF_PROTO_TCP = 0,
 	CONF_PROTO_HTTP,
 	CONF_PROTO_SOCKS,	/* SOCKS5, and SOCKS4/4a on the same port */
+	CONF_PROTO_AUTO,	/* HTTP or SOCKS, told by the first byte */
 };
 
 enum conf_relay {
