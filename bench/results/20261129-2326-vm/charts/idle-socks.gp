@@ -1,0 +1,13 @@
+
+set terminal pngcairo size 640,360 font 'sans,10'
+set output '/work/main/bench/results/20261129-2326-vm/charts/idle-socks.png'
+set title "RSS with 1,000 idle SOCKS5 tunnels"
+set ylabel "MiB"
+set style fill solid 0.6 border -1
+set boxwidth 0.6
+set yrange [0:*]
+set grid ytics
+set xtics nomirror
+set key off
+plot '/work/main/bench/results/20261129-2326-vm/charts/idle-socks.dat' using 0:2:5:xtic(1) with boxes lc rgb variable, \
+     '' using 0:2:3:4 with yerrorbars lc rgb "black" pt 0
