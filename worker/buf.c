@@ -28,6 +28,10 @@ buf_init(size_t small, size_t large, unsigned max_each)
 	    sizeof(struct buf_hdr) + buf_sizes[BUF_SMALL], max_each);
 	pool_init(&buf_pools[BUF_LARGE], "large buffer",
 	    sizeof(struct buf_hdr) + buf_sizes[BUF_LARGE], max_each);
+	/* Enough for the steady state of a busy worker; beyond that, idle
+	 * buffers go back to the system (an idle connection holds none). */
+	pool_set_keep(&buf_pools[BUF_SMALL], 64);
+	pool_set_keep(&buf_pools[BUF_LARGE], 16);
 }
 
 void

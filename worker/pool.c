@@ -18,7 +18,15 @@ pool_init(struct pool *p, const char *name, size_t size, unsigned limit)
 	p->limit = limit;
 	p->allocated = 0;
 	p->in_use = 0;
+	p->nfree = 0;
+	p->keep = 0;
 	p->free = NULL;
+}
+
+void
+pool_set_keep(struct pool *p, unsigned keep)
+{
+	p->keep = keep;
 }
 
 void
@@ -31,6 +39,7 @@ pool_fini(struct pool *p)
 		free(it);
 		p->allocated--;
 	}
+	p->nfree = 0;
 }
 
 void *
@@ -40,6 +49,7 @@ pool_get(struct pool *p)
 
 	if ((it = p->free) != NULL) {
 		p->free = it->next;
+		p->nfree--;
 		p->in_use++;
 		return it;
 	}
@@ -59,9 +69,15 @@ pool_put(struct pool *p, void *obj)
 
 	if (obj == NULL)
 		return;
+	p->in_use--;
+	if (p->keep != 0 && p->nfree >= p->keep) {
+		free(it);
+		p->allocated--;
+		return;
+	}
 	it->next = p->free;
 	p->free = it;
-	p->in_use--;
+	p->nfree++;
 }
 
 void
@@ -75,5 +91,6 @@ pool_prealloc(struct pool *p, unsigned n)
 		p->allocated++;
 		it->next = p->free;
 		p->free = it;
+		p->nfree++;
 	}
 }

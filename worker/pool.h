@@ -19,6 +19,8 @@ struct pool {
 	unsigned		 limit;		/* objects at most, 0: none */
 	unsigned		 allocated;	/* ever made */
 	unsigned		 in_use;
+	unsigned		 nfree;
+	unsigned		 keep;		/* free objects kept, 0: all */
 	struct pool_item	*free;
 };
 
@@ -28,6 +30,10 @@ struct pool {
  * (0: no limit). Allocates nothing yet. */
 void	 pool_init(struct pool *p, const char *name, size_t size,
 	    unsigned limit);
+/* Keeps at most <keep> free objects (0: all): a burst of a thousand
+ * connections must not leave a thousand buffers' worth of memory behind
+ * once they go idle. */
+void	 pool_set_keep(struct pool *p, unsigned keep);
 /* Releases every free object; objects still in use must be put first. */
 void	 pool_fini(struct pool *p);
 /* Takes an object (contents undefined), or NULL when the limit is reached
