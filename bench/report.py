@@ -356,6 +356,11 @@ def main():
                      what, ", ".join(map(str, lvls)) or "-",
                      os.path.basename(d), m.get("mode", "?"),
                      m.get("seconds", "?"), m.get("runs", "?"), mlines[ci]))
+        if scen == "socks-handshakes":
+            L.append("")
+            L.append("Target: %s." % m.get(
+                "handshake_target", "loadgen serve --tcp-sink (waits for "
+                "the proxy to close; unfair to Dante, see FAIRNESS.md)"))
         L.append("")
         extra = ""
         if scen == "udp":
