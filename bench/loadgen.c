@@ -302,7 +302,8 @@ usage(FILE *f)
 "  udp               one SOCKS5 UDP ASSOCIATE, round trips to an echo\n"
 "  idle              hold N connections or tunnels for --duration\n"
 "  serve             the origin: --http P --tcp-echo P --tcp-sink P\n"
-"                    [--tcp-source N] --udp-echo P, until killed\n"
+"                    [--tcp-source N] --tcp-close P --udp-echo P, until\n"
+"                    killed\n"
 "options: --proxy HOST:PORT  --proxy-type http|socks5  --target HOST:PORT\n"
 "  --path /bytes/1024  --connections N (50)  --duration S (5)\n"
 "  --warmup S (1)  --payload BYTES  --window N  --rate PPS\n"
@@ -477,6 +478,9 @@ opt_target(struct lg_opts *o, int ch, const char *arg)
 	case 'U':
 		o->have_s_udp = true;
 		return addr_parse("--udp-echo", arg, true, &o->s_udp);
+	case 'C':
+		o->have_s_close = true;
+		return addr_parse("--tcp-close", arg, true, &o->s_close);
 	default:
 		return -1;
 	}
@@ -547,9 +551,10 @@ opts_check(struct lg_opts *o)
 
 	if (s == LG_SERVE) {
 		if (!o->have_s_http && !o->have_s_echo && !o->have_s_sink &&
-		    !o->have_s_udp) {
+		    !o->have_s_udp && !o->have_s_close) {
 			fprintf(stderr, "loadgen serve: give at least one of "
-			    "--http, --tcp-echo, --tcp-sink, --udp-echo\n");
+			    "--http, --tcp-echo, --tcp-sink, --tcp-close, "
+			    "--udp-echo\n");
 			return -1;
 		}
 		return 0;
@@ -609,6 +614,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "tcp-sink",	 required_argument, NULL, 'K' },
 		{ "tcp-source",	 required_argument, NULL, 'S' },
 		{ "udp-echo",	 required_argument, NULL, 'U' },
+		{ "tcp-close",	 required_argument, NULL, 'C' },
 		{ "help",	 no_argument,	    NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};

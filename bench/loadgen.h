@@ -69,8 +69,9 @@ struct lg_opts {
 	long long		 expect_size;	/* -1: unset */
 	bool			 json;
 	/* serve */
-	struct sockaddr_in	 s_http, s_echo, s_sink, s_udp;
+	struct sockaddr_in	 s_http, s_echo, s_sink, s_udp, s_close;
 	bool			 have_s_http, have_s_echo, have_s_sink;
+	bool			 have_s_close;
 	bool			 have_s_udp;
 	long long		 tcp_source;	/* -1: the sink sends nothing */
 };

@@ -11,6 +11,8 @@
  *   --tcp-echo PORT  sends back what it reads.
  *   --tcp-sink PORT  reads and discards; with --tcp-source N also sends N
  *                    bytes on each connection (0: without end).
+ *   --tcp-close PORT accepts and closes at once (SO_LINGER 0: no
+ *                    TIME_WAIT), the target of SOCKS set-up runs.
  *   --udp-echo PORT  sends each datagram back to its sender.
  *
  * PORT may be HOST:PORT; the host defaults to 127.0.0.1.
@@ -39,6 +41,7 @@ enum sv_kind {
 	SV_L_HTTP = 0,
 	SV_L_ECHO,
 	SV_L_SINK,
+	SV_L_CLOSE,
 	SV_UDP,
 	SV_HTTP,
 	SV_ECHO,
@@ -121,6 +124,23 @@ sv_close(struct sv_conn *c)
 	free(c->in);
 	free(c->out);
 	free(c);
+}
+
+/* Accepts and closes with a reset, so a set-up benchmark measures the
+ * proxy, not this target's TIME_WAIT sockets. */
+static void
+sv_accept_close(struct sv_conn *l)
+{
+	struct linger	 lg = { 1, 0 };
+	int		 fd;
+
+	while ((fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0 ||
+	    errno == ECONNABORTED || errno == EINTR) {
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);
+	}
 }
 
 static void
@@ -440,7 +460,7 @@ sv_listen(struct sv_conn *l, enum sv_kind kind, int type,
 int
 lg_serve_main(const struct lg_opts *o)
 {
-	struct sv_conn		 ls[4];
+	struct sv_conn		 ls[5];
 	struct epoll_event	 evs[LG_MAX_EVENTS];
 	struct sigaction	 sa;
 	struct sv_conn		*c;
@@ -465,7 +485,9 @@ lg_serve_main(const struct lg_opts *o)
 	    (o->have_s_sink && sv_listen(&ls[2], SV_L_SINK, SOCK_STREAM,
 	    &o->s_sink, "--tcp-sink") < 0) ||
 	    (o->have_s_udp && sv_listen(&ls[3], SV_UDP, SOCK_DGRAM,
-	    &o->s_udp, "--udp-echo") < 0))
+	    &o->s_udp, "--udp-echo") < 0) ||
+	    (o->have_s_close && sv_listen(&ls[4], SV_L_CLOSE, SOCK_STREAM,
+	    &o->s_close, "--tcp-close") < 0))
 		return 1;
 	if (o->have_s_udp &&
 	    (ubufs = malloc((size_t)SV_BATCH * LG_UDP_DGRAM_MAX)) == NULL) {
@@ -481,6 +503,9 @@ lg_serve_main(const struct lg_opts *o)
 			case SV_L_ECHO:
 			case SV_L_SINK:
 				sv_accept(c);
+				break;
+			case SV_L_CLOSE:
+				sv_accept_close(c);
 				break;
 			case SV_UDP:
 				udp_echo(c->fd, ubufs);
