@@ -491,6 +491,7 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 {
 	switch (ch) {
 	case 'p': case 't': case 'H': case 'E': case 'K': case 'U':
+	case 'C':
 		return opt_target(o, ch, arg);
 	case 'y':
 		o->ptype_set = true;
