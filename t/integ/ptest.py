@@ -884,6 +884,38 @@ def _preexec(nofile):
     return f
 
 
+def blackhole(t):
+    """(port, works): a listener that never accepts, its queue full, so
+    SYNs to it go unanswered (connect and handshake timeouts). works is
+    False when the kernel still completes a handshake to it."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    t.at_exit(srv.close)
+    fillers = []
+    for _ in range(4):
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect(srv.getsockname())
+        except (BlockingIOError, OSError):
+            pass
+        fillers.append(c)
+    t.at_exit(lambda: [c.close() for c in fillers])
+    time.sleep(0.2)
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(srv.getsockname())
+        full = False
+    except socket.timeout:
+        full = True
+    except OSError:
+        full = False
+    probe.close()
+    return srv.getsockname()[1], full
+
+
 class Portico:
     """The real binary, `portico -f -c FILE`, in the foreground.
 

@@ -20,42 +20,10 @@ IDLE = 2
 CONNECT = 1
 
 
-def blackhole(t):
-    """A listener that never accepts, its queue full: SYNs to it go
-    unanswered."""
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(0)
-    t.at_exit(srv.close)
-    fillers = []
-    for _ in range(4):
-        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        c.setblocking(False)
-        try:
-            c.connect(srv.getsockname())
-        except (BlockingIOError, OSError):
-            pass
-        fillers.append(c)
-    t.at_exit(lambda: [c.close() for c in fillers])
-    time.sleep(0.2)
-    # proof: one more connect does not complete within a second
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(srv.getsockname())
-        full = False
-    except socket.timeout:
-        full = True
-    except OSError:
-        full = False
-    probe.close()
-    return srv.getsockname()[1], full
-
-
 def main(t):
     echo = t.echo_server()
     port, bh_port = ptest.free_port(), ptest.free_port()
-    bh, full = blackhole(t)
+    bh, full = ptest.blackhole(t)
     conf = t.conf("timeouts", LISTEN="127.0.0.1:%d" % port, TO=echo.address,
                   LISTEN_BLACKHOLE="127.0.0.1:%d" % bh_port,
                   BLACKHOLE="127.0.0.1:%d" % bh, RELAY="splice")
