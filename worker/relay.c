@@ -136,6 +136,53 @@ relay_release(struct pt_conn *c)
 	relay_dir_idle(&c->c_dir[1]);
 }
 
+bool
+relay_splices(void)
+{
+	return relay_use_splice;
+}
+
+ssize_t
+relay_splice_in(struct relay_dir *d, int fd, size_t len)
+{
+	ssize_t	 n;
+	int	 rc;
+
+	if ((rc = relay_pipe_get(d)) < 0)
+		return rc;
+	if (len > RELAY_PIPE_SIZE)
+		len = RELAY_PIPE_SIZE;
+	n = splice(fd, NULL, d->pipe_w, NULL, len,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n < 0) {
+		n = -errno;
+		if (d->pipe_fill == 0)
+			relay_dir_idle(d);
+		return n;
+	}
+	d->pipe_fill += (size_t)n;
+	if (d->pipe_fill == 0)
+		relay_dir_idle(d);
+	return n;
+}
+
+ssize_t
+relay_splice_out(struct relay_dir *d, int fd)
+{
+	ssize_t	 n;
+
+	if (d->pipe_fill == 0)
+		return 0;
+	n = splice(d->pipe_r, NULL, fd, NULL, d->pipe_fill,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n < 0)
+		return -errno;
+	d->pipe_fill -= (size_t)n;
+	if (d->pipe_fill == 0)
+		relay_dir_idle(d);
+	return n;
+}
+
 static size_t
 relay_pending(const struct relay_dir *r)
 {

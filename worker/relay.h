@@ -3,6 +3,8 @@
 #ifndef PT_WORKER_RELAY_H
 #define PT_WORKER_RELAY_H
 
+#include <sys/types.h>
+
 #include "worker/conn.h"
 
 /* ---- worker/relay.c -------------------------------------------------- */
@@ -18,5 +20,21 @@ void	 relay_fini(void);
 void	 relay_start(struct pt_conn *c);
 /* Returns buffers and pipes held by <c> (conn_close). */
 void	 relay_release(struct pt_conn *c);
+
+/*
+ * Bodies of known length or delimited by close, for http.c: the same
+ * pooled pipes, one per direction (c_dir[d]), without the tunnel pump.
+ * relay_splices() says whether this worker splices at all.
+ * relay_splice_in takes a pipe from the pool when <d> holds none and moves
+ * at most <len> bytes from socket <fd> into it: bytes, 0 at EOF, or -errno
+ * (-EAGAIN: the socket is empty when d->pipe_fill is 0, else the pipe may
+ * be full; other errors from pipe2 mean no pipe: read through a buffer).
+ * relay_splice_out moves what the pipe holds to socket <fd>: bytes or
+ * -errno. Either gives an empty pipe back to the pool, so a connection
+ * between messages holds none. Worker.
+ */
+bool	 relay_splices(void);
+ssize_t	 relay_splice_in(struct relay_dir *d, int fd, size_t len);
+ssize_t	 relay_splice_out(struct relay_dir *d, int fd);
 
 #endif
