@@ -303,7 +303,7 @@ http_flow_wants_read(const struct http_flow *f)
 	if (!f->head_done)
 		return f->in == NULL || f->in_len < buf_size(f->in);
 	if (f->piped > 0)
-		return !f->pipe_full;
+		return !f->pipe_full && f->piped < RELAY_PIPE_HIGH;
 	return !http_flow_has_output(f) && f->in_raw == f->in_len;
 }
 

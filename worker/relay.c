@@ -44,16 +44,6 @@
  * tunnel cannot starve the others sharing the worker; a tunnel that
  * uses them all posts itself to go on after the others. */
 #define RELAY_ROUNDS		16
-/*
- * Pipe capacity asked for with F_SETPIPE_SZ. The default 64 KiB (16
- * slots) makes a loaded tunnel cycle splice-in, splice-out, wake-up for
- * every 64 KiB or less; 256 KiB moved more MiB per CPU-second of the
- * worker, and 1 MiB no more than that (measured with 8 CONNECT tunnels,
- * see the commit that set it). Only directions in flight hold a pipe,
- * and a kernel that refuses (pipe-user-pages-soft reached) leaves the
- * default: it is a hint.
- */
-#define RELAY_PIPE_SIZE		(256 * 1024)
 /* Idle pipes kept open for reuse; beyond that they are closed, so pooled
  * pipes cannot eat the descriptors clients need. */
 #define RELAY_PIPES_KEPT	64
@@ -350,11 +340,13 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 	return n;
 }
 
+/* May the direction read more now? (RELAY_PIPE_HIGH: relay.h) */
+
 static bool
 relay_has_room(const struct relay_dir *r)
 {
 	if (r->pipe_r >= 0)
-		return !r->pipe_full;
+		return !r->pipe_full && r->pipe_fill < RELAY_PIPE_HIGH;
 	return r->buf == NULL || r->tail - r->head < buf_size(r->buf);
 }
 
