@@ -632,7 +632,9 @@ http_flow_fill(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
 
 	if (http_flow_splices(c, f)) {
 		n = http_flow_splice_in(c, f, src);
-		if (n != -EMFILE && n != -ENFILE && n != -ENOMEM)
+		/* pipe2 failed: no pipe is held, so nothing is piped, and
+		 * the buffer keeps the order. */
+		if (n != -EMFILE && n != -ENFILE)
 			return n;
 	}
 	return http_flow_read(c, f, src);
