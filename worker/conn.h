@@ -63,6 +63,7 @@ struct relay_dir {
 	size_t		 pipe_fill;
 	bool		 pipe_full;	/* splice in said EAGAIN with bytes in
 					 * the pipe: read again after a write */
+	bool		 pipe_big;	/* the pipe was grown (relay.c) */
 	bool		 done;		/* EOF read and passed on */
 };
 

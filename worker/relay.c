@@ -52,8 +52,24 @@
 #define RELAY_EVENTS		(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 static bool		 relay_use_splice;
-static int		 relay_pipes[RELAY_PIPES_KEPT][2];
-static int		 relay_npipes;
+/*
+ * Pipes count against the user's pipe-user-pages-soft quota by capacity,
+ * empty or not (16,384 pages by default, shared by every process of the
+ * user; beyond it new pipes get 2 slots and cannot grow). So a pipe is
+ * made at the kernel's default size and grown to RELAY_PIPE_SIZE only
+ * when it fills up (a bulk transfer), and at most RELAY_BIG_KEPT grown
+ * pipes wait in the idle stack: idle pipes cost a worker about as much
+ * quota as 64 default ones.
+ */
+#define RELAY_BIG_KEPT		16
+
+struct relay_pipe {
+	int	 r, w;
+	bool	 big;
+};
+
+static struct relay_pipe relay_pipes[RELAY_PIPES_KEPT];
+static int		 relay_npipes, relay_nbig;
 
 static void	relay_on_event(struct loop_io *io, uint32_t events);
 
@@ -68,9 +84,10 @@ relay_fini(void)
 {
 	while (relay_npipes > 0) {
 		relay_npipes--;
-		close(relay_pipes[relay_npipes][0]);
-		close(relay_pipes[relay_npipes][1]);
+		close(relay_pipes[relay_npipes].r);
+		close(relay_pipes[relay_npipes].w);
 	}
+	relay_nbig = 0;
 }
 
 static int
@@ -82,18 +99,35 @@ relay_pipe_get(struct relay_dir *r)
 		return 0;
 	if (relay_npipes > 0) {
 		relay_npipes--;
-		r->pipe_r = relay_pipes[relay_npipes][0];
-		r->pipe_w = relay_pipes[relay_npipes][1];
+		r->pipe_r = relay_pipes[relay_npipes].r;
+		r->pipe_w = relay_pipes[relay_npipes].w;
+		r->pipe_big = relay_pipes[relay_npipes].big;
+		if (r->pipe_big)
+			relay_nbig--;
 		return 0;
 	}
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
 		return -errno;
-	/* Refused (EPERM past the user's pipe quota): the default size
-	 * still works, only with more system calls per byte. */
-	(void)fcntl(p[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
 	r->pipe_r = p[0];
 	r->pipe_w = p[1];
+	r->pipe_big = false;
 	return 0;
+}
+
+/* Reads of this size mean a bulk transfer, worth a larger pipe. */
+#define RELAY_GROW_AT		32768
+
+/* The pipe filled up, or took a large read: a bulk transfer, worth a
+ * larger pipe (asked once). */
+static void
+relay_pipe_grow(struct relay_dir *r)
+{
+	if (r->pipe_big)
+		return;
+	/* Refused (EPERM past the user's quota): the default size still
+	 * works, with more system calls per byte; not asked again. */
+	(void)fcntl(r->pipe_w, F_SETPIPE_SZ, RELAY_PIPE_SIZE);
+	r->pipe_big = true;
 }
 
 /* Gives back the direction's pipe and buffer; called only when empty,
@@ -103,9 +137,12 @@ static void
 relay_dir_idle(struct relay_dir *r)
 {
 	if (r->pipe_r >= 0) {
-		if (r->pipe_fill == 0 && relay_npipes < RELAY_PIPES_KEPT) {
-			relay_pipes[relay_npipes][0] = r->pipe_r;
-			relay_pipes[relay_npipes][1] = r->pipe_w;
+		if (r->pipe_fill == 0 && relay_npipes < RELAY_PIPES_KEPT &&
+		    (!r->pipe_big || relay_nbig < RELAY_BIG_KEPT)) {
+			relay_pipes[relay_npipes].r = r->pipe_r;
+			relay_pipes[relay_npipes].w = r->pipe_w;
+			relay_pipes[relay_npipes].big = r->pipe_big;
+			relay_nbig += r->pipe_big;
 			relay_npipes++;
 		} else {
 			close(r->pipe_r);
@@ -151,9 +188,13 @@ relay_splice_in(struct relay_dir *d, int fd, size_t len)
 		n = -errno;
 		if (d->pipe_fill == 0)
 			relay_dir_idle(d);
+		else if (n == -EAGAIN)
+			relay_pipe_grow(d);
 		return n;
 	}
 	d->pipe_fill += (size_t)n;
+	if (n >= RELAY_GROW_AT)
+		relay_pipe_grow(d);
 	if (d->pipe_fill == 0)
 		relay_dir_idle(d);
 	return n;
@@ -303,6 +344,8 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n >= 0) {
 			r->pipe_fill += (size_t)n;
+			if (n >= RELAY_GROW_AT)
+				relay_pipe_grow(r);
 			return n;
 		}
 		n = -errno;
@@ -310,9 +353,10 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 		 * empty pipe tells them apart. With bytes in the pipe, the
 		 * source stays ready and is read again after a write. */
 		if (n == -EAGAIN) {
-			if (r->pipe_fill > 0)
+			if (r->pipe_fill > 0) {
 				r->pipe_full = true;
-			else
+				relay_pipe_grow(r);
+			} else
 				src->ready &= ~(uint32_t)EPOLLIN;
 		}
 		return n;

@@ -13,9 +13,9 @@
  * every 64 KiB or less. Measured with 8 CONNECT tunnels on a shared
  * 2-core machine, in MiB per CPU-second of the worker: 64 KiB 3,200 to
  * 4,400, 256 KiB 4,600 to 5,000, 1 MiB 4,700 to 6,500 (more spread, four
- * times the pinned pages). Only directions in flight hold a pipe, and a
- * kernel that refuses (pipe-user-pages-soft reached) leaves the default:
- * it is a hint.
+ * times the pinned pages). A pipe grows to this size only for a bulk
+ * transfer (relay.c), and a kernel that refuses (pipe-user-pages-soft
+ * reached) leaves the default: it is a hint.
  */
 #define RELAY_PIPE_SIZE		(256 * 1024)
 /*
