@@ -3,6 +3,8 @@
 #ifndef PT_MASTER_LISTEN_H
 #define PT_MASTER_LISTEN_H
 
+#include <stdint.h>
+
 struct pt_config;
 
 /*
@@ -28,10 +30,24 @@ struct listen_set {
 int	 listen_open(const struct pt_config *conf, struct listen_set *out,
 	    const struct pt_config *oldconf, const struct listen_set *old,
 	    char *err, size_t errsz);
+/*
+ * The listeners (bit l for listener l of <old>, l < 64) whose socket for
+ * <slot> <cur> took over: a draining worker of that slot leaves their
+ * queues to the new generation. Master only.
+ */
+uint64_t listen_kept_mask(const struct listen_set *old,
+	    const struct listen_set *cur, int slot);
 /* Closes the sockets of <old> that <cur> did not take over. */
 void	 listen_close_unused(struct listen_set *old,
 	    const struct listen_set *cur);
 /* Closes every socket of <ls> and frees it. */
 void	 listen_close(struct listen_set *ls);
+/*
+ * Before a generation of <conf> starts on sockets that replace a set of
+ * <old_nslots> slots (0 at start-up): when conf->tcp_migrate_req is true,
+ * sets net.ipv4.tcp_migrate_req to 1 if it is not (a notice), and warns
+ * when slots are being removed and it is not 1. Never fails. Master only.
+ */
+void	 listen_migrate(const struct pt_config *conf, int old_nslots);
 
 #endif
