@@ -196,26 +196,29 @@ listen_migrate_write(void)
  * in between, or is still in SYN_RECV, is reset by that close. With
  * tcp_migrate_req the kernel moves those to another socket of the same
  * SO_REUSEPORT group, which a live worker serves. The setting is the
- * network namespace's, not ours: it is set, never put back (another
- * listener of the host may by then rely on it), and only when asked.
+ * network namespace's, not ours: it is set only when a reload is about to
+ * remove slots and the operator allows it, and never put back (another
+ * listener of the host may by then rely on it).
  */
 void
 listen_migrate(const struct pt_config *conf, int old_nslots)
 {
-	int	 v = listen_migrate_read(), rc = 0;
+	int	 v, rc = 0;
 
+	if (conf->workers >= old_nslots)
+		return;
+	if ((v = listen_migrate_read()) == 1)
+		return;
 	if (v == 0 && conf->tcp_migrate_req) {
 		if ((rc = listen_migrate_write()) == 0) {
-			pt_log(PT_LOG_NOTICE, "net.ipv4.tcp_migrate_req set to "
-			    "1 (tcp_migrate_req = true): connections queued on "
-			    "a socket a reload removes move to a live one");
+			pt_log(PT_LOG_NOTICE, "workers %d -> %d: "
+			    "net.ipv4.tcp_migrate_req set to 1 "
+			    "(tcp_migrate_req = true), so connections queued on "
+			    "the removed slots' sockets move to a live one",
+			    old_nslots, conf->workers);
 			return;
 		}
-		pt_log_err(PT_LOG_INFO, -rc, "cannot set "
-		    "net.ipv4.tcp_migrate_req");
 	}
-	if (v == 1 || conf->workers >= old_nslots)
-		return;
 	if (v < 0)
 		pt_log_err(PT_LOG_WARNING, -v, "workers %d -> %d: reading "
 		    "net.ipv4.tcp_migrate_req (Linux >= 5.14): connections "

@@ -43,10 +43,10 @@ void	 listen_close_unused(struct listen_set *old,
 /* Closes every socket of <ls> and frees it. */
 void	 listen_close(struct listen_set *ls);
 /*
- * Before a generation of <conf> starts on sockets that replace a set of
- * <old_nslots> slots (0 at start-up): when conf->tcp_migrate_req is true,
- * sets net.ipv4.tcp_migrate_req to 1 if it is not (a notice), and warns
- * when slots are being removed and it is not 1. Never fails. Master only.
+ * At a reload from <old_nslots> slots to conf->workers: when slots are
+ * removed and net.ipv4.tcp_migrate_req is 0, sets it to 1 if
+ * conf->tcp_migrate_req allows and the write succeeds (a notice), or
+ * warns. Does nothing when no slot is removed. Never fails. Master only.
  */
 void	 listen_migrate(const struct pt_config *conf, int old_nslots);
 

@@ -402,7 +402,6 @@ spawn_run(struct pt_config *conf, struct listen_set *ls, int sigfd)
 
 	spawn_conf = conf;
 	spawn_ls = *ls;
-	listen_migrate(conf, 0);
 	spawn_all();
 	pt_log(PT_LOG_NOTICE, "started: %d workers, %d listeners",
 	    conf->workers, conf->nlisteners);

@@ -446,7 +446,8 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 	pt_timer_stop(&c->c_timer);
 	http_unpark(c);
 	http_upstream_close(c);
-	if (!(status == 407 && h->req.body_done && h->keep_client))
+	if (!(status == 407 && h->req.body_done && h->keep_client) ||
+	    worker_self()->stopping)
 		h->close_after = true;
 	flags = h->close_after ? HTTP_HEAD_CLOSE : 0;
 	if (!h->close_after && h->client_version == 10)
