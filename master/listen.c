@@ -213,8 +213,8 @@ listen_migrate(const struct pt_config *conf, int old_nslots)
 		if ((rc = listen_migrate_write()) == 0) {
 			pt_log(PT_LOG_NOTICE, "workers %d -> %d: "
 			    "net.ipv4.tcp_migrate_req set to 1 "
-			    "(tcp_migrate_req = true), so connections queued on "
-			    "the removed slots' sockets move to a live one",
+			    "(tcp_migrate_req = true), so connections queued "
+			    "on the removed slots' sockets move to a live one",
 			    old_nslots, conf->workers);
 			return;
 		}
