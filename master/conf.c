@@ -42,7 +42,7 @@ struct conf_ctx {
 static const char *const conf_root_keys[] = {
 	"workers", "cpu_affinity", "user", "group", "pid_file", "error_log",
 	"log_level", "module_dir", "shutdown_timeout", "listeners", "limits",
-	"relay", "modules", "http", "resolver", NULL
+	"relay", "modules", "http", "resolver", "tcp_migrate_req", NULL
 };
 static const char *const conf_http_keys[] = {
 	"connect_ports", "via", "max_header_size", "upstream_keepalive",
@@ -748,6 +748,9 @@ conf_root(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, root, "shutdown_timeout", 0, 86400, 30, &v) < 0)
 		goto fail;
 	conf->shutdown_timeout_ms = (unsigned)v * 1000;
+	if (conf_bool(cc, root, "tcp_migrate_req", true,
+	    &conf->tcp_migrate_req) < 0)
+		goto fail;
 	if (conf_limits(cc, root) < 0 || conf_relay(cc, root) < 0 ||
 	    conf_http(cc, root) < 0 || conf_resolver(cc, root) < 0 ||
 	    conf_modules(cc, root) < 0 || conf_listeners(cc, root) < 0)

@@ -94,6 +94,7 @@ struct pt_config {
 	int			 log_level;
 	char			*module_dir;
 	unsigned		 shutdown_timeout_ms;
+	bool			 tcp_migrate_req;	/* set the sysctl */
 	struct conf_limits	 limits;
 	struct conf_http	 http;
 	struct conf_resolver	 resolver;

@@ -365,15 +365,32 @@ http_unpark(struct pt_conn *c)
 	up->hup = false;
 }
 
-/* A drain started: a connection idle between requests goes now; one in
- * a transaction finishes it with Connection: close (http_response_head
- * and http_next_request read worker_self()->stopping). */
-static void
-http_on_drain(struct pt_conn *c)
+/*
+ * May a draining worker close this connection now? Only one idle between
+ * two of its client's transactions, with no byte of the next request
+ * read or waiting in the kernel. A connection whose first request has not
+ * arrived (just accepted, perhaps from the queue accept_stop emptied) is
+ * served like any other, within header_timeout: its client has no reason
+ * to expect a close and would see it as a lost request.
+ */
+static bool
+http_may_close_idle(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 
-	if (h != NULL && h->stage == HS_REQ_HEAD && h->req.in_len == 0)
+	return h->stage == HS_REQ_HEAD && !h->first && h->req.in_len == 0 &&
+	    !conn_has_unread(c);
+}
+
+/* A drain started: a keep-alive connection idle between requests goes
+ * now; every other one is served and finishes its transaction with
+ * Connection: close (http_response_head and http_next_request read
+ * worker_self()->stopping). Unread bytes raise an edge of their own, so
+ * nothing needs waking here. */
+static void
+http_on_drain(struct pt_conn *c)
+{
+	if (http_st(c) != NULL && http_may_close_idle(c))
 		conn_close(c, "draining");
 }
 
@@ -429,7 +446,8 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 	pt_timer_stop(&c->c_timer);
 	http_unpark(c);
 	http_upstream_close(c);
-	if (!(status == 407 && h->req.body_done && h->keep_client))
+	if (!(status == 407 && h->req.body_done && h->keep_client) ||
+	    worker_self()->stopping)
 		h->close_after = true;
 	flags = h->close_after ? HTTP_HEAD_CLOSE : 0;
 	if (!h->close_after && h->client_version == 10)
@@ -1555,11 +1573,15 @@ http_next_request(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct http_flow	*q = &h->req;
 
-	if (worker_self()->stopping) {
+	http_flow_shift(q);
+	/* Draining: the next request belongs to the new generation, unless
+	 * some of it has already come here (pipelined, or sent before our
+	 * last response could say close): that one is served, then we
+	 * close. */
+	if (worker_self()->stopping && q->in_len == 0 && !conn_has_unread(c)) {
 		conn_close(c, "draining");
 		return;
 	}
-	http_flow_shift(q);
 	buf_put(q->out);
 	q->out = NULL;
 	q->out_start = q->out_len = 0;

@@ -406,6 +406,23 @@ test_conf_accepts_range_limits(void)
 }
 
 static void
+test_conf_tcp_migrate_req_defaults_to_true(void)
+{
+	struct pt_config	*conf;
+
+	conf = LOAD_OK(LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_TRUE(conf->tcp_migrate_req);
+	conf_free(conf);
+	conf = LOAD_OK("tcp_migrate_req = false;\n" LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_FALSE(conf->tcp_migrate_req);
+	conf_free(conf);
+	EXPECT_CONF_ERROR("\ntcp_migrate_req = 1;\n" LISTENER, 2,
+	    "tcp_migrate_req: expected true or false");
+}
+
+static void
 test_conf_accepts_warning_as_log_level(void)
 {
 	struct pt_config	*conf;
@@ -886,6 +903,8 @@ register_conf_suite(void)
 	    test_conf_accepts_range_limits);
 	CU_add_test(s, "accepts_warning_as_log_level",
 	    test_conf_accepts_warning_as_log_level);
+	CU_add_test(s, "tcp_migrate_req_defaults_to_true",
+	    test_conf_tcp_migrate_req_defaults_to_true);
 	CU_add_test(s, "rejects_syntax_error", test_conf_rejects_syntax_error);
 	CU_add_test(s, "rejects_duplicate_setting",
 	    test_conf_rejects_duplicate_setting);
