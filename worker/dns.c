@@ -45,6 +45,7 @@
 #include <ares.h>
 
 #include "common/log.h"
+#include "worker/dns_mem.h"
 #include "worker/loop.h"
 
 #define DNS_NAME_MAX		253	/* RFC 1035 2.3.4, without the dot */
@@ -836,6 +837,16 @@ dns_count_servers(const char *servers, int *n_out)
 	return ARES_SUCCESS;
 }
 
+/* Undoes ares_library_init_mem; the free blocks go back to the heap once
+ * c-ares is left with nothing (a test may have initialised it twice). */
+static void
+dns_library_done(void)
+{
+	ares_library_cleanup();
+	if (ares_library_initialized() != ARES_SUCCESS)
+		dns_mem_fini();
+}
+
 static int
 dns_cache_alloc(unsigned max)
 {
@@ -897,7 +908,11 @@ dns_init(const struct dns_conf *conf)
 	dns_cf.servers = NULL;
 	if (dns_cf.timeout_ms == 0)
 		dns_cf.timeout_ms = DNS_DEFAULT_TIMEOUT_MS;
-	if ((rc = ares_library_init(ARES_LIB_INIT_ALL)) != ARES_SUCCESS) {
+	/* c-ares allocates for every query: from size-class free lists, so a
+	 * warmed-up worker resolves without touching the heap. Process-wide,
+	 * which is fine: nothing of c-ares' exists in a worker before this. */
+	if ((rc = ares_library_init_mem(ARES_LIB_INIT_ALL, dns_mem_alloc,
+	    dns_mem_free, dns_mem_realloc)) != ARES_SUCCESS) {
 		pt_log(PT_LOG_ERR, "dns: c-ares: %s", ares_strerror(rc));
 		return -EIO;
 	}
@@ -906,7 +921,7 @@ dns_init(const struct dns_conf *conf)
 		pt_log(PT_LOG_ERR, "dns: servers %s: %s", conf->servers != NULL
 		    ? conf->servers : "from resolv.conf", rc != ARES_SUCCESS ?
 		    ares_strerror(rc) : "none");
-		ares_library_cleanup();
+		dns_library_done();
 		return -EINVAL;
 	}
 	/*
@@ -940,7 +955,7 @@ dns_init(const struct dns_conf *conf)
 		if (dns_channel != NULL)
 			ares_destroy(dns_channel);
 		dns_channel = NULL;
-		ares_library_cleanup();
+		dns_library_done();
 		return rc == ARES_ENOMEM ? -ENOMEM : -EIO;
 	}
 	if ((rc = dns_cache_alloc(dns_cf.cache_max)) < 0) {
@@ -981,7 +996,7 @@ dns_fini(void)
 	 * them now) and closes its sockets through dns_on_sock_state. */
 	ares_destroy(dns_channel);
 	dns_channel = NULL;
-	ares_library_cleanup();
+	dns_library_done();
 	dns_free_all();
 	dns_closing = false;
 }
