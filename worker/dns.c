@@ -6,10 +6,11 @@
  * c-ares says through its socket-state callback which descriptors it wants
  * watched; we register them with the loop and hand readiness back through
  * ares_process_fd(). One loop timer, re-armed from ares_timeout() after
- * every call into c-ares, drives its retransmissions. Nothing here blocks;
- * the one file read left is c-ares opening /etc/hosts on every lookup that
- * misses the cache, a small file the page cache keeps, which is the price
- * of honouring it the c-ares way.
+ * every call into c-ares, drives its retransmissions. Nothing here blocks
+ * or reads a file after dns_init: /etc/hosts is read then (dns_hosts.c)
+ * and c-ares asks DNS only. Nothing here allocates once warmed up either:
+ * lookups and handles are recycled, the cache is allocated whole, and
+ * c-ares allocates from dns_mem.c's free lists.
  *
  * Callers asking for a name that is already being looked up wait on that
  * lookup: one c-ares query per name, one handle per caller. Answers reach
@@ -45,6 +46,7 @@
 #include <ares.h>
 
 #include "common/log.h"
+#include "worker/dns_hosts.h"
 #include "worker/dns_mem.h"
 #include "worker/loop.h"
 
@@ -795,15 +797,18 @@ dns_lookup_start(const char *key, size_t len, uint32_t hash)
 	return l;
 }
 
-/* A lookup that already knows its answer (<err>), told from the loop. */
+/* A lookup that already knows its answer (<err>, and <res> when 0),
+ * told from the loop. */
 static struct dns_lookup *
-dns_lookup_failed(int err)
+dns_lookup_known(int err, const struct dns_result *res)
 {
 	struct dns_lookup	*l;
 
 	if ((l = dns_lookup_get()) == NULL)
 		return NULL;
 	l->l_err = err;
+	if (res != NULL)
+		l->l_res = *res;
 	pt_timer_start(&l->l_timer, 0, dns_on_deliver, l);
 	return l;
 }
@@ -889,6 +894,7 @@ dns_free_all(void)
 	}
 	free(dns_cache);
 	free(dns_buckets);
+	dns_hosts_free();
 	dns_cache = NULL;
 	dns_buckets = NULL;
 	dns_bucket_mask = 0;
@@ -945,9 +951,11 @@ dns_init(const struct dns_conf *conf)
 	o.domains = NULL;
 	o.sock_state_cb = dns_on_sock_state;
 	o.sock_state_cb_data = NULL;
+	/* DNS only: the hosts file is ours (dns_hosts.c). */
+	o.lookups = (char *)(uintptr_t)"b";
 	rc = ares_init_options(&dns_channel, &o, ARES_OPT_FLAGS |
 	    ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS |
-	    ARES_OPT_SOCK_STATE_CB);
+	    ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS);
 	if (rc == ARES_SUCCESS && conf->servers != NULL)
 		rc = ares_set_servers_ports_csv(dns_channel, conf->servers);
 	if (rc != ARES_SUCCESS) {
@@ -957,6 +965,11 @@ dns_init(const struct dns_conf *conf)
 		dns_channel = NULL;
 		dns_library_done();
 		return rc == ARES_ENOMEM ? -ENOMEM : -EIO;
+	}
+	if ((rc = dns_hosts_load(DNS_HOSTS_PATH)) < 0) {
+		pt_log(PT_LOG_ERR, "dns: %s: out of memory", DNS_HOSTS_PATH);
+		dns_fini();
+		return rc;
 	}
 	if ((rc = dns_cache_alloc(dns_cf.cache_max)) < 0) {
 		pt_log(PT_LOG_ERR, "dns: cache of %u entries: out of memory",
@@ -1025,7 +1038,7 @@ dns_resolve(const char *name, size_t namelen, dns_done_fn done, void *arg)
 		return NULL;
 	}
 	if (!dns_name_norm(name, namelen, key, &len)) {
-		l = dns_lookup_failed(ENOENT);
+		l = dns_lookup_known(ENOENT, NULL);
 	} else {
 		hash = dns_hash(key, len);
 		if (dns_cache_get(key, len, hash, &err, &res)) {
@@ -1033,7 +1046,10 @@ dns_resolve(const char *name, size_t namelen, dns_done_fn done, void *arg)
 			done(arg, err, err == 0 ? &res : NULL);
 			return NULL;
 		}
-		if ((l = dns_lookup_find(key, len, hash)) == NULL)
+		/* A hosts answer comes from the loop, as c-ares' did. */
+		if (dns_hosts_find(key, len, &res))
+			l = dns_lookup_known(0, &res);
+		else if ((l = dns_lookup_find(key, len, hash)) == NULL)
 			l = dns_lookup_start(key, len, hash);
 	}
 	if (l == NULL) {
