@@ -18,7 +18,8 @@ int	 dns_hosts_load(const char *path);
 void	 dns_hosts_free(void);
 /* The addresses of <key> (lower case, no trailing dot), as dns_result
  * orders them, or false when the file does not name it. */
-bool	 dns_hosts_find(const char *key, size_t len, struct dns_result *res);
+bool	 dns_hosts_find(const char *key, size_t len,
+	    struct dns_result *res);
 /* Names in the table; for tests. */
 unsigned dns_hosts_count(void);
 

@@ -39,7 +39,7 @@
 struct dns_mem_hdr {
 	union {
 		struct dns_mem_hdr	*next;		/* while free */
-		size_t			 huge_size;	/* DNS_MEM_HUGE */
+		size_t			 huge_size;	/* class HUGE */
 	} h;
 	uint8_t		 cls;
 	uint8_t		 pad[7];

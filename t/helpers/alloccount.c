@@ -56,7 +56,7 @@ enum ac_kind {
 	AC_CALLOC,
 	AC_REALLOC,
 	AC_ALIGNED,	/* posix_memalign, aligned_alloc, memalign, valloc */
-	AC_SANITIZER,	/* seen through the sanitizer's hook: kind unknown */
+	AC_SANITIZER,	/* through the sanitizer's hook: kind unknown */
 	AC_KINDS
 };
 
@@ -64,10 +64,10 @@ enum ac_kind {
 struct ac_shared {
 	uint64_t	 magic;
 	uint64_t	 pid;
-	uint64_t	 total;			/* allocations of every kind */
+	uint64_t	 total;		/* allocations of every kind */
 	uint64_t	 frees;
 	uint64_t	 kind[AC_KINDS];
-	uint64_t	 ring_next;		/* allocations traced so far */
+	uint64_t	 ring_next;	/* allocations traced so far */
 	uint64_t	 ring_size[AC_RING];
 	uint64_t	 ring[AC_RING][AC_DEPTH];
 };
@@ -85,7 +85,8 @@ static void	*(*ac_real_pvalloc)(size_t);
 static struct ac_shared	*ac_shm;
 static bool		 ac_trace;
 static bool		 ac_resolving;
-static __thread bool	 ac_busy;	/* inside the unwinder: no counting */
+/* Inside the unwinder: what it allocates is not counted. */
+static __thread bool	 ac_busy;
 
 static _Alignas(64) char	 ac_boot[AC_BOOT_SIZE];
 static size_t			 ac_boot_used;

@@ -18,7 +18,9 @@ resolver's cache, a name that goes to DNS every time (a DNS server run by
 the test answers d<N>.test with TTL 0, each name used once) -- it warms
 up, then checks that N more of them made the worker allocate nothing.
 HTTP runs twice: with the upstream keep-alive pool (where a pooled origin
-needs no lookup) and without it (every request resolves and dials).
+needs no lookup) and without it (every request resolves and dials). The
+error path is counted too: requests for names the DNS server does not
+know, answered 502.
 
 Each check also verifies that the work was done (the bytes came back, the
 DNS server saw the queries, or did not for cached names), so a broken
@@ -244,6 +246,25 @@ class Work:
             if conn is not None:
                 conn.close()
 
+    def http_unknown_name(self, naming):
+        """A name the DNS server does not know (NXDOMAIN): 502, on a new
+        connection. The error path: a status page, a log line."""
+        conn = None
+        self.serial += 1
+        url = "http://nx%06d.test:%d/" % (self.serial, self.origin.port)
+        try:
+            conn = H.Conn.to(self.http_port, timeout=ptest.bound(10))
+            conn.send(H.request_bytes("GET", url))
+            r = H.read_response(conn)
+            if r.status != 502:
+                return False, "status %d for %s" % (r.status, url)
+            return True, None
+        except Exception as e:
+            return False, "%s: %s" % (type(e).__name__, e)
+        finally:
+            if conn is not None:
+                conn.close()
+
     def connect_tunnel(self, naming):
         conn = None
         target = "%s:%d" % (self.host(naming), self.echo.port)
@@ -314,7 +335,8 @@ def quiet(counter, timeout):
         time.sleep(0.1)
         cur = counter.words()
         if cur is not None and last is not None and \
-                cur[W_TOTAL] == last[W_TOTAL] and cur[W_FREES] == last[W_FREES]:
+                cur[W_TOTAL] == last[W_TOTAL] and \
+                cur[W_FREES] == last[W_FREES]:
             return cur
         last = cur
     return last
@@ -462,6 +484,8 @@ def main(t):
                   naming)
         run_group(t, counter, w, "UDP datagram", w.udp_datagram, naming,
                   w.end_udp)
+    run_group(t, counter, w, "HTTP 502 for an unknown name",
+              w.http_unknown_name, "dns")
     H.finish(t, p, workers)
 
     # Without the upstream pool every HTTP request resolves and dials.
