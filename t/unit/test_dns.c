@@ -1003,8 +1003,8 @@ test_dns_hosts_file_answer_comes_from_loop(void)
 
 	if (!td_start(&c))
 		return;
-	/* c-ares answers this inside ares_getaddrinfo (/etc/hosts or RFC
-	 * 6761); the caller must still hear it from the loop. */
+	/* The hosts table (dns_hosts.c) knows it at once; the caller must
+	 * still hear it from the loop, as from c-ares. */
 	TD_MISS("localhost", &r);
 	TD_WAIT(&r);
 	CHECKF(r.calls == 1 && r.err == 0 && r.res.naddrs >= 1,
