@@ -842,14 +842,14 @@ dns_count_servers(const char *servers, int *n_out)
 	return ARES_SUCCESS;
 }
 
-/* Undoes ares_library_init_mem; the free blocks go back to the heap once
- * c-ares is left with nothing (a test may have initialised it twice). */
+/* Undoes ares_library_init_mem, and gives the free blocks back to the
+ * heap: only free ones, so a block c-ares still holds (were it initialised
+ * twice) stays valid and simply goes to a free list when freed. */
 static void
 dns_library_done(void)
 {
 	ares_library_cleanup();
-	if (ares_library_initialized() != ARES_SUCCESS)
-		dns_mem_fini();
+	dns_mem_fini();
 }
 
 static int
@@ -914,9 +914,14 @@ dns_init(const struct dns_conf *conf)
 	dns_cf.servers = NULL;
 	if (dns_cf.timeout_ms == 0)
 		dns_cf.timeout_ms = DNS_DEFAULT_TIMEOUT_MS;
-	/* c-ares allocates for every query: from size-class free lists, so a
-	 * warmed-up worker resolves without touching the heap. Process-wide,
-	 * which is fine: nothing of c-ares' exists in a worker before this. */
+	/*
+	 * c-ares allocates for every query: from size-class free lists, so a
+	 * warmed-up worker resolves without touching the heap. The allocator
+	 * is process-wide, and whatever c-ares made with another one must
+	 * not reach dns_mem_free: nothing of c-ares' may outlive the fork
+	 * (c-ares cannot tell: ares_library_initialized is always true
+	 * outside Windows).
+	 */
 	if ((rc = ares_library_init_mem(ARES_LIB_INIT_ALL, dns_mem_alloc,
 	    dns_mem_free, dns_mem_realloc)) != ARES_SUCCESS) {
 		pt_log(PT_LOG_ERR, "dns: c-ares: %s", ares_strerror(rc));

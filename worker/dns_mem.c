@@ -18,8 +18,9 @@
  * Not thread-safe, like everything in a worker. ares_library_init_mem is
  * process-wide: every block c-ares frees must have come from here, which
  * holds because a worker makes its first c-ares call in dns_init, after
- * installing this allocator, and ares_library_cleanup puts the default
- * one back only once every channel is destroyed.
+ * installing this allocator (the master must leave nothing of c-ares'
+ * behind when it forks), and dns_fini destroys its channel before
+ * ares_library_cleanup puts malloc back.
  */
 #include "config.h"
 

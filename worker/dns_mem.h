@@ -11,8 +11,8 @@
 void	*dns_mem_alloc(size_t size);
 void	 dns_mem_free(void *p);
 void	*dns_mem_realloc(void *p, size_t size);
-/* Gives every free block back to the heap. Only once c-ares holds
- * nothing (after ares_library_cleanup). */
+/* Gives every block on the free lists back to the heap; blocks in use
+ * stay valid. dns_fini, after ares_library_cleanup. */
 void	 dns_mem_fini(void);
 /* Blocks ever taken from the heap and not given back; for tests. */
 unsigned dns_mem_blocks(void);
