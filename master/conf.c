@@ -46,7 +46,7 @@ static const char *const conf_root_keys[] = {
 };
 static const char *const conf_http_keys[] = {
 	"connect_ports", "via", "max_header_size", "upstream_keepalive",
-	"upstream_idle_timeout", NULL
+	"upstream_idle_timeout", "response_timeout", NULL
 };
 static const char *const conf_resolver_keys[] = {
 	"servers", "cache_size", "min_ttl", "max_ttl", "negative_ttl",
@@ -601,6 +601,11 @@ conf_http(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, g, "upstream_idle_timeout", 1, 3600, 60, &v) < 0)
 		return -1;
 	h->upstream_idle_timeout_ms = (unsigned)v * 1000;
+	/* 60 s like nginx's proxy_read_timeout; the same range as the
+	 * other transaction timeouts. */
+	if (conf_int(cc, g, "response_timeout", 1, 86400, 60, &v) < 0)
+		return -1;
+	h->response_timeout_ms = (unsigned)v * 1000;
 	return 0;
 }
 

@@ -71,6 +71,9 @@ struct conf_http {
 	unsigned	 max_header_size;
 	unsigned	 upstream_keepalive;	/* idle upstream conns kept */
 	unsigned	 upstream_idle_timeout_ms;
+	/* From the request fully written upstream to the first byte of the
+	 * response (worker/http.c, http_awaiting_response). */
+	unsigned	 response_timeout_ms;
 };
 
 struct conf_resolver {
