@@ -963,6 +963,30 @@ test_conf_refuses_module_with_wrong_abi(void)
 	    ");\n", mod_dir, conf_dir), 4, want);
 }
 
+/* A worker's hook table holds MODLOAD_MAX_HOOKS per phase; beyond it,
+ * or for a phase it does not know, workers would skip hooks. */
+static void
+test_conf_refuses_hooks_workers_cannot_run(void)
+{
+	char	 want[64];
+
+	snprintf(want, sizeof(want), "more than %d hooks in phase %d",
+	    MODLOAD_MAX_HOOKS, (int)PT_PHASE_ACCESS);
+	EXPECT_CONF_ERROR(conf_text(
+	    LISTENER
+	    "modules = (\n"
+	    "	{ name = \"widehooks\"; path = \"%s/widehooks.so\"; }\n"
+	    ");\n", mod_dir), 3, want);
+	snprintf(want, sizeof(want), "hook 2 is for phase %d, which",
+	    (int)PT_PHASE_COUNT);
+	EXPECT_CONF_ERROR(conf_text(
+	    LISTENER
+	    "modules = (\n"
+	    "\n"
+	    "	{ name = \"oddphase\"; path = \"%s/widehooks.so\"; }\n"
+	    ");\n", mod_dir), 4, want);
+}
+
 static void
 test_conf_refuses_library_without_descriptor(void)
 {
@@ -1058,6 +1082,8 @@ register_conf_suite(void)
 	    test_conf_rejects_module_listed_twice);
 	CU_add_test(s, "refuses_module_with_wrong_abi",
 	    test_conf_refuses_module_with_wrong_abi);
+	CU_add_test(s, "refuses_hooks_workers_cannot_run",
+	    test_conf_refuses_hooks_workers_cannot_run);
 	CU_add_test(s, "refuses_library_without_descriptor",
 	    test_conf_refuses_library_without_descriptor);
 }
