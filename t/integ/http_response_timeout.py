@@ -16,6 +16,10 @@ the origin in full to the first byte of its response.
 - an origin that sends its head in time and then stalls inside the body
   is cut at idle_timeout, not at response_timeout; one that stalls inside
   its head (a byte of the head came) likewise, with a 504;
+- a request body that stalls for longer than response_timeout is no wait
+  for the origin, and is served once complete; an origin that answers
+  100 Continue, reads the body and goes silent gets the client its 100
+  and then a 504;
 - a CONNECT tunnel silent for longer than response_timeout still works;
 - with response_timeout longer than idle_timeout, the silent origin gets
   its 504 at response_timeout and a stalled body is still cut at
@@ -45,6 +49,8 @@ class Origin(ptest._Server):
     /stallbody    sends a head (Content-Length 1000) and 100 bytes, then
                   nothing
     /stallhead    sends the first line of a head, then nothing
+    /body         reads a Content-Length body, then answers at once
+    /continue     answers 100 Continue, reads the body, then nothing
     """
 
     def __init__(self):
@@ -101,6 +107,20 @@ class Origin(ptest._Server):
                           b"b" * 100)
                 self._wait_eof(c, path, t0)
                 return
+            if path.startswith("body") or path.startswith("continue"):
+                n = 0
+                for ln in head.split(b"\r\n"):
+                    if ln.lower().startswith(b"content-length:"):
+                        n = int(ln.split(b":")[1])
+                if path.startswith("continue"):
+                    c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                conn.read_exact(n)
+                if path.startswith("continue"):
+                    self._wait_eof(c, path, t0)
+                    return
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n"
+                          b"ok\n")
+                continue
             if path.startswith("stallhead"):
                 c.sendall(b"HTTP/1.1 200 OK\r\n")
                 self._wait_eof(c, path, t0)
@@ -247,6 +267,56 @@ def main(t):
         what = H.describe(r)
         t.check(ok, "%s is served (%.2f s)" % (url, time.monotonic() - t0),
                 what)
+
+    # a request body that stalls for longer than response_timeout: the
+    # wait for the origin starts only once the body is all sent
+    s = ptest.connect(port, timeout=IDLE + ptest.bound(10))
+    s.sendall(b"POST " + o.url.encode() + b"/body HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Length: 10\r\n\r\n12345")
+    time.sleep(RESP + 1)
+    s.sendall(b"67890")
+    t0 = time.monotonic()
+    data = b""
+    try:
+        while b"ok\n" not in data:
+            d = s.recv(4096)
+            if not d:
+                break
+            data += d
+    except OSError as e:
+        data += repr(e).encode()
+    s.close()
+    t.check(H.status_of(data) == 200 and data.endswith(b"ok\n"),
+            "a request body stalled for response_timeout + 1 s is no wait "
+            "for the origin: served", data[:300])
+
+    # 100 Continue, the body, then nothing: a 504 follows the 100
+    s = ptest.connect(port, timeout=IDLE + ptest.bound(10))
+    s.sendall(b"POST " + o.url.encode() + b"/continue HTTP/1.1\r\n"
+              b"Host: x\r\nExpect: 100-continue\r\n"
+              b"Content-Length: 4\r\n\r\n")
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            d = s.recv(4096)
+            if not d:
+                break
+            data += d
+    except OSError as e:
+        data += repr(e).encode()
+    got100 = data.startswith(b"HTTP/1.1 100 ")
+    if got100:
+        s.sendall(b"body")
+    t0 = time.monotonic()
+    rest, t1 = read_all(s)
+    s.close()
+    data += rest
+    final = data.split(b"\r\n\r\n", 1)[-1]
+    t.check(got100 and H.status_of(final) == 504 and
+            RESP - 0.1 <= t1 - t0 <= RESP + ptest.bound(3),
+            "100 Continue, the body, then silence: the client gets the 100, "
+            "then a 504 after response_timeout",
+            "after %.2f s: %r" % (t1 - t0, data[:400]))
 
     # CONNECT: a tunnel silent for longer than response_timeout lives on
     echo = t.echo_server()
