@@ -614,14 +614,16 @@ conf_http(struct conf_ctx *cc, const config_setting_t *root)
  * One entry of resolver.servers: "IPv4", "IPv4:port", "[IPv6]" or
  * "[IPv6]:port", numeric, port 1-65535 (53 when absent). Brackets are
  * required around IPv6, as for listeners: "::1:53" would otherwise be a
- * valid address that is not what was meant. NULL, or why not.
+ * valid address that is not what was meant. 0, or -1 with <errstr>.
  */
-static const char *
-conf_server_parse(const char *s, size_t len, struct pt_addr *a)
+static int
+conf_server_parse(const char *s, size_t len, struct pt_addr *a,
+    const char **errstr)
 {
 	struct sockaddr_in	*sin = (struct sockaddr_in *)&a->sa;
 	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&a->sa;
 	const char		*end = s + len, *port = NULL, *close;
+	const char		*why = "not a numeric IPv4 or [IPv6] address";
 	char			 host[INET6_ADDRSTRLEN];
 	size_t			 hostlen;
 	bool			 bracket = s[0] == '[';
@@ -629,10 +631,14 @@ conf_server_parse(const char *s, size_t len, struct pt_addr *a)
 
 	memset(a, 0, sizeof(*a));
 	if (bracket) {
-		if ((close = memchr(s, ']', len)) == NULL)
-			return "\"[\" without \"]\"";
-		if (close + 1 < end && close[1] != ':')
-			return "expected \":port\" after \"]\"";
+		if ((close = memchr(s, ']', len)) == NULL) {
+			why = "\"[\" without \"]\"";
+			goto bad;
+		}
+		if (close + 1 < end && close[1] != ':') {
+			why = "expected \":port\" after \"]\"";
+			goto bad;
+		}
 		if (close + 1 < end)
 			port = close + 2;
 		s++;
@@ -640,45 +646,52 @@ conf_server_parse(const char *s, size_t len, struct pt_addr *a)
 	} else {
 		close = memchr(s, ':', len);
 		if (close != NULL && memchr(close + 1, ':', (size_t)(end -
-		    close - 1)) != NULL)
-			return "IPv6 address must be in brackets: \"[addr]\" "
-			    "or \"[addr]:port\"";
+		    close - 1)) != NULL) {
+			why = "IPv6 address must be in brackets: \"[addr]\" or "
+			    "\"[addr]:port\"";
+			goto bad;
+		}
 		if (close != NULL)
 			port = close + 1;
 		hostlen = close != NULL ? (size_t)(close - s) : len;
 	}
 	if (hostlen == 0 || hostlen >= sizeof(host))
-		return "not a numeric IPv4 or [IPv6] address";
+		goto bad;
 	memcpy(host, s, hostlen);
 	host[hostlen] = '\0';
 	if (port != NULL) {
+		why = "missing or invalid port";
 		if (port == end || strspn(port, "0123456789") < (size_t)(end -
 		    port))
-			return "missing or invalid port";
+			goto bad;
 		/* Digits only up to <end>, so strtol stops there; more than
 		 * five significant ones is out of range before it could
 		 * overflow. */
 		while (end - port > 1 && port[0] == '0')
 			port++;
 		p = end - port > 5 ? 0 : strtol(port, NULL, 10);
+		why = "port out of range (1-65535)";
 		if (p < 1 || p > 65535)
-			return "port out of range (1-65535)";
+			goto bad;
+		why = "not a numeric IPv4 or [IPv6] address";
 	}
 	if (!bracket && inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
 		sin->sin_family = AF_INET;
 		sin->sin_port = htons((uint16_t)p);
 		a->len = sizeof(*sin);
-		return NULL;
+		return 0;
 	}
 	if (bracket && inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
 		sin6->sin6_family = AF_INET6;
 		sin6->sin6_port = htons((uint16_t)p);
 		a->len = sizeof(*sin6);
-		return NULL;
+		return 0;
 	}
 	if (bracket && inet_pton(AF_INET, host, &sin->sin_addr) == 1)
-		return "brackets around an IPv4 address";
-	return "not a numeric IPv4 or [IPv6] address";
+		why = "brackets around an IPv4 address";
+bad:
+	*errstr = why;
+	return -1;
 }
 
 /*
@@ -715,8 +728,8 @@ conf_servers(struct conf_ctx *cc, const config_setting_t *g,
 		if (count == CONF_MAX_DNS_SERVERS)
 			return conf_err(cc, s, "more than %d servers",
 			    CONF_MAX_DNS_SERVERS);
-		if ((why = conf_server_parse(p + lead, n - lead,
-		    &mine[count])) != NULL)
+		if (conf_server_parse(p + lead, n - lead, &mine[count],
+		    &why) < 0)
 			return conf_err(cc, s, "entry %d \"%.*s\": %s",
 			    count + 1, (int)(n - lead), p + lead, why);
 		count++;
