@@ -815,11 +815,18 @@ dns_lookup_known(int err, const struct dns_result *res)
 
 /* ---- API ------------------------------------------------------------- */
 
-/* How many servers c-ares will use: they share the timeout budget. */
+/*
+ * How many servers c-ares will use (they share the timeout budget), and
+ * the first <max> of them into <out>, port 53 where c-ares keeps its
+ * default. A c-ares status. dns_servers_probe gives it to the master.
+ */
 static int
-dns_count_servers(const char *servers, int *n_out)
+dns_count_servers(const char *servers, struct pt_addr *out, int max,
+    int *n_out)
 {
 	struct ares_addr_port_node	*list, *n;
+	struct sockaddr_in		*sin;
+	struct sockaddr_in6		*sin6;
 	ares_channel			 probe;
 	int				 rc;
 
@@ -835,8 +842,26 @@ dns_count_servers(const char *servers, int *n_out)
 		return rc;
 	}
 	*n_out = 0;
-	for (n = list; n != NULL; n = n->next)
-		(*n_out)++;
+	for (n = list; n != NULL; n = n->next, (*n_out)++) {
+		if (*n_out >= max)
+			continue;
+		memset(&out[*n_out], 0, sizeof(out[*n_out]));
+		if (n->family == AF_INET) {
+			sin = (struct sockaddr_in *)&out[*n_out].sa;
+			sin->sin_family = AF_INET;
+			memcpy(&sin->sin_addr, &n->addr.addr4, 4);
+			sin->sin_port = htons((uint16_t)(n->udp_port ?
+			    n->udp_port : 53));
+			out[*n_out].len = sizeof(*sin);
+		} else {
+			sin6 = (struct sockaddr_in6 *)&out[*n_out].sa;
+			sin6->sin6_family = AF_INET6;
+			memcpy(&sin6->sin6_addr, &n->addr.addr6, 16);
+			sin6->sin6_port = htons((uint16_t)(n->udp_port ?
+			    n->udp_port : 53));
+			out[*n_out].len = sizeof(*sin6);
+		}
+	}
 	ares_free_data(list);
 	ares_destroy(probe);
 	return ARES_SUCCESS;
@@ -927,7 +952,7 @@ dns_init(const struct dns_conf *conf)
 		pt_log(PT_LOG_ERR, "dns: c-ares: %s", ares_strerror(rc));
 		return -EIO;
 	}
-	if ((rc = dns_count_servers(conf->servers, &nservers)) !=
+	if ((rc = dns_count_servers(conf->servers, NULL, 0, &nservers)) !=
 	    ARES_SUCCESS || nservers == 0) {
 		pt_log(PT_LOG_ERR, "dns: servers %s: %s", conf->servers != NULL
 		    ? conf->servers : "from resolv.conf", rc != ARES_SUCCESS ?
@@ -1103,4 +1128,22 @@ dns_addrs_with_port(const struct dns_result *res, uint16_t port,
 		((struct sockaddr_in *)&out[i].sa)->sin_port = htons(port);
 	}
 	return i;
+}
+
+int
+dns_servers_probe(const char *servers, struct pt_addr *out, int max,
+    int *n_out, const char **errstr)
+{
+	int	 rc;
+
+	*n_out = 0;
+	/* Counted by c-ares: in a worker after dns_init this leaves the
+	 * library (and its allocator) as it was; in the master it leaves
+	 * nothing of c-ares behind for a worker to inherit. */
+	if ((rc = ares_library_init(ARES_LIB_INIT_ALL)) == ARES_SUCCESS) {
+		rc = dns_count_servers(servers, out, max, n_out);
+		ares_library_cleanup();
+	}
+	*errstr = rc == ARES_SUCCESS ? NULL : ares_strerror(rc);
+	return rc == ARES_SUCCESS ? 0 : -1;
 }
