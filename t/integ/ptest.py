@@ -1201,14 +1201,14 @@ class Portico:
         return sorted(p for p, c in self.all_children().items()
                       if c == "portico-drain")
 
-    def wait_workers(self, n, timeout, exclude=()):
+    def wait_workers(self, n, timeout, exclude=(), interval=0.05):
         """Until exactly <n> current workers run, none in <exclude>."""
         def pred():
             w = self.workers()
             if len(w) == n and not (set(w.values()) & set(exclude)):
                 return w
             return None
-        return wait_for(pred, timeout)
+        return wait_for(pred, timeout, interval)
 
     # -- signals ---------------------------------------------------------
     def signal(self, sig):
