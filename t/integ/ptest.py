@@ -129,6 +129,8 @@ NEEDS = {
                     r"(?i)enetunreach|network unreachable"),
     "loadgen": ("bench/loadgen built (`make` builds it)",
                 r"(?i)\bloadgen\b"),
+    "tcp_migrate_req": ("net.ipv4.tcp_migrate_req is 1, or 0 and writable "
+                        "(Linux >= 5.14, as root)", r"tcp_migrate_req"),
 }
 
 

@@ -219,7 +219,8 @@ def main(t):
     if before != 1 and not settable:
         t.skip("reloads changing workers 1 -> 2 -> 1 -> 2 -> 1 lose no "
                "fresh connection", "needs net.ipv4.tcp_migrate_req = 1 "
-               "(Linux >= 5.14; portico sets it when run as root)")
+               "(Linux >= 5.14; portico sets it when run as root)",
+               need="tcp_migrate_req")
     else:
         counts = (2, 1, 2, 1)
         load = Load(hport, sport, url, echo.port)
