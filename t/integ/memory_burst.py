@@ -7,7 +7,8 @@ head and no more, so each holds its connection state and a payload buffer.
 The worker's PSS (smaps_rollup; VmRSS where that is missing) must grow by
 at least 2 KiB per connection while they are held (else the test measures
 nothing), and, once they are closed, fall back to within a quarter of that
-growth above the baseline. Before that, on the fresh worker, 2,000
+growth above the baseline (half under AddressSanitizer, which keeps pages
+of its own). Before that, on the fresh worker, 2,000
 connections that send nothing are held: each must cost under 5 KiB (10 KiB
 under AddressSanitizer, whose shadow memory is counted too); the goal,
 measured by bench/fairness, is 4 KiB. The proxy still serves afterwards.
@@ -132,7 +133,9 @@ def main(t):
             "grew %d KiB" % grew)
 
     release(socks)
-    limit = base + grew // 4
+    # AddressSanitizer keeps shadow and bookkeeping pages of its own.
+    share = 4 if ptest.SLOW == 1 else 2
+    limit = base + grew // share
     back = ptest.wait_for(lambda: (pss_kib(wpid) or 1 << 30) <= limit,
                           ptest.bound(15), interval=0.3)
     after = settle(wpid, ptest.bound(5))
@@ -140,7 +143,7 @@ def main(t):
         after, (after or 0) - base))
     t.check(back and after is not None and after <= limit,
             "closed, the worker gives the burst's memory back (PSS within "
-            "a quarter of the growth above the baseline)",
+            "1/%d of the growth above the baseline)" % share,
             lambda: ["baseline %d, held %s, after %s KiB, limit %d" % (
                 base, held, after, limit)] + ptest.tail(p.log(), 10))
 
