@@ -36,6 +36,12 @@ static uint64_t		 conn_next_id;
 /* Every open connection, for conn_close_all(). */
 static struct pt_conn	*conn_live;
 
+/* Empty pool slabs are given back by a trim this often, while there are
+ * any (pool.h: a pool keeps what the last interval's peak needed). */
+#define CONN_TRIM_MS	1000
+
+static struct pt_timer	 conn_trim_timer;
+
 /* limits.worker_memory in bytes, 0: none. */
 static size_t		 conn_mem_ceiling;
 /* Accepting stopped at the ceiling: conn_reap resumes it when memory
@@ -301,6 +307,14 @@ conn_close(struct pt_conn *c, const char *why)
 		conn_reap_queue(c);
 }
 
+static void
+conn_on_trim(struct pt_timer *t, void *arg)
+{
+	if (pool_trim_all())
+		pt_timer_start(&conn_trim_timer, CONN_TRIM_MS, conn_on_trim,
+		    NULL);
+}
+
 void
 conn_reap(void)
 {
@@ -318,6 +332,9 @@ conn_reap(void)
 	}
 	if (freed)
 		accept_slot_freed();
+	if (pool_trim_wanted() && conn_trim_timer.heap_idx == 0)
+		pt_timer_start(&conn_trim_timer, CONN_TRIM_MS, conn_on_trim,
+		    NULL);
 }
 
 void

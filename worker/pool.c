@@ -4,8 +4,10 @@
  * objects, each preceded by a 16-byte header naming its slab. Objects are
  * carved lazily, so the untouched end of a fresh slab costs no resident
  * memory. Free objects stay on their slab's LIFO list (the object put last
- * is the one most likely still in cache); a slab whose objects are all
- * free is unmapped once the pool has enough free objects elsewhere.
+ * is the one most likely still in cache). Slabs whose objects are all free
+ * are unmapped by pool_trim, on a timer, not as they empty: a pool at 200
+ * busy connections empties and refills a slab every few requests, and
+ * unmapping at once cost an mmap and a munmap per 16 requests.
  *
  * Why not malloc: a burst of connections interleaves small long-lived
  * objects (a connection, its HTTP state) with short-lived 16 KiB buffers
@@ -63,6 +65,8 @@ struct pool_hdr {
 
 /* Bytes of objects in use, every pool of the process. */
 static size_t	 pool_used;
+static struct pool	*pool_all;
+static bool	 pool_emptied;
 
 static struct pool_slab *
 pool_slab_of(const void *obj)
@@ -118,9 +122,12 @@ pool_init(struct pool *p, const char *name, size_t size, unsigned limit)
 	p->in_use = 0;
 	p->nfree = 0;
 	p->keep = p->per_slab;
+	p->peak = 0;
 	p->bytes = 0;
 	p->partial = NULL;
 	p->full = NULL;
+	p->next_pool = pool_all;
+	pool_all = p;
 }
 
 void
@@ -216,12 +223,60 @@ void
 pool_fini(struct pool *p)
 {
 	struct pool_slab	*s, *next;
+	struct pool		**pp;
 
 	for (s = p->partial; s != NULL; s = next) {
 		next = s->next;
 		if (s->used == 0)
 			pool_slab_release(p, s);
 	}
+	for (pp = &pool_all; *pp != NULL; pp = &(*pp)->next_pool)
+		if (*pp == p) {
+			*pp = p->next_pool;
+			break;
+		}
+}
+
+bool
+pool_trim(struct pool *p)
+{
+	struct pool_slab	*s, *next;
+	unsigned		 want = p->keep;
+	bool			 more = false;
+
+	if (p->peak > p->in_use && p->peak - p->in_use > want)
+		want = p->peak - p->in_use;
+	for (s = p->partial; s != NULL; s = next) {
+		next = s->next;
+		if (s->used != 0)
+			continue;
+		if (p->nfree - s->nfree >= want && p->nfree > s->nfree)
+			pool_slab_release(p, s);
+		else if (p->nfree - s->nfree >= p->keep &&
+		    p->nfree > s->nfree)
+			more = true;	/* kept for the peak: next time */
+	}
+	p->peak = p->in_use;
+	return more;
+}
+
+bool
+pool_trim_all(void)
+{
+	struct pool	*p;
+	bool		 more = false;
+
+	pool_emptied = false;
+	for (p = pool_all; p != NULL; p = p->next_pool)
+		if (pool_trim(p))
+			more = true;
+	return more;
+}
+
+bool
+pool_trim_wanted(void)
+{
+	return pool_emptied;
 }
 
 /* One object out of slab <s>, which has room. */
@@ -241,6 +296,8 @@ pool_take(struct pool *p, struct pool_slab *s)
 	}
 	s->used++;
 	p->in_use++;
+	if (p->in_use > p->peak)
+		p->peak = p->in_use;
 	pool_used += p->stride;
 	if (s->free == NULL && s->carved == p->per_slab) {
 		pool_unlink(&p->partial, s);
@@ -292,9 +349,8 @@ pool_put(struct pool *p, void *obj)
 	pool_used -= p->stride;
 	if (s->used > 0)
 		return;
-	if (p->nfree - s->nfree >= p->keep && p->nfree > s->nfree)
-		pool_slab_release(p, s);
-	else if (s->next != NULL) {
+	pool_emptied = true;
+	if (s->next != NULL) {
 		pool_unlink(&p->partial, s);
 		pool_link_tail(&p->partial, s);
 	}

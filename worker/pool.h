@@ -28,13 +28,14 @@ struct pool {
 	unsigned		 allocated;	/* carved, in live slabs */
 	unsigned		 in_use;
 	unsigned		 nfree;		/* on the slabs' free lists */
-	/* An empty slab goes back to the system only when the other slabs
-	 * still hold this many free objects: a pool busy at one slab's
-	 * worth never maps and unmaps in a loop. */
+	/* pool_trim leaves at least this many free objects (and never
+	 * unmaps the last slab with room). */
 	unsigned		 keep;
+	unsigned		 peak;		/* in_use at most since pool_trim */
 	size_t			 bytes;		/* carved bytes, headers included */
 	struct pool_slab	*partial;	/* slabs with room, emptiest last */
 	struct pool_slab	*full;
+	struct pool		*next_pool;	/* every pool, for pool_trim_all */
 };
 
 /* ---- worker/pool.c --------------------------------------------------- */
@@ -43,12 +44,25 @@ struct pool {
  * once (0: no limit). Maps nothing yet. */
 void	 pool_init(struct pool *p, const char *name, size_t size,
 	    unsigned limit);
-/* Keeps at least <keep> free objects before an empty slab is unmapped
- * (default: one slab's worth). */
+/* Keeps at least <keep> free objects when trimming (default: one slab's
+ * worth). */
 void	 pool_set_keep(struct pool *p, unsigned keep);
-/* Unmaps every slab with no object in use; objects still in use must be
- * put first. */
+/* Unmaps every slab with no object in use and forgets the pool; objects
+ * still in use must be put first. */
 void	 pool_fini(struct pool *p);
+/*
+ * Unmaps empty slabs the pool has not needed since the last trim: it
+ * keeps enough free objects for the peak seen since then (and <keep>),
+ * so a pool busy in waves never maps and unmaps in a loop, and a burst's
+ * memory goes back one to two trims after the burst is over. Returns true
+ * while empty slabs remain that a later trim may unmap.
+ */
+bool	 pool_trim(struct pool *p);
+/* pool_trim on every pool not yet finished. */
+bool	 pool_trim_all(void);
+/* Set when a slab became empty since the last pool_trim_all: the caller
+ * (conn_reap) then schedules one. */
+bool	 pool_trim_wanted(void);
 /* Takes an object (contents undefined), or NULL when the limit is reached
  * or memory is short. The caller owns it until pool_put. */
 void	*pool_get(struct pool *p);

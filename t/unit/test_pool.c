@@ -195,8 +195,9 @@ test_pool_put_null_is_noop(void)
 	pool_fini(&p);
 }
 
-/* A burst maps slabs; once every object is back, all but keep's worth go
- * back to the system, and the process-wide count follows. */
+/* A burst maps slabs; once every object is back, the first trim keeps
+ * them (the burst was the last interval's peak), the second gives all but
+ * keep's worth back to the system. The in-use count follows at once. */
 static void
 test_pool_gives_back_empty_slabs_after_a_burst(void)
 {
@@ -218,13 +219,47 @@ test_pool_gives_back_empty_slabs_after_a_burst(void)
 	for (i = 0; i < 1000; i++)
 		pool_put(&p, o[i]);
 	CU_ASSERT_EQUAL(p.in_use, 0);
+	CU_ASSERT_EQUAL(pool_bytes_total(), before);
+	CU_ASSERT(pool_trim_wanted());
+	CU_ASSERT(pool_trim(&p));
+	CHECKF(p.allocated == 1000, "the first trim after the peak kept %u "
+	    "of 1000", p.allocated);
+	CU_ASSERT_FALSE(pool_trim(&p));
 	CHECKF(p.allocated <= 10 + 2 * p.per_slab, "%u objects kept, "
 	    "keep 10, %u per slab", p.allocated, p.per_slab);
 	CHECKF(p.bytes < 1000u * 1000u / 4, "%zu bytes kept", p.bytes);
 	CU_ASSERT_EQUAL(p.nfree, p.allocated);
 	pool_fini(&p);
 	CU_ASSERT_EQUAL(p.allocated, 0);
-	CU_ASSERT_EQUAL(pool_bytes_total(), before);
+}
+
+/* A pool busy in waves keeps what its waves need: no unmapping while the
+ * peak between two trims is still there to serve. */
+static void
+test_pool_trim_keeps_what_the_peak_needed(void)
+{
+	struct pool	 p;
+	void		*o[200];
+	unsigned	 kept;
+	int		 i, round;
+
+	pool_init(&p, "test", 1000, 0);
+	pool_set_keep(&p, 0);
+	for (round = 0; round < 5; round++) {
+		for (i = 0; i < 200; i++)
+			o[i] = pool_get(&p);
+		for (i = 0; i < 200; i++)
+			pool_put(&p, o[i]);
+		kept = p.allocated;
+		pool_trim(&p);
+		if (!CHECKF(p.allocated == kept && kept >= 200, "round %d: "
+		    "trim left %u of %u", round, p.allocated, kept))
+			break;
+	}
+	pool_trim(&p);
+	CHECKF(p.allocated <= p.per_slab, "after a quiet interval, %u kept",
+	    p.allocated);
+	pool_fini(&p);
 }
 
 /* One connection coming and going must not map and unmap a slab each
@@ -274,4 +309,6 @@ register_pool_suite(void)
 	CU_add_test(s, "gives_back_empty_slabs_after_a_burst",
 	    test_pool_gives_back_empty_slabs_after_a_burst);
 	CU_add_test(s, "keeps_its_last_slab", test_pool_keeps_its_last_slab);
+	CU_add_test(s, "trim_keeps_what_the_peak_needed",
+	    test_pool_trim_keeps_what_the_peak_needed);
 }
