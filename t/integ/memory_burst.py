@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
 """
-Memory is given back after a burst. One HTTP worker; 2,000 client (fewer
-where the descriptor hard limit cannot hold that many twice over)
-connections are opened at once and each sends the first line of a request
+Memory is given back after a burst. One HTTP worker; 2,000 client
+connections (fewer where the descriptor hard limit cannot hold that many
+twice over) are opened at once and each sends the first line of a request
 head and no more, so each holds its connection state and a payload buffer.
 The worker's PSS (smaps_rollup; VmRSS where that is missing) must grow by
 at least 2 KiB per connection while they are held (else the test measures
