@@ -102,11 +102,26 @@ pool_round(size_t n, size_t to)
 	return (n + to - 1) / to * to;
 }
 
+/* Forgets <p> (pool_fini): a pool on the stack of a unit test must not
+ * stay on the list. */
+static void
+pool_unregister(struct pool *p)
+{
+	struct pool	**pp;
+
+	for (pp = &pool_all; *pp != NULL; pp = &(*pp)->next_pool)
+		if (*pp == p) {
+			*pp = p->next_pool;
+			return;
+		}
+}
+
 void
 pool_init(struct pool *p, const char *name, size_t size, unsigned limit)
 {
 	size_t	 n;
 
+	pool_unregister(p);	/* initialised twice: listed once */
 	p->name = name;
 	p->size = size < sizeof(struct pool_item) ?
 	    sizeof(struct pool_item) : size;
@@ -223,18 +238,13 @@ void
 pool_fini(struct pool *p)
 {
 	struct pool_slab	*s, *next;
-	struct pool		**pp;
 
 	for (s = p->partial; s != NULL; s = next) {
 		next = s->next;
 		if (s->used == 0)
 			pool_slab_release(p, s);
 	}
-	for (pp = &pool_all; *pp != NULL; pp = &(*pp)->next_pool)
-		if (*pp == p) {
-			*pp = p->next_pool;
-			break;
-		}
+	pool_unregister(p);
 }
 
 bool

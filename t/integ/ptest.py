@@ -783,11 +783,13 @@ class Transfer:
 class ClientLoop:
     """Bounded short-connection echo load from <threads> threads: each
     thread makes connections until it made <per_thread> and <until> is set
-    (or it made <max_per_thread>, or <max_seconds> passed)."""
+    (or it made <max_per_thread>, or <max_seconds> passed). <once>, when
+    given, replaces the echo: once(thread, n) makes one connection and
+    returns (True, None) or (False, 'why')."""
 
     def __init__(self, port, threads=4, per_thread=500, max_per_thread=None,
                  until=None, max_seconds=60.0, pause=0.0, host="127.0.0.1",
-                 timeout=10.0, payload_size=24):
+                 timeout=10.0, payload_size=24, once=None):
         self.port, self.host = port, host
         self.threads = threads
         self.per_thread = per_thread
@@ -797,6 +799,7 @@ class ClientLoop:
         self.pause = pause
         self.timeout = timeout
         self.payload_size = payload_size
+        self.once = once
         self.lock = threading.Lock()
         self.total = 0
         self.good = 0
@@ -820,8 +823,12 @@ class ClientLoop:
                 break
             if time.monotonic() - t0 > self.max_seconds:
                 break
-            payload = b"%d.%d." % (i, n) + os.urandom(self.payload_size)
-            ok, why = echo_once(self.port, payload, self.host, self.timeout)
+            if self.once is not None:
+                ok, why = self.once(i, n)
+            else:
+                payload = b"%d.%d." % (i, n) + os.urandom(self.payload_size)
+                ok, why = echo_once(self.port, payload, self.host,
+                                    self.timeout)
             n += 1
             with self.lock:
                 self.total += 1
