@@ -24,18 +24,18 @@ struct pool {
 	size_t			 size;		/* usable bytes per object */
 	size_t			 stride;	/* object and its header */
 	unsigned		 per_slab;	/* objects in one slab */
-	unsigned		 limit;		/* objects in use at most, 0: none */
+	unsigned		 limit;		/* in use at most, 0: none */
 	unsigned		 allocated;	/* carved, in live slabs */
 	unsigned		 in_use;
 	unsigned		 nfree;		/* on the slabs' free lists */
 	/* pool_trim leaves at least this many free objects (and never
 	 * unmaps the last slab with room). */
 	unsigned		 keep;
-	unsigned		 peak;		/* in_use at most since pool_trim */
-	size_t			 bytes;		/* carved bytes, headers included */
-	struct pool_slab	*partial;	/* slabs with room, emptiest last */
+	unsigned		 peak;		/* top in_use since pool_trim */
+	size_t			 bytes;		/* carved, headers included */
+	struct pool_slab	*partial;	/* with room, emptiest last */
 	struct pool_slab	*full;
-	struct pool		*next_pool;	/* every pool, for pool_trim_all */
+	struct pool		*next_pool;	/* all pools: pool_trim_all */
 };
 
 /* ---- worker/pool.c --------------------------------------------------- */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * worker/pool.c: LIFO reuse, no allocation in steady state, the object
- * limit, pre-allocation, and memory given back after a burst. Leaks are left to valgrind and ASan: every
- * test puts back what it took and calls pool_fini.
+ * limit, pre-allocation, and memory given back after a burst. Leaks are
+ * left to valgrind and ASan: every test puts back what it took and calls
+ * pool_fini.
  */
 #include "config.h"
 
