@@ -59,7 +59,7 @@ static const char *const conf_listener_keys[] = {
 };
 static const char *const conf_limits_keys[] = {
 	"max_connections", "header_timeout", "connect_timeout",
-	"idle_timeout", NULL
+	"idle_timeout", "worker_memory", NULL
 };
 static const char *const conf_relay_keys[] = {
 	"method", "buffer_size", NULL
@@ -469,6 +469,64 @@ conf_group(struct conf_ctx *cc, const config_setting_t *root,
 	return 0;
 }
 
+/* Smallest worker_memory: below a few connections' worth it only
+ * serves tests. */
+#define CONF_MEMORY_MIN		65536LL
+
+/*
+ * limits.worker_memory: "auto" (absent too), 0 or "none" for no ceiling,
+ * an integer in bytes, or a string with a k, m or g suffix (powers of
+ * 1024), as operators write sizes for nginx and Squid.
+ */
+static int
+conf_worker_memory(struct conf_ctx *cc, const config_setting_t *g,
+    long long *out)
+{
+	config_setting_t	*s;
+	const char		*str;
+	char			*end;
+	long long		 v;
+	int			 shift = 0;
+
+	*out = CONF_MEMORY_AUTO;
+	if (g == NULL || (s = config_setting_get_member(g, "worker_memory")) ==
+	    NULL)
+		return 0;
+	if (conf_is_int(s))
+		v = config_setting_get_int64(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		str = config_setting_get_string(s);
+		if (strcmp(str, "auto") == 0)
+			return 0;
+		if (strcmp(str, "none") == 0) {
+			*out = 0;
+			return 0;
+		}
+		errno = 0;
+		v = strtoll(str, &end, 10);
+		if (end == str || errno != 0 || v < 0)
+			return conf_err(cc, s, "expected a size such as "
+			    "\"512m\", \"auto\" or \"none\"");
+		switch (*end) {
+		case 'k': case 'K': shift = 10; end++; break;
+		case 'm': case 'M': shift = 20; end++; break;
+		case 'g': case 'G': shift = 30; end++; break;
+		}
+		if (*end != '\0')
+			return conf_err(cc, s, "expected a size such as "
+			    "\"512m\", \"auto\" or \"none\"");
+		if (v > (1LL << 50) >> shift)
+			return conf_err(cc, s, "too large");
+		v <<= shift;
+	} else
+		return conf_err(cc, s, "expected a size in bytes or a string");
+	if (v != 0 && (v < CONF_MEMORY_MIN || v > 1LL << 50))
+		return conf_err(cc, s, "%lld out of range (0, or %lld and "
+		    "more)", v, CONF_MEMORY_MIN);
+	*out = v;
+	return 0;
+}
+
 static int
 conf_limits(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -490,7 +548,7 @@ conf_limits(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, g, "idle_timeout", 1, 604800, 300, &v) < 0)
 		return -1;
 	lim->idle_timeout_ms = (unsigned)v * 1000;
-	return 0;
+	return conf_worker_memory(cc, g, &lim->worker_memory);
 }
 
 static int

@@ -59,7 +59,13 @@ struct conf_limits {
 	unsigned	 header_timeout_ms;
 	unsigned	 connect_timeout_ms;
 	unsigned	 idle_timeout_ms;
+	/* Connection memory per worker before it stops accepting, in
+	 * bytes; 0: no ceiling; CONF_MEMORY_AUTO: from the machine's memory
+	 * (worker/conn.c). */
+	long long	 worker_memory;
 };
+
+#define CONF_MEMORY_AUTO	(-1LL)
 
 #define CONF_MAX_CONNECT_PORTS	64
 

@@ -92,7 +92,7 @@ accept_warn(const struct worker_listener *l, int err, const char *what)
 		pt_log_err(PT_LOG_WARNING, err, "%s on %s: pausing", what,
 		    l->conf->address);
 	else
-		pt_log(PT_LOG_WARNING, "%s on %s: pausing", what,
+		pt_log(PT_LOG_WARNING, "%s reached on %s: pausing", what,
 		    l->conf->address);
 }
 
@@ -159,7 +159,7 @@ accept_one(struct worker_listener *l)
 	int			 fd;
 
 	if (conn_pool_full()) {
-		accept_warn(l, 0, "max_connections reached");
+		accept_warn(l, 0, conn_pool_limit());
 		accept_pause(0);
 		return false;
 	}

@@ -983,8 +983,12 @@ http_read_request(struct pt_conn *c)
 		if (!(cl->ready & EPOLLIN))
 			return;
 		n = http_flow_read(c, q, cl);
-		if (n == -EAGAIN)
+		if (n == -EAGAIN) {
+			/* No byte of a head yet: an idle connection, new or
+			 * kept alive, holds no buffer. */
+			http_flow_compact(q);
 			return;
+		}
 		if (n <= 0) {
 			/* EOF between requests is the normal end of a
 			 * keep-alive connection; inside a head, an abort. */

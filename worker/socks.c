@@ -568,8 +568,15 @@ socks_read(struct pt_conn *c)
 		return;
 	}
 	n = conn_recv(c, cl, s->in + s->in_len, buf_size(s->in) - s->in_len);
-	if (n == -EAGAIN)
+	if (n == -EAGAIN) {
+		/* Nothing pending: a client that is slow to speak holds no
+		 * buffer meanwhile. */
+		if (s->in_len == 0) {
+			buf_put(s->in);
+			s->in = NULL;
+		}
 		return;
+	}
 	if (n == 0 && s->stage == SS_WAIT) {
 		/* A client may send its data and FIN before our reply;
 		 * the relay reads the EOF again and passes it on. */

@@ -214,6 +214,21 @@ worker_max_connections(const struct pt_config *conf)
 	return max;
 }
 
+/* limits.worker_memory resolved: "auto" is half the machine's (or the
+ * cgroup's) memory shared among the workers. */
+static size_t
+worker_memory(const struct pt_config *conf, int nslots)
+{
+	long long	 v = conf->limits.worker_memory;
+	size_t		 m;
+
+	if (v != CONF_MEMORY_AUTO)
+		return (size_t)v;
+	m = conn_memory_auto(nslots);
+	pt_log(PT_LOG_INFO, "worker_memory auto: %zu MiB", m >> 20);
+	return m;
+}
+
 noreturn void
 worker_main(const struct pt_config *conf, int slot, int nslots,
     const int *fds)
@@ -244,7 +259,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	worker_signals();
 	modctx = phase_init(conf);
 	maxconn = worker_max_connections(conf);
-	conn_pool_init(maxconn, modctx);
+	conn_pool_init(maxconn, modctx, worker_memory(conf, nslots));
 	/* Large buffers hold a head of up to max_header_size plus what a
 	 * rewrite adds. */
 	buf_init(conf->buffer_size, conf->http.max_header_size + 4096,
