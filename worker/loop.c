@@ -115,6 +115,18 @@ loop_io_stop(struct loop_io *io)
 }
 
 void
+loop_io_close(struct loop_io *io)
+{
+	/* "added == false" is what loop_once checks before delivering a
+	 * later event of the same batch. */
+	io->added = false;
+	io->events = 0;
+	if (io->fd >= 0)
+		close(io->fd);
+	io->fd = -1;
+}
+
+void
 loop_update_time(void)
 {
 	struct timespec	 ts;

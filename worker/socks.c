@@ -148,18 +148,23 @@ socks_watch(struct pt_conn *c, uint32_t events)
 
 /* ---- replies -------------------------------------------------------- */
 
-/* Queues <len> reply bytes, then does <next>; SN_READ goes on reading
- * in <read_stage>. */
+/* Queues <len> reply bytes after any held back (socks_advance), then
+ * does <next>; SN_READ goes on reading in <read_stage>. */
 static void
 socks_reply_then(struct pt_conn *c, const uint8_t *bytes, size_t len,
     enum socks_next next, enum socks_stage read_stage)
 {
 	struct socks_state	*s = socks_st(c);
 
+	/* Held back: a method choice (2) and an RFC 1929 status (2); then
+	 * the longest reply (22, IPv6) still fits. */
+	if (s->out_len + len > sizeof(s->out)) {
+		conn_close(c, "reply too long");
+		return;
+	}
 	s->read_stage = read_stage;
-	memcpy(s->out, bytes, len);
-	s->out_start = 0;
-	s->out_len = (uint32_t)len;
+	memcpy(s->out + s->out_len, bytes, len);
+	s->out_len += (uint32_t)len;
 	s->next = next;
 	s->stage = SS_REPLY;
 	socks_advance(c);
@@ -552,6 +557,27 @@ socks_parse_one(struct pt_conn *c)
 	}
 }
 
+static bool
+socks_is_reading(const struct socks_state *s)
+{
+	return s->stage == SS_GREETING || s->stage == SS_USERPASS ||
+	    s->stage == SS_REQUEST;
+}
+
+/* Parses the messages the client already sent, while in a handshake
+ * stage. The state is freed when a message closes the connection, so
+ * that is tested first. */
+static void
+socks_parse_buffered(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+
+	while (c->c_state != CONN_CLOSED && s->in_len > 0 &&
+	    socks_is_reading(s))
+		if (!socks_parse_one(c))
+			break;
+}
+
 static void
 socks_read(struct pt_conn *c)
 {
@@ -584,11 +610,7 @@ socks_read(struct pt_conn *c)
 	s->in_len += (uint32_t)n;
 	c->c_req.bytes_in += (uint64_t)n;
 	c->c_last_active = loop_now();
-	while (s->in_len > 0 && c->c_state != CONN_CLOSED &&
-	    (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
-	    s->stage == SS_REQUEST))
-		if (!socks_parse_one(c))
-			break;
+	socks_parse_buffered(c);
 }
 
 /* Hands the connection to the relay, with bytes the client sent after
@@ -619,6 +641,29 @@ socks_advance(struct pt_conn *c)
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
 	ssize_t			 n;
 
+	if (s->stage == SS_REPLY && s->next == SN_READ && s->out_start == 0 &&
+	    s->in_len > 0) {
+		/* The client pipelined: its next message is (at least partly)
+		 * here, so it is not waiting for this reply. Hold the reply
+		 * and send it with the next one: one write and one wake-up
+		 * for the client instead of two or three. */
+		s->stage = s->read_stage;
+		socks_parse_buffered(c);
+		if (c->c_state == CONN_CLOSED)
+			return;
+		s = socks_st(c);
+		if (!socks_is_reading(s)) {
+			/* Phases, a reply or the tunnel took over; a reply
+			 * queued later carries the held bytes with it. */
+			if (s->stage == SS_WAIT)
+				socks_advance(c);
+			return;
+		}
+		/* Only part of the next message: the client may be waiting
+		 * for what we hold after all. */
+		s->read_stage = s->stage;
+		s->stage = SS_REPLY;
+	}
 	if (s->stage == SS_REPLY) {
 		while (s->out_start < s->out_len) {
 			n = conn_send(c, cl, s->out + s->out_start,
@@ -634,6 +679,7 @@ socks_advance(struct pt_conn *c)
 			s->out_start += (uint32_t)n;
 			c->c_req.bytes_out += (uint64_t)n;
 		}
+		s->out_start = s->out_len = 0;
 		switch (s->next) {
 		case SN_CLOSE:
 			conn_close(c, NULL);
@@ -654,17 +700,12 @@ socks_advance(struct pt_conn *c)
 		}
 		/* The next message may already be here (clients pipeline
 		 * the greeting, credentials and request). */
-		while (s->in_len > 0 && c->c_state != CONN_CLOSED &&
-		    (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
-		    s->stage == SS_REQUEST))
-			if (!socks_parse_one(c))
-				break;
+		socks_parse_buffered(c);
 		if (c->c_state == CONN_CLOSED)
 			return;
 	}
 	s = socks_st(c);
-	if (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
-	    s->stage == SS_REQUEST)
+	if (socks_is_reading(s))
 		socks_watch(c, EPOLLIN);
 	else if (s->stage == SS_WAIT)
 		socks_watch(c, !s->client_eof && (s->in == NULL ||
