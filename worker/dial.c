@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Non-blocking connect of the upstream leg. The connection's one timer
- * bounds the attempt; the socket is watched for writability and the result
- * read with SO_ERROR. Names are resolved before this (by the master for
- * a tcp listener's target, by the worker's resolver, dns.c, for HTTP):
- * dial only ever sees addresses.
+ * bounds the attempt; the socket is watched for writability, and only a
+ * failure (EPOLLERR) costs a SO_ERROR read to learn why. Names are
+ * resolved before this (by the master for a tcp listener's target, by
+ * the worker's resolver, dns.c, for HTTP): dial only ever sees addresses.
  */
 #include "config.h"
 
