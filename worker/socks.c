@@ -388,9 +388,9 @@ socks_on_auth(struct pt_conn *c, enum pt_verdict v)
 static void
 socks_take_dest(struct pt_conn *c, const struct socks_dest *d)
 {
-	struct socks_state	*s = socks_st(c);
-	char			 text[SOCKADDR_STRLEN];
-	size_t			 n;
+	struct socks_state		*s = socks_st(c);
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
 
 	s->port = d->port;
 	s->naddrs = 0;
@@ -400,20 +400,16 @@ socks_take_dest(struct pt_conn *c, const struct socks_dest *d)
 	} else {
 		s->addrs[0] = d->addr;
 		s->naddrs = 1;
-		sockaddr_fmt((const struct sockaddr *)&d->addr.sa, text,
-		    sizeof(text));
-		/* The host without the port and brackets, as a name. */
-		n = strlen(text);
-		while (n > 0 && text[n - 1] != ':')
-			n--;
-		if (n > 0)
-			n--;
-		if (text[0] == '[') {
-			memcpy(s->host, text + 1, n - 2);
-			s->host[n - 2] = '\0';
+		/* The host as a name: the address alone, without port and
+		 * brackets. */
+		if (d->addr.sa.ss_family == AF_INET6) {
+			sin6 = (const void *)&d->addr.sa;
+			inet_ntop(AF_INET6, &sin6->sin6_addr, s->host,
+			    sizeof(s->host));
 		} else {
-			memcpy(s->host, text, n);
-			s->host[n] = '\0';
+			sin = (const void *)&d->addr.sa;
+			inet_ntop(AF_INET, &sin->sin_addr, s->host,
+			    sizeof(s->host));
 		}
 	}
 	c->c_req.host.ptr = s->host;
