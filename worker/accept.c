@@ -240,7 +240,7 @@ accept_start(const struct conf_listener *conf, const int *fds, int n)
 }
 
 void
-accept_stop(void)
+accept_stop(uint64_t kept)
 {
 	int	 i, n;
 
@@ -252,8 +252,9 @@ accept_stop(void)
 		/* Whatever the kernel already queued on our socket would be
 		 * reset when the last copy of a removed socket closes: take
 		 * it and serve it. Bounded so a flood cannot keep a
-		 * draining worker alive. */
-		accept_paused = false;
+		 * draining worker alive. A socket the new generation took
+		 * over keeps its queue for the new workers. */
+		accept_paused = i < 64 && (kept >> i & 1) != 0;
 		for (n = 0; n < 4096 && !accept_paused; n++)
 			if (!accept_one(&accept_ls[i]))
 				break;

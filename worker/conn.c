@@ -254,6 +254,17 @@ conn_release_waiting(struct pt_conn *c)
 	conn_reap_queue(c);
 }
 
+bool
+conn_has_unread(struct pt_conn *c)
+{
+	int	 fd = c->c_side[SIDE_CLIENT].io.fd;
+	char	 b;
+
+	/* Behind a transport (tls) the peeked byte is a record, not a
+	 * request byte; it still means the client is talking. */
+	return fd >= 0 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 void
 conn_drain_all(void)
 {

@@ -141,8 +141,16 @@ ssize_t		 conn_sendv(struct pt_conn *c, struct conn_side *s,
 		    const struct iovec *iov, int n);
 /* Passes EOF on (shutdown for writing). 0 or -errno. */
 int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
-/* Tells every connection the worker is draining; protocols with idle
- * keep-alive connections close those. */
+/*
+ * Whether the client has sent bytes still waiting in the kernel: a peek,
+ * because on an edge-triggered socket the EPOLLIN may sit later in this
+ * epoll batch or in the next one. False at EOF, on an error, or when the
+ * client leg is closed. Worker only.
+ */
+bool		 conn_has_unread(struct pt_conn *c);
+/* Tells every connection the worker is draining. A protocol may close
+ * only a connection idle between two transactions of its client, never
+ * one whose first request has not arrived yet. */
 void		 conn_drain_all(void);
 /* Closes every open connection (fast stop, drain timeout). */
 void		 conn_close_all(const char *why);

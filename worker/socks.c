@@ -100,7 +100,7 @@ socks_init(const struct pt_config *conf, unsigned max_conns)
 	socks_conf = conf;
 	pool_init(&socks_pool, "socks state", sizeof(struct socks_state),
 	    max_conns);
-	if (udp_assoc_init() < 0)
+	if (udp_assoc_init(max_conns) < 0)
 		fatal("UDP relay buffers: out of memory");
 }
 

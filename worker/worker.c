@@ -103,13 +103,15 @@ worker_on_drain_timeout(struct pt_timer *t, void *arg)
 	conn_close_all("shutdown timeout");
 }
 
+/* <kept>: the master's word on which listeners' sockets live on
+ * (accept_stop); 0 from a plain SIGQUIT. */
 static void
-worker_drain(void)
+worker_drain(uint64_t kept)
 {
 	if (worker.stopping)
 		return;
 	worker.stopping = true;
-	accept_stop();
+	accept_stop(kept);
 	conn_drain_all();
 	/* Renamed only now: "portico-drain" promises it accepts no more. */
 	prctl(PR_SET_NAME, "portico-drain");
@@ -125,12 +127,15 @@ worker_on_signal(struct loop_io *io, uint32_t events)
 	while (read(io->fd, &si, sizeof(si)) == sizeof(si)) {
 		switch (si.ssi_signo) {
 		case SIGQUIT:
-			worker_drain();
+			/* Only the master's sigqueue carries a value; a
+			 * SIGQUIT from anyone else keeps nothing. */
+			worker_drain(si.ssi_code == SI_QUEUE &&
+			    (pid_t)si.ssi_pid == getppid() ? si.ssi_ptr : 0);
 			break;
 		case SIGTERM:
 		case SIGINT:
 			worker.stopping = true;
-			accept_stop();
+			accept_stop(0);
 			conn_close_all("fast stop");
 			break;
 		case SIGUSR1:
