@@ -307,7 +307,9 @@ usage(FILE *f)
 "options: --proxy HOST:PORT  --proxy-type http|socks5  --target HOST:PORT\n"
 "  --path /bytes/1024  --connections N (50)  --duration S (5)\n"
 "  --warmup S (1)  --payload BYTES  --window N  --rate PPS\n"
-"  --auth user:pass  --timeout S  --json  --expect-size N\n");
+"  --auth user:pass  --timeout S  --json  --expect-size N\n"
+"  --pipeline (SOCKS5: greeting, credentials and request in one write,\n"
+"  before any reply is read)\n");
 }
 
 /*
@@ -533,6 +535,9 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 	case 'j':
 		o->json = true;
 		return 0;
+	case 'L':
+		o->pipeline = true;
+		return 0;
 	case 'x':
 		return opt_num("expect-size", arg, 0, (long long)1 << 60,
 		    &o->expect_size);
@@ -609,6 +614,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "auth",	 required_argument, NULL, 'a' },
 		{ "timeout",	 required_argument, NULL, 'T' },
 		{ "json",	 no_argument,	    NULL, 'j' },
+		{ "pipeline",	 no_argument,	    NULL, 'L' },
 		{ "expect-size", required_argument, NULL, 'x' },
 		{ "http",	 required_argument, NULL, 'H' },
 		{ "tcp-echo",	 required_argument, NULL, 'E' },

@@ -21,6 +21,7 @@
 #include "master/conf.h"
 #include "worker/conn.h"
 #include "worker/http.h"
+#include "worker/phase.h"
 #include "worker/socks.h"
 #include "worker/tcp.h"
 #include "worker/worker.h"
@@ -114,12 +115,18 @@ accept_sniff_io(struct loop_io *io, uint32_t events)
 		conn_close(c, n == 0 ? NULL : "read failed");
 		return;
 	}
+	if (b == 4 || b == 5) {
+		/* SOCKS takes the registration as it is and re-arms the
+		 * timer in place; it needs the interest off only while an
+		 * ACCEPT hook may keep it waiting. */
+		if (phase_has_hooks(PT_PHASE_ACCEPT))
+			loop_io_set(io, 0);
+		socks_start(c);
+		return;
+	}
 	pt_timer_stop(&c->c_timer);
 	loop_io_set(io, 0);
-	if (b == 4 || b == 5)
-		socks_start(c);
-	else
-		http_start(c);
+	http_start(c);
 }
 
 static void

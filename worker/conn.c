@@ -159,7 +159,6 @@ conn_new(const struct worker_listener *l, int fd,
 {
 	struct pt_conn	*c;
 	socklen_t	 len;
-	int		 one = 1;
 
 	if ((c = pool_get(&conn_pool)) == NULL) {
 		close(fd);
@@ -186,8 +185,7 @@ conn_new(const struct worker_listener *l, int fd,
 		c->c_tctx = pt_conn_ctx(c, l->conf->transport_mod);
 	}
 	c->c_last_active = loop_now();
-	/* Small writes on a proxied leg must not wait for Nagle. */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* TCP_NODELAY comes from the listener (listen.c): inherited. */
 	conn_live_add(c);
 	counters_add(CTR_ACCEPTED, 1);
 	counters_add(CTR_ACTIVE, 1);
@@ -251,11 +249,8 @@ conn_start(struct pt_conn *c, void (*ready)(struct pt_conn *))
 static void
 conn_side_close(struct conn_side *s)
 {
-	if (s->io.fd < 0)
-		return;
-	loop_io_stop(&s->io);
-	close(s->io.fd);
-	s->io.fd = -1;
+	/* No EPOLL_CTL_DEL: the close drops the registration (loop.h). */
+	loop_io_close(&s->io);
 }
 
 /* Idempotent: a module may resume (and so release) a connection from its
@@ -460,6 +455,9 @@ pt_clog(struct pt_conn *c, int level, const char *fmt, ...)
 	char	 prefix[128], peer[SOCKADDR_STRLEN];
 	va_list	 ap;
 
+	/* A debug line per close is formatted only when someone reads it. */
+	if (!log_wants(level))
+		return;
 	snprintf(prefix, sizeof(prefix), "*%llu %s ",
 	    (unsigned long long)c->c_id,
 	    sockaddr_fmt((const struct sockaddr *)&c->c_req.peer, peer,
