@@ -308,6 +308,8 @@ usage(FILE *f)
 "  --path /bytes/1024  --connections N (50)  --duration S (5)\n"
 "  --warmup S (1)  --payload BYTES  --window N  --rate PPS\n"
 "  --auth user:pass  --timeout S  --json  --expect-size N\n"
+"  --pipeline (SOCKS5: greeting, credentials and request in one write,\n"
+"  before any reply is read)\n"
 "  --no-send (tunnel: only read, a download from a --tcp-source target)\n");
 }
 
@@ -534,6 +536,9 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 	case 'j':
 		o->json = true;
 		return 0;
+	case 'L':
+		o->pipeline = true;
+		return 0;
 	case 'n':
 		o->no_send = true;
 		return 0;
@@ -618,6 +623,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "auth",	 required_argument, NULL, 'a' },
 		{ "timeout",	 required_argument, NULL, 'T' },
 		{ "json",	 no_argument,	    NULL, 'j' },
+		{ "pipeline",	 no_argument,	    NULL, 'L' },
 		{ "no-send",	 no_argument,	    NULL, 'n' },
 		{ "expect-size", required_argument, NULL, 'x' },
 		{ "http",	 required_argument, NULL, 'H' },

@@ -63,6 +63,8 @@ struct lg_opts {
 	char			 user[256], pass[256];
 	size_t			 ulen, plen;
 	bool			 auth;
+	/* SOCKS5: greeting, credentials and request in one write */
+	bool			 pipeline;
 	long			 connections, window, payload;
 	double			 rate;
 	double			 duration, warmup, timeout;

@@ -69,12 +69,19 @@ SCENARIOS = [
     ("udp", "SOCKS5 UDP ASSOCIATE, 512 B datagrams", "datagrams/s", "rate",
      True, "one association, a window of datagrams in flight to a UDP echo "
      "(concurrency = window)"),
-    ("idle-connect", "RSS with 1,000 idle CONNECT tunnels", "MiB", "rss",
-     False, "VmRSS of the proxy and all its children once 1,000 tunnels "
-     "are up (lower is better)"),
-    ("idle-socks", "RSS with 1,000 idle SOCKS5 tunnels", "MiB", "rss",
-     False, "VmRSS of the proxy and all its children once 1,000 tunnels "
-     "are up (lower is better)"),
+    # "pss": one table per level (the title takes it), the figure is the
+    # growth of PSS while the connections are held, per connection.
+    ("idle-http", "Memory per idle HTTP client connection, %s held",
+     "KiB/conn", "pss", False, "client connections to the HTTP proxy that "
+     "send nothing; PSS of the proxy and all its children while they are "
+     "held, minus before, per connection (lower is better)"),
+    ("idle-connect", "Memory per idle CONNECT tunnel, %s held", "KiB/conn",
+     "pss", False, "CONNECT tunnels to an echo, idle once up; PSS growth "
+     "of the proxy and all its children per tunnel (lower is better)"),
+    ("idle-socks", "Memory per idle SOCKS5 tunnel, %s held", "KiB/conn",
+     "pss", False, "SOCKS5 CONNECT tunnels to an echo, idle once up; PSS "
+     "growth of the proxy and all its children per tunnel (lower is "
+     "better)"),
 ]
 PEER_ORDER = ["portico", "direct", "tinyproxy", "squid", "privoxy", "dante",
               "microsocks"]
@@ -91,6 +98,12 @@ def value(rec, kind):
             return float(lg.get("mib_s_up", 0)) + float(lg.get("mib_s_down", 0))
         if kind == "rss":
             return rec["rss_kib"] / 1024.0
+        if kind == "pss":
+            # Campaigns before pss_base_kib was recorded: RSS growth.
+            c = float(rec["concurrency"])
+            if rec.get("pss_base_kib") is not None:
+                return (rec["pss_kib"] - rec["pss_base_kib"]) / c
+            return (rec["rss_kib"] - rec["rss_base_kib"]) / c
     except (KeyError, TypeError, ValueError):
         return None
     return None
@@ -109,6 +122,8 @@ def per_cpu(rec, kind):
 def fmt(v, unit):
     if v is None:
         return "-"
+    if unit == "KiB/conn":
+        return "%.2f" % v if v < 10 else "%.1f" % v
     if unit in ("MiB/s", "MiB"):
         return "%.1f" % v if v < 100 else "%.0f" % v
     return "%.0f" % v
@@ -203,7 +218,7 @@ def summarise(recs, kind, higher):
 def extra_cell(s, scen, kind):
     if scen == "udp":
         return " %s%% |" % fmt(s["delivered"], "")
-    if kind == "rss":
+    if kind in ("rss", "pss"):
         return " %s |" % fmt(s["pss"], "MiB")
     if unit_of(scen) == "MiB/s":
         return " %s |" % fmt(s.get("per_cpu"), "MiB")
@@ -370,13 +385,33 @@ def main():
              "by loadgen, loadgen not saturated); min-max is over those "
              "runs. A proxy without a figure says why.")
 
+    views = []
     for scen, title, unit, kind, higher, what in SCENARIOS:
+        if kind != "pss":
+            views.append((scen, title, unit, kind, higher, what, None))
+            continue
+        # One table per level: 1,000 and 10,000 idle connections are two
+        # questions, not two tries at one.
+        lv = sorted({r.get("concurrency") for r in allrecs
+                     if r.get("scenario") == scen} - {None})
+        for c in lv:
+            views.append((scen, title % "{:,}".format(c), unit, kind, higher,
+                          what, c))
+
+    for scen, title, unit, kind, higher, what, level in views:
         peers = [p for p in peers_all if (scen, p) in by]
         if not peers:
             continue
-        sums = {p: summarise(by[(scen, p)], kind, higher) for p in peers}
+
+        def at_level(rs):
+            if level is None:
+                return rs
+            return [r for r in rs if r.get("concurrency") in (level, None)]
+        sums = {p: summarise(at_level(by[(scen, p)]), kind, higher)
+                for p in peers}
         base = (sums.get("portico") or {}).get("median")
-        lvls = sorted({r.get("concurrency") for p in peers for r in by[(scen, p)]
+        lvls = sorted({r.get("concurrency") for p in peers
+                       for r in at_level(by[(scen, p)])
                        if r.get("status") == "run"} - {None})
         L.append("")
         L.append("## %s" % title)
@@ -397,8 +432,8 @@ def main():
         extra = ""
         if scen == "udp":
             extra = "delivered (lowest run) |"
-        elif kind == "rss":
-            extra = "PSS, MiB (median) |"
+        elif kind in ("rss", "pss"):
+            extra = "PSS held, MiB (median) |"
         elif unit == "MiB/s":
             extra = "MiB per proxy CPU-s (median) |"
         L.append(("| proxy | %s (median) | min-max | ratio to portico | "
@@ -430,7 +465,8 @@ def main():
                 extra_cell(s, scen, kind)))
             rows.append((p, s["median"], s["min"], s["max"]))
         if gp and rows:
-            c = chart(camp[src[scen]][0], scen, title, unit, rows, gp)
+            c = chart(camp[src[scen]][0], scen if level is None else
+                      "%s-%d" % (scen, level), title, unit, rows, gp)
             if c:
                 L.append("")
                 L.append("![%s](%s) ([PNG](%s))" % (

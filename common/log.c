@@ -199,6 +199,12 @@ pt_log_err(int level, int err, const char *fmt, ...)
 	va_end(ap);
 }
 
+bool
+log_wants(int level)
+{
+	return level <= log_min;
+}
+
 void
 log_vprefixed(int level, const char *prefix, const char *fmt, va_list ap)
 {

@@ -31,6 +31,9 @@ int		log_open(const char *path, uid_t owner, gid_t group);
 int		log_reopen(void);
 /* The descriptor lines go to (for dup2 onto stderr when daemonizing). */
 int		log_fd(void);
+/* True when a line at <level> would be written: lets a caller skip
+ * formatting what nobody reads. */
+bool		log_wants(int level);
 /* pt_log with a fixed prefix after the role (a connection's id). */
 void		log_vprefixed(int level, const char *prefix, const char *fmt,
 		    va_list ap);

@@ -25,6 +25,7 @@
 #include "master/conf.h"
 #include "master/modload.h"
 #include "common/log.h"
+#include "worker/dns.h"
 
 #ifndef PT_SYSCONFDIR
 #define PT_SYSCONFDIR "/usr/local/etc"
@@ -42,11 +43,11 @@ struct conf_ctx {
 static const char *const conf_root_keys[] = {
 	"workers", "cpu_affinity", "user", "group", "pid_file", "error_log",
 	"log_level", "module_dir", "shutdown_timeout", "listeners", "limits",
-	"relay", "modules", "http", "resolver", NULL
+	"relay", "modules", "http", "resolver", "tcp_migrate_req", NULL
 };
 static const char *const conf_http_keys[] = {
 	"connect_ports", "via", "max_header_size", "upstream_keepalive",
-	"upstream_idle_timeout", NULL
+	"upstream_idle_timeout", "response_timeout", NULL
 };
 static const char *const conf_resolver_keys[] = {
 	"servers", "cache_size", "min_ttl", "max_ttl", "negative_ttl",
@@ -58,7 +59,7 @@ static const char *const conf_listener_keys[] = {
 };
 static const char *const conf_limits_keys[] = {
 	"max_connections", "header_timeout", "connect_timeout",
-	"idle_timeout", NULL
+	"idle_timeout", "worker_memory", NULL
 };
 static const char *const conf_relay_keys[] = {
 	"method", "buffer_size", NULL
@@ -468,6 +469,64 @@ conf_group(struct conf_ctx *cc, const config_setting_t *root,
 	return 0;
 }
 
+/* Smallest worker_memory: below a few connections' worth it only
+ * serves tests. */
+#define CONF_MEMORY_MIN		65536LL
+
+/*
+ * limits.worker_memory: "auto" (absent too), 0 or "none" for no ceiling,
+ * an integer in bytes, or a string with a k, m or g suffix (powers of
+ * 1024), as operators write sizes for nginx and Squid.
+ */
+static int
+conf_worker_memory(struct conf_ctx *cc, const config_setting_t *g,
+    long long *out)
+{
+	config_setting_t	*s;
+	const char		*str;
+	char			*end;
+	long long		 v;
+	int			 shift = 0;
+
+	*out = CONF_MEMORY_AUTO;
+	if (g == NULL || (s = config_setting_get_member(g, "worker_memory")) ==
+	    NULL)
+		return 0;
+	if (conf_is_int(s))
+		v = config_setting_get_int64(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		str = config_setting_get_string(s);
+		if (strcmp(str, "auto") == 0)
+			return 0;
+		if (strcmp(str, "none") == 0) {
+			*out = 0;
+			return 0;
+		}
+		errno = 0;
+		v = strtoll(str, &end, 10);
+		if (end == str || errno != 0 || v < 0)
+			return conf_err(cc, s, "expected a size such as "
+			    "\"512m\", \"auto\" or \"none\"");
+		switch (*end) {
+		case 'k': case 'K': shift = 10; end++; break;
+		case 'm': case 'M': shift = 20; end++; break;
+		case 'g': case 'G': shift = 30; end++; break;
+		}
+		if (*end != '\0')
+			return conf_err(cc, s, "expected a size such as "
+			    "\"512m\", \"auto\" or \"none\"");
+		if (v > (1LL << 50) >> shift)
+			return conf_err(cc, s, "too large");
+		v <<= shift;
+	} else
+		return conf_err(cc, s, "expected a size in bytes or a string");
+	if (v != 0 && (v < CONF_MEMORY_MIN || v > 1LL << 50))
+		return conf_err(cc, s, "%lld out of range (0, or %lld and "
+		    "more)", v, CONF_MEMORY_MIN);
+	*out = v;
+	return 0;
+}
+
 static int
 conf_limits(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -489,7 +548,7 @@ conf_limits(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, g, "idle_timeout", 1, 604800, 300, &v) < 0)
 		return -1;
 	lim->idle_timeout_ms = (unsigned)v * 1000;
-	return 0;
+	return conf_worker_memory(cc, g, &lim->worker_memory);
 }
 
 static int
@@ -601,46 +660,176 @@ conf_http(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, g, "upstream_idle_timeout", 1, 3600, 60, &v) < 0)
 		return -1;
 	h->upstream_idle_timeout_ms = (unsigned)v * 1000;
+	/* 60 s like nginx's proxy_read_timeout; the same range as the
+	 * other transaction timeouts. */
+	if (conf_int(cc, g, "response_timeout", 1, 86400, 60, &v) < 0)
+		return -1;
+	h->response_timeout_ms = (unsigned)v * 1000;
 	return 0;
 }
 
-/* "ip[:port],..." as c-ares takes it, checked here so that a typo fails
- * -t and a reload instead of every worker at start-up. */
+/*
+ * One entry of resolver.servers: "IPv4", "IPv4:port", "[IPv6]" or
+ * "[IPv6]:port", numeric, port 1-65535 (53 when absent). Brackets are
+ * required around IPv6, as for listeners: "::1:53" would otherwise be a
+ * valid address that is not what was meant. 0, or -1 with <errstr>.
+ */
+static int
+conf_server_parse(const char *s, size_t len, struct pt_addr *a,
+    const char **errstr)
+{
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&a->sa;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&a->sa;
+	const char		*end = s + len, *port = NULL, *close;
+	const char		*why = "not a numeric IPv4 or [IPv6] address";
+	char			 host[INET6_ADDRSTRLEN];
+	size_t			 hostlen;
+	bool			 bracket = s[0] == '[';
+	long			 p = 53;
+
+	memset(a, 0, sizeof(*a));
+	if (bracket) {
+		if ((close = memchr(s, ']', len)) == NULL) {
+			why = "\"[\" without \"]\"";
+			goto bad;
+		}
+		if (close + 1 < end && close[1] != ':') {
+			why = "expected \":port\" after \"]\"";
+			goto bad;
+		}
+		if (close + 1 < end)
+			port = close + 2;
+		s++;
+		hostlen = (size_t)(close - s);
+	} else {
+		close = memchr(s, ':', len);
+		if (close != NULL && memchr(close + 1, ':', (size_t)(end -
+		    close - 1)) != NULL) {
+			why = "IPv6 address must be in brackets: \"[addr]\" or "
+			    "\"[addr]:port\"";
+			goto bad;
+		}
+		if (close != NULL)
+			port = close + 1;
+		hostlen = close != NULL ? (size_t)(close - s) : len;
+	}
+	if (hostlen == 0 || hostlen >= sizeof(host))
+		goto bad;
+	memcpy(host, s, hostlen);
+	host[hostlen] = '\0';
+	if (port != NULL) {
+		why = "missing or invalid port";
+		if (port == end || strspn(port, "0123456789") < (size_t)(end -
+		    port))
+			goto bad;
+		/* Digits only up to <end>, so strtol stops there; more than
+		 * five significant ones is out of range before it could
+		 * overflow. */
+		while (end - port > 1 && port[0] == '0')
+			port++;
+		p = end - port > 5 ? 0 : strtol(port, NULL, 10);
+		why = "port out of range (1-65535)";
+		if (p < 1 || p > 65535)
+			goto bad;
+		why = "not a numeric IPv4 or [IPv6] address";
+	}
+	if (!bracket && inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)p);
+		a->len = sizeof(*sin);
+		return 0;
+	}
+	if (bracket && inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)p);
+		a->len = sizeof(*sin6);
+		return 0;
+	}
+	if (bracket && inet_pton(AF_INET, host, &sin->sin_addr) == 1)
+		why = "brackets around an IPv4 address";
+bad:
+	*errstr = why;
+	return -1;
+}
+
+/*
+ * resolver.servers, checked here so that a typo fails -t and a reload
+ * instead of every worker at start-up. Each entry is parsed by the rules
+ * above (which give a precise message), then the list is rewritten in
+ * the one form c-ares 1.18 reads without ambiguity ("a.b.c.d:port",
+ * "[v6]:port"), handed to c-ares' own parser through dns_servers_probe,
+ * the very call each worker makes, and what c-ares read is compared with
+ * what we read. c-ares alone would not do: it takes "1.2.3" as 1.2.3.255
+ * and "1.2.3.4:99999" as port 34463, and refuses "[::1]". Replaces
+ * r->servers with the rewritten list, which is what workers get.
+ */
 static int
 conf_servers(struct conf_ctx *cc, const config_setting_t *g,
-    const char *list)
+    struct conf_resolver *r)
 {
-	struct pt_addr	 a;
-	const char	*p = list, *errstr;
-	char		 one[128], v6[INET6_ADDRSTRLEN + 2];
-	size_t		 n;
+	config_setting_t	*s = config_setting_get_member(g, "servers");
+	struct pt_addr		 mine[CONF_MAX_DNS_SERVERS];
+	struct pt_addr		 theirs[CONF_MAX_DNS_SERVERS];
+	const char		*p = r->servers, *why;
+	char			*csv, *w, host[INET6_ADDRSTRLEN];
+	size_t			 n, lead, size;
+	int			 count = 0, got, i;
 
 	while (*p != '\0') {
 		n = strcspn(p, ",");
-		if (n == 0 || n >= sizeof(one))
-			goto bad;
-		memcpy(one, p, n);
-		one[n] = '\0';
-		/* A bare address (port 53) or one with a port. */
-		if (inet_pton(AF_INET, one, v6) != 1 &&
-		    inet_pton(AF_INET6, one, v6) != 1 &&
-		    sockaddr_parse(one, &a, &errstr) < 0) {
-			if (one[0] != '[' || one[n - 1] != ']' || n - 2 >=
-			    sizeof(v6))
-				goto bad;
-			memcpy(v6, one + 1, n - 2);
-			v6[n - 2] = '\0';
-			if (inet_pton(AF_INET6, v6, &a.sa) != 1)
-				goto bad;
-		}
+		/* Spaces around an entry are allowed, not inside it. */
+		lead = strspn(p, " \t");
+		while (n > lead && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n <= lead)
+			return conf_err(cc, s, "entry %d is empty", count + 1);
+		if (count == CONF_MAX_DNS_SERVERS)
+			return conf_err(cc, s, "more than %d servers",
+			    CONF_MAX_DNS_SERVERS);
+		if (conf_server_parse(p + lead, n - lead, &mine[count],
+		    &why) < 0)
+			return conf_err(cc, s, "entry %d \"%.*s\": %s",
+			    count + 1, (int)(n - lead), p + lead, why);
+		count++;
 		p += n;
-		if (*p == ',')
-			p++;
+		p += strspn(p, " \t");
+		if (*p == ',' && *++p == '\0')
+			return conf_err(cc, s, "entry %d is empty", count + 1);
 	}
+	/* "[v6]:65535," at most per entry. */
+	size = (size_t)count * (INET6_ADDRSTRLEN + 9) + 1;
+	if ((csv = malloc(size)) == NULL)
+		return conf_err(cc, NULL, "out of memory");
+	w = csv;
+	for (i = 0; i < count; i++) {
+		const struct sockaddr_in6 *sin6 = (const void *)&mine[i].sa;
+		const struct sockaddr_in *sin = (const void *)&mine[i].sa;
+
+		if (mine[i].sa.ss_family == AF_INET6) {
+			inet_ntop(AF_INET6, &sin6->sin6_addr, host,
+			    sizeof(host));
+			w += snprintf(w, size - (size_t)(w - csv),
+			    "%s[%s]:%u", i ? "," : "", host,
+			    ntohs(sin6->sin6_port));
+		} else {
+			inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+			w += snprintf(w, size - (size_t)(w - csv),
+			    "%s%s:%u", i ? "," : "", host,
+			    ntohs(sin->sin_port));
+		}
+	}
+	free(r->servers);
+	r->servers = csv;
+	if (dns_servers_probe(csv, theirs, CONF_MAX_DNS_SERVERS, &got,
+	    &why) < 0)
+		return conf_err(cc, s, "c-ares refuses \"%s\": %s", csv, why);
+	for (i = 0; i < count && got == count; i++)
+		if (!sockaddr_equal(&mine[i], &theirs[i]))
+			break;
+	if (got != count || i < count)
+		return conf_err(cc, s, "c-ares reads \"%s\" otherwise (entry "
+		    "%d)", csv, i + 1);
 	return 0;
-bad:
-	return conf_err(cc, config_setting_get_member(g, "servers"),
-	    "expected \"ip[:port],...\" with numeric addresses");
 }
 
 static int
@@ -648,12 +837,20 @@ conf_resolver(struct conf_ctx *cc, const config_setting_t *root)
 {
 	struct conf_resolver	*r = &cc->conf->resolver;
 	config_setting_t	*g;
+	const char		*errstr;
 	long long		 v;
+	int			 n;
 
 	if (conf_group(cc, root, "resolver", conf_resolver_keys, &g) < 0 ||
 	    conf_str(cc, g, "servers", NULL, &r->servers) < 0 ||
-	    (r->servers != NULL && conf_servers(cc, g, r->servers) < 0))
+	    (r->servers != NULL && conf_servers(cc, g, r) < 0))
 		return -1;
+	/* Without servers each worker reads /etc/resolv.conf through
+	 * c-ares: if that fails here it would fail there too. */
+	if (r->servers == NULL && dns_servers_probe(NULL, NULL, 0, &n,
+	    &errstr) < 0)
+		return conf_err(cc, g, "no \"servers\", and c-ares cannot "
+		    "read the system's: %s", errstr);
 	if (conf_int(cc, g, "cache_size", 0, 1000000, 10000, &v) < 0)
 		return -1;
 	r->cache_size = (unsigned)v;
@@ -675,6 +872,33 @@ conf_resolver(struct conf_ctx *cc, const config_setting_t *root)
 	return 0;
 }
 
+/*
+ * The hooks of module <cm>, added to the per-phase counts <nhooks>: a
+ * phase this portico does not know, or more hooks in a phase than a
+ * worker's table holds, would otherwise be skipped by every worker with
+ * only a warning, and a skipped ACCESS hook is a policy not applied.
+ */
+static int
+conf_module_hooks(struct conf_ctx *cc, const config_setting_t *e,
+    const struct conf_module *cm, int nhooks[PT_PHASE_COUNT])
+{
+	const struct pt_hook	*h;
+	int			 i;
+
+	for (h = cm->mod->mod->hooks, i = 1; h != NULL && h->fn != NULL;
+	    h++, i++) {
+		if ((unsigned)h->phase >= PT_PHASE_COUNT)
+			return conf_err(cc, e, "module \"%s\": hook %d is for "
+			    "phase %d, which this portico does not have",
+			    cm->name, i, (int)h->phase);
+		if (++nhooks[h->phase] > MODLOAD_MAX_HOOKS)
+			return conf_err(cc, e, "module \"%s\": more than %d "
+			    "hooks in phase %d, all modules together",
+			    cm->name, MODLOAD_MAX_HOOKS, (int)h->phase);
+	}
+	return 0;
+}
+
 static int
 conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -682,7 +906,7 @@ conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 	struct conf_module	*cm;
 	config_setting_t	*s, *e, *m;
 	const char		*errstr;
-	int			 i, j, n;
+	int			 i, j, n, nhooks[PT_PHASE_COUNT] = { 0 };
 
 	if ((s = config_setting_get_member(root, "modules")) == NULL)
 		return 0;
@@ -716,6 +940,8 @@ conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 		if (cm->mod == NULL)
 			return conf_err(cc, e, "module \"%s\": %s", cm->name,
 			    errstr);
+		if (conf_module_hooks(cc, e, cm, nhooks) < 0)
+			return -1;
 		if (modload_conf(cm->mod, conf->file, conf->module_dir, e,
 		    &cm->ctx, &errstr) < 0)
 			return conf_err(cc, e, "module \"%s\": %s", cm->name,
@@ -748,6 +974,9 @@ conf_root(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, root, "shutdown_timeout", 0, 86400, 30, &v) < 0)
 		goto fail;
 	conf->shutdown_timeout_ms = (unsigned)v * 1000;
+	if (conf_bool(cc, root, "tcp_migrate_req", true,
+	    &conf->tcp_migrate_req) < 0)
+		goto fail;
 	if (conf_limits(cc, root) < 0 || conf_relay(cc, root) < 0 ||
 	    conf_http(cc, root) < 0 || conf_resolver(cc, root) < 0 ||
 	    conf_modules(cc, root) < 0 || conf_listeners(cc, root) < 0)

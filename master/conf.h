@@ -59,7 +59,13 @@ struct conf_limits {
 	unsigned	 header_timeout_ms;
 	unsigned	 connect_timeout_ms;
 	unsigned	 idle_timeout_ms;
+	/* Connection memory per worker before it stops accepting, in
+	 * bytes; 0: no ceiling; CONF_MEMORY_AUTO: from the machine's memory
+	 * (worker/conn.c). */
+	long long	 worker_memory;
 };
+
+#define CONF_MEMORY_AUTO	(-1LL)
 
 #define CONF_MAX_CONNECT_PORTS	64
 
@@ -71,10 +77,17 @@ struct conf_http {
 	unsigned	 max_header_size;
 	unsigned	 upstream_keepalive;	/* idle upstream conns kept */
 	unsigned	 upstream_idle_timeout_ms;
+	/* From the request fully written upstream to the first byte of the
+	 * response (worker/http.c, http_awaiting_response). */
+	unsigned	 response_timeout_ms;
 };
 
+#define CONF_MAX_DNS_SERVERS	32
+
 struct conf_resolver {
-	char		*servers;		/* NULL: /etc/resolv.conf */
+	/* NULL: /etc/resolv.conf. Else rewritten by conf.c as c-ares reads
+	 * it unambiguously: "a.b.c.d:port,[v6]:port,...". */
+	char		*servers;
 	unsigned	 cache_size;
 	unsigned	 min_ttl, max_ttl, negative_ttl;	/* seconds */
 	unsigned	 timeout_ms;
@@ -94,6 +107,7 @@ struct pt_config {
 	int			 log_level;
 	char			*module_dir;
 	unsigned		 shutdown_timeout_ms;
+	bool			 tcp_migrate_req;	/* set the sysctl */
 	struct conf_limits	 limits;
 	struct conf_http	 http;
 	struct conf_resolver	 resolver;

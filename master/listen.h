@@ -3,6 +3,8 @@
 #ifndef PT_MASTER_LISTEN_H
 #define PT_MASTER_LISTEN_H
 
+#include <stdint.h>
+
 struct pt_config;
 
 /*
@@ -28,10 +30,24 @@ struct listen_set {
 int	 listen_open(const struct pt_config *conf, struct listen_set *out,
 	    const struct pt_config *oldconf, const struct listen_set *old,
 	    char *err, size_t errsz);
+/*
+ * The listeners (bit l for listener l of <old>, l < 64) whose socket for
+ * <slot> <cur> took over: a draining worker of that slot leaves their
+ * queues to the new generation. Master only.
+ */
+uint64_t listen_kept_mask(const struct listen_set *old,
+	    const struct listen_set *cur, int slot);
 /* Closes the sockets of <old> that <cur> did not take over. */
 void	 listen_close_unused(struct listen_set *old,
 	    const struct listen_set *cur);
 /* Closes every socket of <ls> and frees it. */
 void	 listen_close(struct listen_set *ls);
+/*
+ * At a reload from <old_nslots> slots to conf->workers: when slots are
+ * removed and net.ipv4.tcp_migrate_req is 0, sets it to 1 if
+ * conf->tcp_migrate_req allows and the write succeeds (a notice), or
+ * warns. Does nothing when no slot is removed. Never fails. Master only.
+ */
+void	 listen_migrate(const struct pt_config *conf, int old_nslots);
 
 #endif

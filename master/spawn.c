@@ -49,6 +49,7 @@ struct spawn_slot {
 struct spawn_old {
 	pid_t		 pid;
 	uint64_t	 kill_at;
+	uint64_t	 kept;		/* listen_kept_mask of its slot */
 };
 
 static struct pt_config		*spawn_conf;
@@ -121,7 +122,7 @@ spawn_all(void)
 }
 
 static void
-spawn_old_add(pid_t pid, uint64_t kill_at)
+spawn_old_add(pid_t pid, uint64_t kill_at, uint64_t kept)
 {
 	struct spawn_old	*grown;
 
@@ -135,6 +136,7 @@ spawn_old_add(pid_t pid, uint64_t kill_at)
 	spawn_olds = grown;
 	spawn_olds[spawn_nolds].pid = pid;
 	spawn_olds[spawn_nolds].kill_at = kill_at;
+	spawn_olds[spawn_nolds].kept = kept;
 	spawn_nolds++;
 }
 
@@ -238,6 +240,23 @@ spawn_signal_all(int sig)
 		kill(spawn_olds[i].pid, sig);
 }
 
+/*
+ * Tells an old worker to drain, with the listeners whose socket the new
+ * generation took over as the signal's value: it leaves their queues to
+ * the new workers instead of taking connections there only to serve them
+ * with the old configuration, under shutdown_timeout. A plain SIGQUIT
+ * (graceful stop, the master's death) means none is kept.
+ */
+static void
+spawn_quit_old(const struct spawn_old *o)
+{
+	union sigval	 v;
+
+	v.sival_ptr = (void *)(uintptr_t)o->kept;
+	if (sigqueue(o->pid, SIGQUIT, v) < 0 && errno != ESRCH)
+		kill(o->pid, SIGQUIT);
+}
+
 static void
 spawn_reload(void)
 {
@@ -261,6 +280,7 @@ spawn_reload(void)
 		conf_free(conf);
 		return;
 	}
+	listen_migrate(conf, spawn_ls.nslots);
 	if (strcmp(conf->error_log, spawn_conf->error_log) != 0 &&
 	    log_open(conf->error_log, conf->uid, conf->gid) < 0)
 		pt_log(PT_LOG_ERR, "reload: cannot open error_log %s: keeping "
@@ -273,7 +293,8 @@ spawn_reload(void)
 	    SPAWN_KILL_GRACE_MS;
 	for (i = 0; i < CONF_MAX_WORKERS; i++) {
 		if (spawn_slots[i].pid > 0)
-			spawn_old_add(spawn_slots[i].pid, kill_at);
+			spawn_old_add(spawn_slots[i].pid, kill_at,
+			    listen_kept_mask(&spawn_ls, &ls, i));
 		memset(&spawn_slots[i], 0, sizeof(spawn_slots[i]));
 	}
 	listen_close_unused(&spawn_ls, &ls);
@@ -283,7 +304,7 @@ spawn_reload(void)
 	spawn_generation++;
 	spawn_all();
 	for (i = 0; i < spawn_nolds; i++)
-		kill(spawn_olds[i].pid, SIGQUIT);
+		spawn_quit_old(&spawn_olds[i]);
 	pt_log(PT_LOG_NOTICE, "reloaded %s: generation %d, %d workers",
 	    conf->file, spawn_generation, conf->workers);
 	spawn_log_totals();

@@ -21,6 +21,7 @@
 #include "master/conf.h"
 #include "worker/conn.h"
 #include "worker/http.h"
+#include "worker/phase.h"
 #include "worker/socks.h"
 #include "worker/tcp.h"
 #include "worker/worker.h"
@@ -92,7 +93,7 @@ accept_warn(const struct worker_listener *l, int err, const char *what)
 		pt_log_err(PT_LOG_WARNING, err, "%s on %s: pausing", what,
 		    l->conf->address);
 	else
-		pt_log(PT_LOG_WARNING, "%s on %s: pausing", what,
+		pt_log(PT_LOG_WARNING, "%s reached on %s: pausing", what,
 		    l->conf->address);
 }
 
@@ -114,12 +115,18 @@ accept_sniff_io(struct loop_io *io, uint32_t events)
 		conn_close(c, n == 0 ? NULL : "read failed");
 		return;
 	}
+	if (b == 4 || b == 5) {
+		/* SOCKS takes the registration as it is and re-arms the
+		 * timer in place; it needs the interest off only while an
+		 * ACCEPT hook may keep it waiting. */
+		if (phase_has_hooks(PT_PHASE_ACCEPT))
+			loop_io_set(io, 0);
+		socks_start(c);
+		return;
+	}
 	pt_timer_stop(&c->c_timer);
 	loop_io_set(io, 0);
-	if (b == 4 || b == 5)
-		socks_start(c);
-	else
-		http_start(c);
+	http_start(c);
 }
 
 static void
@@ -159,7 +166,7 @@ accept_one(struct worker_listener *l)
 	int			 fd;
 
 	if (conn_pool_full()) {
-		accept_warn(l, 0, "max_connections reached");
+		accept_warn(l, 0, conn_pool_limit());
 		accept_pause(0);
 		return false;
 	}
@@ -233,7 +240,7 @@ accept_start(const struct conf_listener *conf, const int *fds, int n)
 }
 
 void
-accept_stop(void)
+accept_stop(uint64_t kept)
 {
 	int	 i, n;
 
@@ -245,8 +252,9 @@ accept_stop(void)
 		/* Whatever the kernel already queued on our socket would be
 		 * reset when the last copy of a removed socket closes: take
 		 * it and serve it. Bounded so a flood cannot keep a
-		 * draining worker alive. */
-		accept_paused = false;
+		 * draining worker alive. A socket the new generation took
+		 * over keeps its queue for the new workers. */
+		accept_paused = i < 64 && (kept >> i & 1) != 0;
 		for (n = 0; n < 4096 && !accept_paused; n++)
 			if (!accept_one(&accept_ls[i]))
 				break;

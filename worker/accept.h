@@ -4,6 +4,7 @@
 #define PT_WORKER_ACCEPT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "worker/loop.h"
 
@@ -23,10 +24,12 @@ int	 accept_start(const struct conf_listener *conf, const int *fds, int n);
 /* Resumes accepting if it was paused for want of a connection slot. */
 void	 accept_slot_freed(void);
 /*
- * Graceful stop: takes every connection already queued (so none is lost
- * when the socket closes), then stops watching and closes the worker's
- * copies of the listening sockets.
+ * Graceful stop: takes every connection already queued on a listener
+ * whose bit is clear in <kept> (its socket closes when this copy does:
+ * none may be lost), then stops watching and closes the worker's copies
+ * of the listening sockets. Bit l set: the new generation serves
+ * listener l's socket, whose queue is left to it.
  */
-void	 accept_stop(void);
+void	 accept_stop(uint64_t kept);
 
 #endif

@@ -1,20 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Buffer pools. Each buffer is preceded by a small header naming its pool,
- * so buf_put needs no size argument and a buffer can change hands (an
- * HTTP head buffer becoming a tunnel's first payload) without a copy.
+ * Buffer pools. A pool object knows its pool (pool_of), so buf_put needs
+ * no size argument and a buffer can change hands (an HTTP head buffer
+ * becoming a tunnel's first payload) without a copy.
  */
 #include "config.h"
 
-#include <stdalign.h>
-
 #include "worker/buf.h"
 #include "worker/pool.h"
-
-struct buf_hdr {
-	struct pool	*pool;
-	size_t		 size;
-} __attribute__((aligned(16)));
 
 static struct pool	 buf_pools[BUF_CLASSES];
 static size_t		 buf_sizes[BUF_CLASSES];
@@ -24,12 +17,13 @@ buf_init(size_t small, size_t large, unsigned max_each)
 {
 	buf_sizes[BUF_SMALL] = small;
 	buf_sizes[BUF_LARGE] = large < small ? small : large;
-	pool_init(&buf_pools[BUF_SMALL], "small buffer",
-	    sizeof(struct buf_hdr) + buf_sizes[BUF_SMALL], max_each);
-	pool_init(&buf_pools[BUF_LARGE], "large buffer",
-	    sizeof(struct buf_hdr) + buf_sizes[BUF_LARGE], max_each);
-	/* Enough for the steady state of a busy worker; beyond that, idle
-	 * buffers go back to the system (an idle connection holds none). */
+	pool_init(&buf_pools[BUF_SMALL], "small buffer", buf_sizes[BUF_SMALL],
+	    max_each);
+	pool_init(&buf_pools[BUF_LARGE], "large buffer", buf_sizes[BUF_LARGE],
+	    max_each);
+	/* Enough for the steady state of a busy worker; beyond that, empty
+	 * slabs of buffers go back to the system (an idle connection holds
+	 * none). */
 	pool_set_keep(&buf_pools[BUF_SMALL], 64);
 	pool_set_keep(&buf_pools[BUF_LARGE], 16);
 }
@@ -44,30 +38,20 @@ buf_fini(void)
 char *
 buf_get(enum buf_class cls)
 {
-	struct buf_hdr	*h;
-
-	if ((h = pool_get(&buf_pools[cls])) == NULL)
-		return NULL;
-	h->pool = &buf_pools[cls];
-	h->size = buf_sizes[cls];
-	return (char *)(h + 1);
+	return pool_get(&buf_pools[cls]);
 }
 
 void
 buf_put(char *b)
 {
-	struct buf_hdr	*h;
-
-	if (b == NULL)
-		return;
-	h = (struct buf_hdr *)b - 1;
-	pool_put(h->pool, h);
+	if (b != NULL)
+		pool_put(pool_of(b), b);
 }
 
 size_t
 buf_size(const char *b)
 {
-	return ((const struct buf_hdr *)b - 1)->size;
+	return pool_of(b)->size;
 }
 
 size_t

@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -35,10 +36,64 @@ static uint64_t		 conn_next_id;
 /* Every open connection, for conn_close_all(). */
 static struct pt_conn	*conn_live;
 
+/* Empty pool slabs are given back by a trim this often, while there are
+ * any (pool.h: a pool keeps what the last interval's peak needed). */
+#define CONN_TRIM_MS	1000
+
+static struct pt_timer	 conn_trim_timer;
+
+/* limits.worker_memory in bytes, 0: none. */
+static size_t		 conn_mem_ceiling;
+/* Accepting stopped at the ceiling: conn_reap resumes it when memory
+ * falls below, even if no connection was reaped (buffers came back). */
+static bool		 conn_mem_hit;
+
 void
-conn_pool_init(unsigned max, size_t modctx)
+conn_pool_init(unsigned max, size_t modctx, size_t ceiling)
 {
 	pool_init(&conn_pool, "conn", sizeof(struct pt_conn) + modctx, max);
+	conn_mem_ceiling = ceiling;
+}
+
+/* The first number on the line of <path> that starts with <key> (the whole
+ * file when key is ""), or 0. "max" (cgroup v2: no limit) reads as 0. */
+static unsigned long long
+conn_read_number(const char *path, const char *key)
+{
+	char			 line[256];
+	unsigned long long	 v = 0;
+	size_t			 klen = strlen(key);
+	FILE			*f;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, key, klen) != 0)
+			continue;
+		v = strtoull(line + klen, NULL, 10);
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+size_t
+conn_memory_auto(int nworkers)
+{
+	unsigned long long	 mem, cg;
+
+	/* kB in /proc/meminfo; bytes in the cgroup files (v2, then v1,
+	 * whose "no limit" is a huge number and so never the lower). */
+	mem = conn_read_number("/proc/meminfo", "MemTotal:") * 1024;
+	cg = conn_read_number("/sys/fs/cgroup/memory.max", "");
+	if (cg == 0)
+		cg = conn_read_number(
+		    "/sys/fs/cgroup/memory/memory.limit_in_bytes", "");
+	if (cg != 0 && (mem == 0 || cg < mem))
+		mem = cg;
+	if (mem == 0 || nworkers < 1)
+		return 0;
+	return (size_t)(mem / 2 / (unsigned)nworkers);
 }
 
 unsigned
@@ -50,7 +105,21 @@ conn_count(void)
 bool
 conn_pool_full(void)
 {
-	return conn_pool.limit != 0 && conn_pool.in_use >= conn_pool.limit;
+	if (conn_pool.limit != 0 && conn_pool.in_use >= conn_pool.limit)
+		return true;
+	if (conn_mem_ceiling != 0 && pool_bytes_total() >= conn_mem_ceiling) {
+		conn_mem_hit = true;
+		return true;
+	}
+	return false;
+}
+
+const char *
+conn_pool_limit(void)
+{
+	if (conn_mem_ceiling != 0 && pool_bytes_total() >= conn_mem_ceiling)
+		return "worker_memory";
+	return "max_connections";
 }
 
 static void
@@ -90,7 +159,6 @@ conn_new(const struct worker_listener *l, int fd,
 {
 	struct pt_conn	*c;
 	socklen_t	 len;
-	int		 one = 1;
 
 	if ((c = pool_get(&conn_pool)) == NULL) {
 		close(fd);
@@ -117,8 +185,7 @@ conn_new(const struct worker_listener *l, int fd,
 		c->c_tctx = pt_conn_ctx(c, l->conf->transport_mod);
 	}
 	c->c_last_active = loop_now();
-	/* Small writes on a proxied leg must not wait for Nagle. */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* TCP_NODELAY comes from the listener (listen.c): inherited. */
 	conn_live_add(c);
 	counters_add(CTR_ACCEPTED, 1);
 	counters_add(CTR_ACTIVE, 1);
@@ -182,11 +249,8 @@ conn_start(struct pt_conn *c, void (*ready)(struct pt_conn *))
 static void
 conn_side_close(struct conn_side *s)
 {
-	if (s->io.fd < 0)
-		return;
-	loop_io_stop(&s->io);
-	close(s->io.fd);
-	s->io.fd = -1;
+	/* No EPOLL_CTL_DEL: the close drops the registration (loop.h). */
+	loop_io_close(&s->io);
 }
 
 /* Idempotent: a module may resume (and so release) a connection from its
@@ -238,6 +302,14 @@ conn_close(struct pt_conn *c, const char *why)
 		conn_reap_queue(c);
 }
 
+static void
+conn_on_trim(struct pt_timer *t, void *arg)
+{
+	if (pool_trim_all())
+		pt_timer_start(&conn_trim_timer, CONN_TRIM_MS, conn_on_trim,
+		    NULL);
+}
+
 void
 conn_reap(void)
 {
@@ -249,14 +321,32 @@ conn_reap(void)
 		pool_put(&conn_pool, c);
 		freed = true;
 	}
+	if (conn_mem_hit && pool_bytes_total() < conn_mem_ceiling) {
+		conn_mem_hit = false;
+		freed = true;
+	}
 	if (freed)
 		accept_slot_freed();
+	if (pool_trim_wanted() && conn_trim_timer.heap_idx == 0)
+		pt_timer_start(&conn_trim_timer, CONN_TRIM_MS, conn_on_trim,
+		    NULL);
 }
 
 void
 conn_release_waiting(struct pt_conn *c)
 {
 	conn_reap_queue(c);
+}
+
+bool
+conn_has_unread(struct pt_conn *c)
+{
+	int	 fd = c->c_side[SIDE_CLIENT].io.fd;
+	char	 b;
+
+	/* Behind a transport (tls) the peeked byte is a record, not a
+	 * request byte; it still means the client is talking. */
+	return fd >= 0 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
 void
@@ -377,6 +467,9 @@ pt_clog(struct pt_conn *c, int level, const char *fmt, ...)
 	char	 prefix[128], peer[SOCKADDR_STRLEN];
 	va_list	 ap;
 
+	/* A debug line per close is formatted only when someone reads it. */
+	if (!log_wants(level))
+		return;
 	snprintf(prefix, sizeof(prefix), "*%llu %s ",
 	    (unsigned long long)c->c_id,
 	    sockaddr_fmt((const struct sockaddr *)&c->c_req.peer, peer,

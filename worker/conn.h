@@ -109,12 +109,27 @@ struct pt_conn {
 /* ---- worker/conn.c --------------------------------------------------- */
 
 /* Sizes the connection pool for <max> connections with <modctx> bytes of
- * module state each. Worker, before the loop. */
-void		 conn_pool_init(unsigned max, size_t modctx);
+ * module state each; <ceiling> bytes of connection memory at most (0:
+ * none, see conn_pool_full). Worker, before the loop. */
+void		 conn_pool_init(unsigned max, size_t modctx, size_t ceiling);
+/*
+ * limits.worker_memory = "auto": half the memory this process may use
+ * (the machine's, or its cgroup's limit when lower), shared among
+ * <nworkers>. 0 when it cannot be read.
+ */
+size_t		 conn_memory_auto(int nworkers);
 /* Connections allocated and not yet reaped. */
 unsigned	 conn_count(void);
-/* True when conn_new() would fail for want of a slot. */
+/*
+ * True when no connection may be accepted now: max_connections of them
+ * are open, or the memory pools hand out (connections, protocol state,
+ * buffers) has reached the ceiling. Connections already accepted still
+ * get buffers beyond the ceiling: it stops new work, not current work.
+ */
 bool		 conn_pool_full(void);
+/* Which limit conn_pool_full() met, for the log: "max_connections" or
+ * "worker_memory". */
+const char	*conn_pool_limit(void);
 /*
  * Takes ownership of accepted socket <fd> from <l>. Returns the new
  * connection, or NULL (fd closed) when the pool is exhausted.
@@ -155,8 +170,16 @@ ssize_t		 conn_sendv(struct pt_conn *c, struct conn_side *s,
 		    const struct iovec *iov, int n);
 /* Passes EOF on (shutdown for writing). 0 or -errno. */
 int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
-/* Tells every connection the worker is draining; protocols with idle
- * keep-alive connections close those. */
+/*
+ * Whether the client has sent bytes still waiting in the kernel: a peek,
+ * because on an edge-triggered socket the EPOLLIN may sit later in this
+ * epoll batch or in the next one. False at EOF, on an error, or when the
+ * client leg is closed. Worker only.
+ */
+bool		 conn_has_unread(struct pt_conn *c);
+/* Tells every connection the worker is draining. A protocol may close
+ * only a connection idle between two transactions of its client, never
+ * one whose first request has not arrived yet. */
 void		 conn_drain_all(void);
 /* Closes every open connection (fast stop, drain timeout). */
 void		 conn_close_all(const char *why);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Non-blocking connect of the upstream leg. The connection's one timer
- * bounds the attempt; the socket is watched for writability and the result
- * read with SO_ERROR. Names are resolved before this (by the master for
- * a tcp listener's target, by the worker's resolver, dns.c, for HTTP):
- * dial only ever sees addresses.
+ * bounds the attempt; the socket is watched for writability, and only a
+ * failure (EPOLLERR) costs a SO_ERROR read to learn why. Names are
+ * resolved before this (by the master for a tcp listener's target, by
+ * the worker's resolver, dns.c, for HTTP): dial only ever sees addresses.
  */
 #include "config.h"
 
@@ -29,11 +29,7 @@ dial_finish(struct pt_conn *c, int err)
 	c->c_dial_done = NULL;
 	if (err != 0) {
 		counters_add(CTR_UPSTREAM_FAILED, 1);
-		if (s->io.fd >= 0) {
-			loop_io_stop(&s->io);
-			close(s->io.fd);
-			s->io.fd = -1;
-		}
+		loop_io_close(&s->io);
 	} else if (phase_has_hooks(PT_PHASE_ESTABLISHED)) {
 		/* A hook may park the connection (AGAIN); a connected socket
 		 * left watched for EPOLLOUT would wake the loop forever. The
@@ -50,9 +46,16 @@ dial_on_writable(struct loop_io *io, uint32_t events)
 	int			 err = 0;
 	socklen_t		 len = sizeof(err);
 
+	/* A failed connect always raises EPOLLERR (the socket's error is
+	 * set), so writable without it means connected: SO_ERROR is only
+	 * read to learn why it failed. */
+	if ((events & (EPOLLERR | EPOLLHUP)) == 0) {
+		dial_finish(s->conn, 0);
+		return;
+	}
 	if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
-	if (err == 0 && (events & (EPOLLERR | EPOLLHUP)) != 0)
+	if (err == 0)
 		err = ECONNREFUSED;
 	dial_finish(s->conn, err);
 }

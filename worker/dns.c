@@ -6,10 +6,11 @@
  * c-ares says through its socket-state callback which descriptors it wants
  * watched; we register them with the loop and hand readiness back through
  * ares_process_fd(). One loop timer, re-armed from ares_timeout() after
- * every call into c-ares, drives its retransmissions. Nothing here blocks;
- * the one file read left is c-ares opening /etc/hosts on every lookup that
- * misses the cache, a small file the page cache keeps, which is the price
- * of honouring it the c-ares way.
+ * every call into c-ares, drives its retransmissions. Nothing here blocks
+ * or reads a file after dns_init: /etc/hosts is read then (dns_hosts.c)
+ * and c-ares asks DNS only. Nothing here allocates once warmed up either:
+ * lookups and handles are recycled, the cache is allocated whole, and
+ * c-ares allocates from dns_mem.c's free lists.
  *
  * Callers asking for a name that is already being looked up wait on that
  * lookup: one c-ares query per name, one handle per caller. Answers reach
@@ -45,6 +46,8 @@
 #include <ares.h>
 
 #include "common/log.h"
+#include "worker/dns_hosts.h"
+#include "worker/dns_mem.h"
 #include "worker/loop.h"
 
 #define DNS_NAME_MAX		253	/* RFC 1035 2.3.4, without the dot */
@@ -794,26 +797,36 @@ dns_lookup_start(const char *key, size_t len, uint32_t hash)
 	return l;
 }
 
-/* A lookup that already knows its answer (<err>), told from the loop. */
+/* A lookup that already knows its answer (<err>, and <res> when 0),
+ * told from the loop. */
 static struct dns_lookup *
-dns_lookup_failed(int err)
+dns_lookup_known(int err, const struct dns_result *res)
 {
 	struct dns_lookup	*l;
 
 	if ((l = dns_lookup_get()) == NULL)
 		return NULL;
 	l->l_err = err;
+	if (res != NULL)
+		l->l_res = *res;
 	pt_timer_start(&l->l_timer, 0, dns_on_deliver, l);
 	return l;
 }
 
 /* ---- API ------------------------------------------------------------- */
 
-/* How many servers c-ares will use: they share the timeout budget. */
+/*
+ * How many servers c-ares will use (they share the timeout budget), and
+ * the first <max> of them into <out>, port 53 where c-ares keeps its
+ * default. A c-ares status. dns_servers_probe gives it to the master.
+ */
 static int
-dns_count_servers(const char *servers, int *n_out)
+dns_count_servers(const char *servers, struct pt_addr *out, int max,
+    int *n_out)
 {
 	struct ares_addr_port_node	*list, *n;
+	struct sockaddr_in		*sin;
+	struct sockaddr_in6		*sin6;
 	ares_channel			 probe;
 	int				 rc;
 
@@ -829,11 +842,39 @@ dns_count_servers(const char *servers, int *n_out)
 		return rc;
 	}
 	*n_out = 0;
-	for (n = list; n != NULL; n = n->next)
-		(*n_out)++;
+	for (n = list; n != NULL; n = n->next, (*n_out)++) {
+		if (*n_out >= max)
+			continue;
+		memset(&out[*n_out], 0, sizeof(out[*n_out]));
+		if (n->family == AF_INET) {
+			sin = (struct sockaddr_in *)&out[*n_out].sa;
+			sin->sin_family = AF_INET;
+			memcpy(&sin->sin_addr, &n->addr.addr4, 4);
+			sin->sin_port = htons((uint16_t)(n->udp_port ?
+			    n->udp_port : 53));
+			out[*n_out].len = sizeof(*sin);
+		} else {
+			sin6 = (struct sockaddr_in6 *)&out[*n_out].sa;
+			sin6->sin6_family = AF_INET6;
+			memcpy(&sin6->sin6_addr, &n->addr.addr6, 16);
+			sin6->sin6_port = htons((uint16_t)(n->udp_port ?
+			    n->udp_port : 53));
+			out[*n_out].len = sizeof(*sin6);
+		}
+	}
 	ares_free_data(list);
 	ares_destroy(probe);
 	return ARES_SUCCESS;
+}
+
+/* Undoes ares_library_init_mem, and gives the free blocks back to the
+ * heap: only free ones, so a block c-ares still holds (were it initialised
+ * twice) stays valid and simply goes to a free list when freed. */
+static void
+dns_library_done(void)
+{
+	ares_library_cleanup();
+	dns_mem_fini();
 }
 
 static int
@@ -878,6 +919,7 @@ dns_free_all(void)
 	}
 	free(dns_cache);
 	free(dns_buckets);
+	dns_hosts_free();
 	dns_cache = NULL;
 	dns_buckets = NULL;
 	dns_bucket_mask = 0;
@@ -897,16 +939,25 @@ dns_init(const struct dns_conf *conf)
 	dns_cf.servers = NULL;
 	if (dns_cf.timeout_ms == 0)
 		dns_cf.timeout_ms = DNS_DEFAULT_TIMEOUT_MS;
-	if ((rc = ares_library_init(ARES_LIB_INIT_ALL)) != ARES_SUCCESS) {
+	/*
+	 * c-ares allocates for every query: from size-class free lists, so a
+	 * warmed-up worker resolves without touching the heap. The allocator
+	 * is process-wide, and whatever c-ares made with another one must
+	 * not reach dns_mem_free: nothing of c-ares' may outlive the fork
+	 * (c-ares cannot tell: ares_library_initialized is always true
+	 * outside Windows).
+	 */
+	if ((rc = ares_library_init_mem(ARES_LIB_INIT_ALL, dns_mem_alloc,
+	    dns_mem_free, dns_mem_realloc)) != ARES_SUCCESS) {
 		pt_log(PT_LOG_ERR, "dns: c-ares: %s", ares_strerror(rc));
 		return -EIO;
 	}
-	if ((rc = dns_count_servers(conf->servers, &nservers)) !=
+	if ((rc = dns_count_servers(conf->servers, NULL, 0, &nservers)) !=
 	    ARES_SUCCESS || nservers == 0) {
 		pt_log(PT_LOG_ERR, "dns: servers %s: %s", conf->servers != NULL
 		    ? conf->servers : "from resolv.conf", rc != ARES_SUCCESS ?
 		    ares_strerror(rc) : "none");
-		ares_library_cleanup();
+		dns_library_done();
 		return -EINVAL;
 	}
 	/*
@@ -930,9 +981,11 @@ dns_init(const struct dns_conf *conf)
 	o.domains = NULL;
 	o.sock_state_cb = dns_on_sock_state;
 	o.sock_state_cb_data = NULL;
+	/* DNS only: the hosts file is ours (dns_hosts.c). */
+	o.lookups = (char *)(uintptr_t)"b";
 	rc = ares_init_options(&dns_channel, &o, ARES_OPT_FLAGS |
 	    ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS |
-	    ARES_OPT_SOCK_STATE_CB);
+	    ARES_OPT_SOCK_STATE_CB | ARES_OPT_LOOKUPS);
 	if (rc == ARES_SUCCESS && conf->servers != NULL)
 		rc = ares_set_servers_ports_csv(dns_channel, conf->servers);
 	if (rc != ARES_SUCCESS) {
@@ -940,8 +993,13 @@ dns_init(const struct dns_conf *conf)
 		if (dns_channel != NULL)
 			ares_destroy(dns_channel);
 		dns_channel = NULL;
-		ares_library_cleanup();
+		dns_library_done();
 		return rc == ARES_ENOMEM ? -ENOMEM : -EIO;
+	}
+	if ((rc = dns_hosts_load(DNS_HOSTS_PATH)) < 0) {
+		pt_log(PT_LOG_ERR, "dns: %s: out of memory", DNS_HOSTS_PATH);
+		dns_fini();
+		return rc;
 	}
 	if ((rc = dns_cache_alloc(dns_cf.cache_max)) < 0) {
 		pt_log(PT_LOG_ERR, "dns: cache of %u entries: out of memory",
@@ -981,7 +1039,7 @@ dns_fini(void)
 	 * them now) and closes its sockets through dns_on_sock_state. */
 	ares_destroy(dns_channel);
 	dns_channel = NULL;
-	ares_library_cleanup();
+	dns_library_done();
 	dns_free_all();
 	dns_closing = false;
 }
@@ -1010,7 +1068,7 @@ dns_resolve(const char *name, size_t namelen, dns_done_fn done, void *arg)
 		return NULL;
 	}
 	if (!dns_name_norm(name, namelen, key, &len)) {
-		l = dns_lookup_failed(ENOENT);
+		l = dns_lookup_known(ENOENT, NULL);
 	} else {
 		hash = dns_hash(key, len);
 		if (dns_cache_get(key, len, hash, &err, &res)) {
@@ -1018,7 +1076,10 @@ dns_resolve(const char *name, size_t namelen, dns_done_fn done, void *arg)
 			done(arg, err, err == 0 ? &res : NULL);
 			return NULL;
 		}
-		if ((l = dns_lookup_find(key, len, hash)) == NULL)
+		/* A hosts answer comes from the loop, as c-ares' did. */
+		if (dns_hosts_find(key, len, &res))
+			l = dns_lookup_known(0, &res);
+		else if ((l = dns_lookup_find(key, len, hash)) == NULL)
 			l = dns_lookup_start(key, len, hash);
 	}
 	if (l == NULL) {
@@ -1067,4 +1128,22 @@ dns_addrs_with_port(const struct dns_result *res, uint16_t port,
 		((struct sockaddr_in *)&out[i].sa)->sin_port = htons(port);
 	}
 	return i;
+}
+
+int
+dns_servers_probe(const char *servers, struct pt_addr *out, int max,
+    int *n_out, const char **errstr)
+{
+	int	 rc;
+
+	*n_out = 0;
+	/* Counted by c-ares: in a worker after dns_init this leaves the
+	 * library (and its allocator) as it was; in the master it leaves
+	 * nothing of c-ares behind for a worker to inherit. */
+	if ((rc = ares_library_init(ARES_LIB_INIT_ALL)) == ARES_SUCCESS) {
+		rc = dns_count_servers(servers, out, max, n_out);
+		ares_library_cleanup();
+	}
+	*errstr = rc == ARES_SUCCESS ? NULL : ares_strerror(rc);
+	return rc == ARES_SUCCESS ? 0 : -1;
 }

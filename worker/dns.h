@@ -43,6 +43,17 @@ struct dns_conf {
 };
 
 /*
+ * What c-ares makes of <servers> ("ip[:port],...", or NULL for
+ * /etc/resolv.conf), parsed exactly as dns_init will: the first <max>
+ * servers into <out> (<out> may be NULL when <max> is 0), with port 53
+ * where c-ares uses its default, and how many in all into <n_out>.
+ * 0, or -1 with c-ares' reason in <errstr>. Uses a throw-away channel:
+ * the master calls it to check resolver.servers before any worker does,
+ * and it may run in a worker before or after dns_init.
+ */
+int	 dns_servers_probe(const char *servers, struct pt_addr *out, int max,
+	    int *n_out, const char **errstr);
+/*
  * Starts the resolver: <conf>->servers, or /etc/resolv.conf, and
  * /etc/hosts, the c-ares way. Worker, before the loop. 0 or -errno.
  */

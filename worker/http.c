@@ -99,6 +99,7 @@ struct http_state {
 	bool			 resp_started;	/* bytes went to the client */
 	bool			 origin_keep;	/* origin allows reuse */
 	bool			 parked;	/* upstream kept from the last */
+	bool			 resp_wait;	/* c_timer counts response_timeout */
 	struct dns_query	*dns;
 	struct pt_addr		 addrs[DNS_MAX_ADDRS];
 	int			 naddrs, addr_idx, dial_err;
@@ -227,6 +228,32 @@ http_state_free(struct pt_conn *c)
 /* ---- timers --------------------------------------------------------- */
 
 static void	http_fail(struct pt_conn *c, int status, const char *detail);
+static bool	http_awaiting_response(const struct http_state *h);
+static bool	http_flow_has_output(const struct http_flow *f);
+
+/*
+ * http.response_timeout ran out: the whole request went to the origin and
+ * not one byte of a response came back. The origin is not retried (it had
+ * the request; a second wait would double the client's) and its
+ * connection is closed by http_fail, never pooled.
+ */
+static void
+http_response_timeout(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	char			 addr[SOCKADDR_STRLEN];
+
+	pt_clog(c, PT_LOG_WARNING, "origin %s (%.*s) sent no response within "
+	    "response_timeout (%u s): 504", sockaddr_fmt((const struct
+	    sockaddr *)&c->c_req.target, addr, sizeof(addr)),
+	    (int)h->hostlen, h->host,
+	    http_conf->http.response_timeout_ms / 1000);
+	/* What reached the client so far can only be whole interim (1xx)
+	 * responses, which a final one may follow (RFC 9110 15.2). */
+	if (!http_flow_has_output(&h->resp))
+		h->resp_started = false;
+	http_fail(c, 504, "origin sent no response in time");
+}
 
 static void
 http_on_timer(struct pt_timer *t, void *arg)
@@ -235,6 +262,7 @@ http_on_timer(struct pt_timer *t, void *arg)
 	struct http_state	*h = http_st(c);
 	uint64_t		 idle = http_conf->limits.idle_timeout_ms;
 	uint64_t		 quiet = loop_now() - c->c_last_active;
+	bool			 waiting;
 
 	switch (h->stage) {
 	case HS_REQ_HEAD:
@@ -252,8 +280,20 @@ http_on_timer(struct pt_timer *t, void *arg)
 	default:
 		break;
 	}
+	/* Lazy, like the relay: bytes moving only set c_last_active. The
+	 * wait for a response is measured from the last request byte
+	 * written (or interim response passed on) against
+	 * response_timeout, everything else against idle_timeout. */
+	waiting = http_awaiting_response(h);
+	h->resp_wait = waiting;
+	if (waiting)
+		idle = http_conf->http.response_timeout_ms;
 	if (quiet < idle) {
 		pt_timer_start(&c->c_timer, idle - quiet, http_on_timer, c);
+		return;
+	}
+	if (waiting) {
+		http_response_timeout(c);
 		return;
 	}
 	if (!h->resp_started && h->stage == HS_FORWARD)
@@ -383,15 +423,32 @@ http_unpark(struct pt_conn *c)
 	up->hup = false;
 }
 
-/* A drain started: a connection idle between requests goes now; one in
- * a transaction finishes it with Connection: close (http_response_head
- * and http_next_request read worker_self()->stopping). */
-static void
-http_on_drain(struct pt_conn *c)
+/*
+ * May a draining worker close this connection now? Only one idle between
+ * two of its client's transactions, with no byte of the next request
+ * read or waiting in the kernel. A connection whose first request has not
+ * arrived (just accepted, perhaps from the queue accept_stop emptied) is
+ * served like any other, within header_timeout: its client has no reason
+ * to expect a close and would see it as a lost request.
+ */
+static bool
+http_may_close_idle(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 
-	if (h != NULL && h->stage == HS_REQ_HEAD && h->req.in_len == 0)
+	return h->stage == HS_REQ_HEAD && !h->first && h->req.in_len == 0 &&
+	    !conn_has_unread(c);
+}
+
+/* A drain started: a keep-alive connection idle between requests goes
+ * now; every other one is served and finishes its transaction with
+ * Connection: close (http_response_head and http_next_request read
+ * worker_self()->stopping). Unread bytes raise an edge of their own, so
+ * nothing needs waking here. */
+static void
+http_on_drain(struct pt_conn *c)
+{
+	if (http_st(c) != NULL && http_may_close_idle(c))
 		conn_close(c, "draining");
 }
 
@@ -447,7 +504,8 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 	pt_timer_stop(&c->c_timer);
 	http_unpark(c);
 	http_upstream_close(c);
-	if (!(status == 407 && h->req.body_done && h->keep_client))
+	if (!(status == 407 && h->req.body_done && h->keep_client) ||
+	    worker_self()->stopping)
 		h->close_after = true;
 	flags = h->close_after ? HTTP_HEAD_CLOSE : 0;
 	if (!h->close_after && h->client_version == 10)
@@ -1066,8 +1124,12 @@ http_read_request(struct pt_conn *c)
 		if (!(cl->ready & EPOLLIN))
 			return;
 		n = http_flow_read(c, q, cl);
-		if (n == -EAGAIN)
+		if (n == -EAGAIN) {
+			/* No byte of a head yet: an idle connection, new or
+			 * kept alive, holds no buffer. */
+			http_flow_compact(q);
 			return;
+		}
 		if (n <= 0) {
 			/* EOF between requests is the normal end of a
 			 * keep-alive connection; inside a head, an abort. */
@@ -1278,6 +1340,7 @@ http_on_established(struct pt_conn *c, enum pt_verdict v)
 	}
 	c->c_last_active = loop_now();
 	http_timer(c, http_conf->limits.idle_timeout_ms);
+	h->resp_wait = false;
 	if (h->is_connect) {
 		if ((r->out = buf_get(BUF_SMALL)) == NULL) {
 			conn_close(c, "out of buffers");
@@ -1491,6 +1554,10 @@ http_origin_gone(struct pt_conn *c, const char *why)
 		http_upstream_close(c);
 		h->req.out_start = 0;
 		h->stage = HS_WAIT;
+		/* The timer counted this origin's response_timeout; the
+		 * fresh one is reached within header_timeout, and gets its
+		 * own response_timeout once the request is written again. */
+		http_timer(c, http_conf->limits.header_timeout_ms);
 		http_resolve(c);
 		return;
 	}
@@ -1582,6 +1649,43 @@ http_flow_finished(const struct http_flow *f)
 	return f->head_done && f->body_done && !http_flow_has_output(f);
 }
 
+/*
+ * The origin has the whole request (head and body written) and has sent
+ * no byte of a final response head yet (an interim 1xx was passed on and
+ * shifted out). A request body still uploading, or held back by a client
+ * waiting for 100 Continue, is not a wait for the origin.
+ */
+static bool
+http_awaiting_response(const struct http_state *h)
+{
+	return h->stage == HS_FORWARD && !h->resp.head_done &&
+	    (h->resp.in == NULL || h->resp.in_len == 0) &&
+	    http_flow_finished(&h->req);
+}
+
+/*
+ * Keeps c_timer counting the right limit in HS_FORWARD: response_timeout
+ * from the moment the request is all written (an idle timer armed at
+ * ESTABLISHED may be due later), idle_timeout again once the origin
+ * answers, re-armed only when that is due earlier than the running
+ * timer. Two heap moves per transaction at most; none per byte.
+ */
+static void
+http_response_wait_sync(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	bool			 waiting = http_awaiting_response(h);
+
+	if (waiting == h->resp_wait)
+		return;
+	h->resp_wait = waiting;
+	if (waiting)
+		http_timer(c, http_conf->http.response_timeout_ms);
+	else if (h->stage == HS_FORWARD && http_conf->http.response_timeout_ms
+	    > http_conf->limits.idle_timeout_ms)
+		http_timer(c, http_conf->limits.idle_timeout_ms);
+}
+
 static void
 http_pump(struct pt_conn *c)
 {
@@ -1652,8 +1756,10 @@ http_pump(struct pt_conn *c)
 	 * after the other connections had their turn. */
 	loop_post(&c->c_post, http_on_posted);
 out:
-	if (c->c_state != CONN_CLOSED)
+	if (c->c_state != CONN_CLOSED) {
+		http_response_wait_sync(c);
 		http_watch(c);
+	}
 }
 
 static void
@@ -1696,11 +1802,15 @@ http_next_request(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct http_flow	*q = &h->req;
 
-	if (worker_self()->stopping) {
+	http_flow_shift(q);
+	/* Draining: the next request belongs to the new generation, unless
+	 * some of it has already come here (pipelined, or sent before our
+	 * last response could say close): that one is served, then we
+	 * close. */
+	if (worker_self()->stopping && q->in_len == 0 && !conn_has_unread(c)) {
 		conn_close(c, "draining");
 		return;
 	}
-	http_flow_shift(q);
 	buf_put(q->out);
 	q->out = NULL;
 	q->out_start = q->out_len = 0;

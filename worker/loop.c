@@ -115,6 +115,18 @@ loop_io_stop(struct loop_io *io)
 }
 
 void
+loop_io_close(struct loop_io *io)
+{
+	/* "added == false" is what loop_once checks before delivering a
+	 * later event of the same batch. */
+	io->added = false;
+	io->events = 0;
+	if (io->fd >= 0)
+		close(io->fd);
+	io->fd = -1;
+}
+
+void
 loop_update_time(void)
 {
 	struct timespec	 ts;
@@ -211,11 +223,21 @@ pt_timer_start(struct pt_timer *t, uint64_t after_ms, pt_timer_fn fn,
 {
 	struct pt_timer	**grown;
 	unsigned	 cap;
+	uint64_t	 old = t->when;
 
-	pt_timer_stop(t);
 	t->fn = fn;
 	t->arg = arg;
 	t->when = loop_now_ms + after_ms;
+	if (t->heap_idx != 0) {
+		/* Moving an armed timer (a connection's one timer changes
+		 * owner several times per setup): one sift from where it
+		 * is, not a removal and an insertion. */
+		if (t->when < old)
+			loop_heap_up(t->heap_idx);
+		else
+			loop_heap_down(t->heap_idx);
+		return;
+	}
 	if (loop_heap_len + 1 >= loop_heap_cap) {
 		/* Grows to the high-water mark once; steady state reuses it.
 		 * Failing to grow would lose a timeout, which is worse than

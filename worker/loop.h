@@ -47,6 +47,14 @@ int		 loop_io_move(struct loop_io *from, struct loop_io *to,
 		    uint32_t events, loop_io_fn fn);
 /* Stops watching (before the owner closes the fd). Idempotent. */
 void		 loop_io_stop(struct loop_io *io);
+/*
+ * Closes <io>'s descriptor (if >= 0) and forgets its registration without
+ * an EPOLL_CTL_DEL: epoll drops a descriptor when the last reference to
+ * its file goes, and a connection's sockets have no other (workers never
+ * fork or dup them; listeners, shared with the master, use
+ * loop_io_stop). Sets io->fd to -1.
+ */
+void		 loop_io_close(struct loop_io *io);
 /* Waits for events at most until the next timer, runs callbacks and due
  * timers. Returns 0, or -errno when epoll_wait failed (not EINTR). */
 int		 loop_once(void);

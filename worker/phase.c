@@ -17,7 +17,8 @@
 #include "master/conf.h"
 #include "master/modload.h"
 
-#define PHASE_MAX_HOOKS	64
+/* conf.c refuses configurations with more hooks in a phase. */
+#define PHASE_MAX_HOOKS	MODLOAD_MAX_HOOKS
 
 struct phase_hook {
 	pt_hook_fn		 fn;

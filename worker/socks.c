@@ -100,7 +100,7 @@ socks_init(const struct pt_config *conf, unsigned max_conns)
 	socks_conf = conf;
 	pool_init(&socks_pool, "socks state", sizeof(struct socks_state),
 	    max_conns);
-	if (udp_assoc_init() < 0)
+	if (udp_assoc_init(max_conns) < 0)
 		fatal("UDP relay buffers: out of memory");
 }
 
@@ -148,18 +148,23 @@ socks_watch(struct pt_conn *c, uint32_t events)
 
 /* ---- replies -------------------------------------------------------- */
 
-/* Queues <len> reply bytes, then does <next>; SN_READ goes on reading
- * in <read_stage>. */
+/* Queues <len> reply bytes after any held back (socks_advance), then
+ * does <next>; SN_READ goes on reading in <read_stage>. */
 static void
 socks_reply_then(struct pt_conn *c, const uint8_t *bytes, size_t len,
     enum socks_next next, enum socks_stage read_stage)
 {
 	struct socks_state	*s = socks_st(c);
 
+	/* Held back: a method choice (2) and an RFC 1929 status (2); then
+	 * the longest reply (22, IPv6) still fits. */
+	if (s->out_len + len > sizeof(s->out)) {
+		conn_close(c, "reply too long");
+		return;
+	}
 	s->read_stage = read_stage;
-	memcpy(s->out, bytes, len);
-	s->out_start = 0;
-	s->out_len = (uint32_t)len;
+	memcpy(s->out + s->out_len, bytes, len);
+	s->out_len += (uint32_t)len;
 	s->next = next;
 	s->stage = SS_REPLY;
 	socks_advance(c);
@@ -383,9 +388,9 @@ socks_on_auth(struct pt_conn *c, enum pt_verdict v)
 static void
 socks_take_dest(struct pt_conn *c, const struct socks_dest *d)
 {
-	struct socks_state	*s = socks_st(c);
-	char			 text[SOCKADDR_STRLEN];
-	size_t			 n;
+	struct socks_state		*s = socks_st(c);
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
 
 	s->port = d->port;
 	s->naddrs = 0;
@@ -395,20 +400,16 @@ socks_take_dest(struct pt_conn *c, const struct socks_dest *d)
 	} else {
 		s->addrs[0] = d->addr;
 		s->naddrs = 1;
-		sockaddr_fmt((const struct sockaddr *)&d->addr.sa, text,
-		    sizeof(text));
-		/* The host without the port and brackets, as a name. */
-		n = strlen(text);
-		while (n > 0 && text[n - 1] != ':')
-			n--;
-		if (n > 0)
-			n--;
-		if (text[0] == '[') {
-			memcpy(s->host, text + 1, n - 2);
-			s->host[n - 2] = '\0';
+		/* The host as a name: the address alone, without port and
+		 * brackets. */
+		if (d->addr.sa.ss_family == AF_INET6) {
+			sin6 = (const void *)&d->addr.sa;
+			inet_ntop(AF_INET6, &sin6->sin6_addr, s->host,
+			    sizeof(s->host));
 		} else {
-			memcpy(s->host, text, n);
-			s->host[n] = '\0';
+			sin = (const void *)&d->addr.sa;
+			inet_ntop(AF_INET, &sin->sin_addr, s->host,
+			    sizeof(s->host));
 		}
 	}
 	c->c_req.host.ptr = s->host;
@@ -552,6 +553,27 @@ socks_parse_one(struct pt_conn *c)
 	}
 }
 
+static bool
+socks_is_reading(const struct socks_state *s)
+{
+	return s->stage == SS_GREETING || s->stage == SS_USERPASS ||
+	    s->stage == SS_REQUEST;
+}
+
+/* Parses the messages the client already sent, while in a handshake
+ * stage. The state is freed when a message closes the connection, so
+ * that is tested first. */
+static void
+socks_parse_buffered(struct pt_conn *c)
+{
+	struct socks_state	*s = socks_st(c);
+
+	while (c->c_state != CONN_CLOSED && s->in_len > 0 &&
+	    socks_is_reading(s))
+		if (!socks_parse_one(c))
+			break;
+}
+
 static void
 socks_read(struct pt_conn *c)
 {
@@ -568,8 +590,15 @@ socks_read(struct pt_conn *c)
 		return;
 	}
 	n = conn_recv(c, cl, s->in + s->in_len, buf_size(s->in) - s->in_len);
-	if (n == -EAGAIN)
+	if (n == -EAGAIN) {
+		/* Nothing pending: a client that is slow to speak holds no
+		 * buffer meanwhile. */
+		if (s->in_len == 0) {
+			buf_put(s->in);
+			s->in = NULL;
+		}
 		return;
+	}
 	if (n == 0 && s->stage == SS_WAIT) {
 		/* A client may send its data and FIN before our reply;
 		 * the relay reads the EOF again and passes it on. */
@@ -584,11 +613,7 @@ socks_read(struct pt_conn *c)
 	s->in_len += (uint32_t)n;
 	c->c_req.bytes_in += (uint64_t)n;
 	c->c_last_active = loop_now();
-	while (s->in_len > 0 && c->c_state != CONN_CLOSED &&
-	    (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
-	    s->stage == SS_REQUEST))
-		if (!socks_parse_one(c))
-			break;
+	socks_parse_buffered(c);
 }
 
 /* Hands the connection to the relay, with bytes the client sent after
@@ -619,6 +644,29 @@ socks_advance(struct pt_conn *c)
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
 	ssize_t			 n;
 
+	if (s->stage == SS_REPLY && s->next == SN_READ && s->out_start == 0 &&
+	    s->in_len > 0) {
+		/* The client pipelined: its next message is (at least partly)
+		 * here, so it is not waiting for this reply. Hold the reply
+		 * and send it with the next one: one write and one wake-up
+		 * for the client instead of two or three. */
+		s->stage = s->read_stage;
+		socks_parse_buffered(c);
+		if (c->c_state == CONN_CLOSED)
+			return;
+		s = socks_st(c);
+		if (!socks_is_reading(s)) {
+			/* Phases, a reply or the tunnel took over; a reply
+			 * queued later carries the held bytes with it. */
+			if (s->stage == SS_WAIT)
+				socks_advance(c);
+			return;
+		}
+		/* Only part of the next message: the client may be waiting
+		 * for what we hold after all. */
+		s->read_stage = s->stage;
+		s->stage = SS_REPLY;
+	}
 	if (s->stage == SS_REPLY) {
 		while (s->out_start < s->out_len) {
 			n = conn_send(c, cl, s->out + s->out_start,
@@ -634,6 +682,7 @@ socks_advance(struct pt_conn *c)
 			s->out_start += (uint32_t)n;
 			c->c_req.bytes_out += (uint64_t)n;
 		}
+		s->out_start = s->out_len = 0;
 		switch (s->next) {
 		case SN_CLOSE:
 			conn_close(c, NULL);
@@ -654,17 +703,12 @@ socks_advance(struct pt_conn *c)
 		}
 		/* The next message may already be here (clients pipeline
 		 * the greeting, credentials and request). */
-		while (s->in_len > 0 && c->c_state != CONN_CLOSED &&
-		    (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
-		    s->stage == SS_REQUEST))
-			if (!socks_parse_one(c))
-				break;
+		socks_parse_buffered(c);
 		if (c->c_state == CONN_CLOSED)
 			return;
 	}
 	s = socks_st(c);
-	if (s->stage == SS_GREETING || s->stage == SS_USERPASS ||
-	    s->stage == SS_REQUEST)
+	if (socks_is_reading(s))
 		socks_watch(c, EPOLLIN);
 	else if (s->stage == SS_WAIT)
 		socks_watch(c, !s->client_eof && (s->in == NULL ||

@@ -16,6 +16,10 @@
  * A destination given by name is resolved through the worker's resolver;
  * while a name is looked up one datagram waits (later ones are dropped:
  * UDP loses, clients retry), and cached names cost nothing.
+ *
+ * Nothing here allocates per association or per datagram once the worker
+ * has warmed up: associations and parked datagrams come from per-worker
+ * pools (worker/pool.h), the batch buffers are made once.
  */
 #include "config.h"
 
@@ -34,12 +38,15 @@
 #include "common/log.h"
 #include "worker/dns.h"
 #include "worker/loop.h"
+#include "worker/pool.h"
 #include "worker/socks_parse.h"
 
 #define UDP_BATCH	16
 #define UDP_HDR_MAX	22	/* RSV RSV FRAG ATYP + IPv6 + port */
 #define UDP_DGRAM_MAX	65535
 #define UDP_SLOT	(UDP_HDR_MAX + UDP_DGRAM_MAX + 256)
+/* Parked datagrams kept free after a burst of lookups: each is 64 KiB. */
+#define UDP_PEND_KEEP	8
 
 struct udp_assoc;
 
@@ -56,7 +63,8 @@ struct udp_assoc {
 	struct sockaddr_storage	 client;	/* learned UDP source */
 	bool			 client_known;
 	uint16_t		 client_port;	/* from the request; 0: any */
-	/* One datagram waiting for its name to resolve. */
+	/* One datagram waiting for its name to resolve; pend is taken from
+	 * udp_pend_pool only for that time. */
 	struct dns_query	*dns;
 	char			*pend;
 	size_t			 pend_len;
@@ -76,10 +84,16 @@ static struct mmsghdr		 udp_out[2][UDP_BATCH];
 static struct iovec		 udp_out_iov[2][UDP_BATCH];
 static struct sockaddr_storage	 udp_to[2][UDP_BATCH];
 static unsigned			 udp_nout[2];
+static struct pool		 udp_assoc_pool;
+static struct pool		 udp_pend_pool;
 
 int
-udp_assoc_init(void)
+udp_assoc_init(unsigned max)
 {
+	pool_init(&udp_assoc_pool, "UDP association", sizeof(struct udp_assoc),
+	    max);
+	pool_init(&udp_pend_pool, "UDP parked datagram", UDP_DGRAM_MAX, max);
+	pool_set_keep(&udp_pend_pool, UDP_PEND_KEEP);
 	return 0;
 }
 
@@ -99,6 +113,8 @@ udp_assoc_fini(void)
 {
 	free(udp_bufs);
 	udp_bufs = NULL;
+	pool_fini(&udp_pend_pool);
+	pool_fini(&udp_assoc_pool);
 }
 
 static int
@@ -228,6 +244,14 @@ udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
 }
 
 static void
+udp_pend_release(struct udp_assoc *a)
+{
+	pool_put(&udp_pend_pool, a->pend);
+	a->pend = NULL;
+	a->pend_len = 0;
+}
+
+static void
 udp_on_dns(void *arg, int err, const struct dns_result *res)
 {
 	struct udp_assoc	*a = arg;
@@ -244,7 +268,7 @@ udp_on_dns(void *arg, int err, const struct dns_result *res)
 	}
 	if (err == 0 && a->pend != NULL)
 		udp_send_resolved(a, res, a->pend, a->pend_len, a->pend_port);
-	a->pend_len = 0;
+	udp_pend_release(a);
 }
 
 /* A datagram to a name: sent now when the name is known, else parked
@@ -265,12 +289,14 @@ udp_to_name(struct udp_assoc *a, const struct socks_dest *d, const char *data,
 	q = dns_resolve(d->name.ptr, d->name.len, udp_on_dns, a);
 	if (q == NULL)
 		return;
-	/* Pending: keep a copy, the batch buffer is reused. */
+	/* Pending: keep a copy, the batch buffer is reused. Out of pooled
+	 * buffers, the datagram is lost like any UDP datagram. */
 	a->cur = NULL;
 	a->dns = q;
-	if (a->pend == NULL && (a->pend = malloc(UDP_DGRAM_MAX)) == NULL) {
+	if ((a->pend = pool_get(&udp_pend_pool)) == NULL) {
 		dns_cancel(q);
 		a->dns = NULL;
+		a->dropped++;
 		return;
 	}
 	memcpy(a->pend, data, len);
@@ -407,8 +433,11 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 	socklen_t		 len;
 	int			 fd, err;
 
-	if (udp_bufs_ready() < 0 || (a = calloc(1, sizeof(*a))) == NULL)
+	if (udp_bufs_ready() < 0 || (a = pool_get(&udp_assoc_pool)) == NULL) {
+		errno = ENOMEM;
 		return NULL;
+	}
+	memset(a, 0, sizeof(*a));
 	a->conn = c;
 	a->peer = c->c_req.peer;
 	a->client_port = client_port;
@@ -439,7 +468,7 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 	}
 	return a;
 fail:
-	free(a);
+	pool_put(&udp_assoc_pool, a);
 	return NULL;
 }
 
@@ -464,6 +493,11 @@ udp_assoc_free(struct udp_assoc *a)
 	if (a->dropped > 0)
 		pt_log(PT_LOG_INFO, "UDP association: %u datagrams dropped "
 		    "(foreign source, fragment or malformed)", a->dropped);
-	free(a->pend);
-	free(a);
+	udp_pend_release(a);
+	/* Back to the pool, not the heap: the epoll batch being run may
+	 * still hold an event for cio or rio, and loop_once reads its
+	 * loop_io. Stopped, it is skipped (added is false); reused by an
+	 * association opened later in the same batch, the event reaches
+	 * that association's own socket, where recvmmsg finds nothing. */
+	pool_put(&udp_assoc_pool, a);
 }

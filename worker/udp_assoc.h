@@ -23,8 +23,9 @@ struct udp_assoc *udp_assoc_open(struct pt_conn *c,
 		    const struct pt_addr *advertise, struct pt_addr *bound_out);
 /* Closes its sockets, cancels its lookups, frees it. NULL is fine. */
 void		 udp_assoc_free(struct udp_assoc *a);
-/* Sizes the batch buffers. Worker, before the loop. */
-int		 udp_assoc_init(void);
+/* Sets up the pools of associations and parked datagrams, at most <max>
+ * of each (one per connection). Worker, before the loop. */
+int		 udp_assoc_init(unsigned max);
 void		 udp_assoc_fini(void);
 
 #endif

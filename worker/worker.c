@@ -103,13 +103,15 @@ worker_on_drain_timeout(struct pt_timer *t, void *arg)
 	conn_close_all("shutdown timeout");
 }
 
+/* <kept>: the master's word on which listeners' sockets live on
+ * (accept_stop); 0 from a plain SIGQUIT. */
 static void
-worker_drain(void)
+worker_drain(uint64_t kept)
 {
 	if (worker.stopping)
 		return;
 	worker.stopping = true;
-	accept_stop();
+	accept_stop(kept);
 	conn_drain_all();
 	/* Renamed only now: "portico-drain" promises it accepts no more. */
 	prctl(PR_SET_NAME, "portico-drain");
@@ -125,12 +127,15 @@ worker_on_signal(struct loop_io *io, uint32_t events)
 	while (read(io->fd, &si, sizeof(si)) == sizeof(si)) {
 		switch (si.ssi_signo) {
 		case SIGQUIT:
-			worker_drain();
+			/* Only the master's sigqueue carries a value; a
+			 * SIGQUIT from anyone else keeps nothing. */
+			worker_drain(si.ssi_code == SI_QUEUE &&
+			    (pid_t)si.ssi_pid == getppid() ? si.ssi_ptr : 0);
 			break;
 		case SIGTERM:
 		case SIGINT:
 			worker.stopping = true;
-			accept_stop();
+			accept_stop(0);
 			conn_close_all("fast stop");
 			break;
 		case SIGUSR1:
@@ -209,6 +214,21 @@ worker_max_connections(const struct pt_config *conf)
 	return max;
 }
 
+/* limits.worker_memory resolved: "auto" is half the machine's (or the
+ * cgroup's) memory shared among the workers. */
+static size_t
+worker_memory(const struct pt_config *conf, int nslots)
+{
+	long long	 v = conf->limits.worker_memory;
+	size_t		 m;
+
+	if (v != CONF_MEMORY_AUTO)
+		return (size_t)v;
+	m = conn_memory_auto(nslots);
+	pt_log(PT_LOG_INFO, "worker_memory auto: %zu MiB", m >> 20);
+	return m;
+}
+
 noreturn void
 worker_main(const struct pt_config *conf, int slot, int nslots,
     const int *fds)
@@ -239,7 +259,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	worker_signals();
 	modctx = phase_init(conf);
 	maxconn = worker_max_connections(conf);
-	conn_pool_init(maxconn, modctx);
+	conn_pool_init(maxconn, modctx, worker_memory(conf, nslots));
 	/* Large buffers hold a head of up to max_header_size plus what a
 	 * rewrite adds. */
 	buf_init(conf->buffer_size, conf->http.max_header_size + 4096,

@@ -8,6 +8,11 @@ byte (4 or 5: SOCKS; anything else: HTTP):
   same body byte-exact through one listener;
 - a CONNECT and a SOCKS5 UDP ASSOCIATE work there too;
 - a client that sends nothing is closed at header_timeout;
+- with a module that makes ACCEPT wait (hookrec, again_ms), a SOCKS5
+  CONNECT (greeting, credentials and request in one write) and an HTTP
+  CONNECT still
+  work there: the sniffed socket is handed over with its interest off
+  while the hook waits;
 - udp_advertise is accepted on an auto listener, refused on an http one.
 """
 import hashlib
@@ -39,13 +44,57 @@ class Origin(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def conf(t, port, extra=""):
+def conf(t, port, extra="", modules=""):
     return ('workers = 1;\nerror_log = "%s";\nlog_level = "info";\n'
             'pid_file = "%s";\nlimits = { header_timeout = 2; };\n'
-            'http = { connect_ports = "*"; };\n'
+            'http = { connect_ports = "*"; };\n%s\n'
             'listeners = ( { address = "127.0.0.1:%d"; protocol = "auto";'
-            ' %s } );\n' % (t.path("error.log"), t.path("portico.pid"), port,
-                            extra))
+            ' %s } );\n' % (t.path("error.log"), t.path("portico.pid"),
+                            modules, port, extra))
+
+
+def http_connect(port, target):
+    """Bytes echoed back through a CONNECT tunnel to <target>."""
+    s = ptest.connect(port)
+    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n" % target.encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        d = s.recv(4096)
+        if not d:
+            break
+        head += d
+    s.sendall(b"ping")
+    got = ptest.recv_exact(s, 4) if head.startswith(b"HTTP/1.1 200") \
+        else b""
+    s.close()
+    return got, head
+
+
+def with_accept_hook(t, port, echo):
+    mods = ('modules = ( { name = "hookrec"; path = "%s/hookrec.so"; '
+            'record = "%s"; again_ms = 50; } );' % (
+                ptest.TESTMODDIR, t.path("hookrec.rec")))
+    p = t.portico(conf(t, port, modules=mods), conf_name="hooked.conf")
+    host, eport = echo.address.rsplit(":", 1)
+    c = ptest.connect(port)
+    got = b""
+    try:
+        # hookrec hooks AUTH too: username/password it is
+        c.sendall(b"\x05\x01\x02\x01\x01u\x01p\x05\x01\x00\x01" +
+                  socket.inet_aton(host) + struct.pack("!H", int(eport)))
+        head = ptest.recv_exact(c, 14)
+        if head[:6] == b"\x05\x02\x01\x00\x05\x00":
+            c.sendall(b"hooked")
+            got = ptest.recv_exact(c, 6)
+    except OSError as e:
+        head = repr(e).encode()
+    c.close()
+    t.check(got == b"hooked", "ACCEPT hook waiting 50 ms: a SOCKS5 CONNECT "
+            "on the auto listener works", repr(head))
+    got, head = http_connect(port, echo.address)
+    t.check(got == b"ping", "ACCEPT hook waiting 50 ms: an HTTP CONNECT "
+            "on the auto listener works", head)
+    t.stop_portico(p)
 
 
 def curl(args):
@@ -80,19 +129,7 @@ def main(t):
                 "curl exit %d, %d bytes" % (rc, len(out)))
 
     # CONNECT on the same port
-    s = ptest.connect(port)
-    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n" %
-              echo.address.encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        d = s.recv(4096)
-        if not d:
-            break
-        head += d
-    s.sendall(b"ping")
-    got = ptest.recv_exact(s, 4) if head.startswith(b"HTTP/1.1 200") \
-        else b""
-    s.close()
+    got, head = http_connect(port, echo.address)
     t.check(got == b"ping", "CONNECT tunnel on the auto listener", head)
 
     # SOCKS5 UDP ASSOCIATE on the same port
@@ -150,6 +187,7 @@ def main(t):
     r = ptest.run_portico(["-t", "-c", path])
     t.check(r.returncode == 1 and "udp_advertise" in r.stderr,
             "udp_advertise on an http listener fails -t", r.stderr)
+    with_accept_hook(t, port, echo)
 
 
 if __name__ == "__main__":

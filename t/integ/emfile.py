@@ -4,11 +4,14 @@
 Out of descriptors must not spin. portico runs with RLIMIT_NOFILE = 64 and
 one worker; 100 client connections are opened and held, far more than fit.
 For ~2 s the worker's CPU time (utime + stime) grows by less than 0.5 s and
-its pid is the same (not killed, not respawned). Once those connections
-close, new connections are served again.
+its pid is the same (not killed, not respawned), and every connection that
+reached the origin has its byte echoed. As the served connections close,
+the queued ones are taken and served in turn, until all 100 were. Then new
+connections are served again.
 """
 import os
 import re
+import select
 import sys
 import time
 
@@ -68,17 +71,66 @@ def main(t):
     mc = ptest.cpu_seconds(p.pid)
     t.diag("master cpu so far: %s s" % mc)
 
-    served = 0
+    # Every connection that reached the origin meanwhile has its byte
+    # back: none is stuck half set up for want of a descriptor.
+    served, gone = set(), {}
     for s in socks:
         s.setblocking(False)
-        try:
-            if s.recv(1) == b"x":
-                served += 1
-        except OSError:
-            pass
-    t.diag("%d of the held connections had their byte echoed" % served)
-    t.check(served >= 1, "the connections that fit are served meanwhile",
-            "%d echoed" % served)
+
+    def read_echoes():
+        for s in socks:
+            if s in served or s in gone:
+                continue
+            try:
+                d = s.recv(1)
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                d = ptest.err_kind(e)
+            if d == b"x":
+                served.add(s)
+            else:
+                gone[s] = d
+        return served and len(served) == echo.active
+    ptest.wait_for(read_echoes, ptest.bound(3), interval=0.1)
+    upstream = echo.active
+    t.diag("%d of the held connections had their byte echoed; %d reached "
+           "the echo server" % (len(served), upstream))
+    t.check(served and len(served) == upstream and not gone,
+            "the connections that fit are all served meanwhile (each one "
+            "that reached the origin is echoed, none is dropped)",
+            "%d echoed, %d at the echo server, %d closed without the echo "
+            "(%r)" % (len(served), upstream, len(gone),
+                      list(gone.values())[:5]))
+
+    # All of them, in turn: as the served ones close, the worker takes the
+    # next ones from its queue, until every held connection was served.
+    first = len(served)
+    left = [s for s in socks if s not in served and s not in gone]
+    for s in served:
+        s.close()
+    deadline = time.monotonic() + ptest.bound(20)
+    while left and time.monotonic() < deadline:
+        r, _, _ = select.select(left, [], [], 0.2)
+        for s in r:
+            try:
+                d = s.recv(1)
+            except OSError as e:
+                d = ptest.err_kind(e)
+            if d == b"x":
+                served.add(s)
+            else:
+                gone[s] = d
+            left.remove(s)
+            s.close()
+    t.check(len(served) == len(socks),
+            "every one of the %d held connections is served in turn as "
+            "earlier ones close" % len(socks),
+            lambda: ["%d served (%d at first), %d closed without the echo "
+                     "(%r), %d still waiting" % (
+                         len(served), first, len(gone),
+                         list(gone.values())[:5], len(left))]
+            + ptest.tail(p.log(), 10))
     for s in socks:
         s.close()
     socks.clear()

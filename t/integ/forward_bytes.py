@@ -191,9 +191,8 @@ def one_method(t, method, echo4, echo6, sink, source):
             "%s: exit totals: accepted=%d bytes_in=%d bytes_out=%d"
             % (method, conns, sent_in, sent_out),
             lambda: ["totals lines: %s" % p.log_lines("totals: ")])
-    if tot is not None:
-        t.check(tot.get("active", 0) == 0,
-                "%s: exit totals: active=0" % method, str(tot))
+    t.check(tot is not None and tot.get("active") == 0,
+            "%s: exit totals: active=0" % method, str(tot))
 
 
 def main(t):

@@ -16,6 +16,20 @@ build directory):
   PT_KEEP=1      keep the temporary directories, even when all passed
   PT_SLOW=N      multiply every time bound by N (default: 3 when the binary
                  is built with AddressSanitizer, else 1)
+  PT_SANITIZERS  "yes" or "no": whether the build uses the sanitizers (set by
+                 `make check` from configure's --enable-sanitizers; by hand,
+                 the binary is looked at). "no sanitizer report" is only a
+                 check where a report could be written.
+  PT_HAVE        the needs (see NEEDS below) this machine is known to have,
+                 space-separated; .ci/run probes for them and sets it. A
+                 skip whose need is listed there is a failure: CI has what
+                 the check wanted, so the check must run.
+
+Skips. A check that cannot run here is skipped with t.skip(desc, why,
+need=NAME), NAME one of NEEDS: what the machine lacks. A skip that names
+no need (and whose <why> matches none of the phrasings NEEDS knows) is a
+failure: a check dropped for any other reason is a broken check, not a
+machine without a feature.
 
 Rules every scenario follows: ephemeral ports on 127.0.0.1/::1, one temp
 dir, every loop bounded in count and time, every process stopped by PID in
@@ -74,6 +88,71 @@ def _detect_slow():
 SLOW = _detect_slow()
 
 
+def _detect_sanitizers():
+    v = os.environ.get("PT_SANITIZERS", "").strip().lower()
+    if v in ("yes", "1", "true"):
+        return True
+    if v in ("no", "0", "false"):
+        return False
+    try:
+        with open(PORTICO, "rb") as f:
+            data = f.read(64 * MiB)
+        return (b"__asan_init" in data or b"__ubsan_handle" in data or
+                b"AddressSanitizer" in data)
+    except OSError:
+        return False
+
+
+SANITIZERS = _detect_sanitizers()
+
+
+# The fixed vocabulary of what a machine may lack. name: (what it is, a
+# pattern recognising older free-text reasons that name it). .ci/run probes
+# each of these on its own (not with this file's code) and exports the ones
+# it found in PT_HAVE. Add a need here and a probe in .ci/run together.
+NEEDS = {
+    "ipv6": ("an IPv6 loopback (::1 can be bound)",
+             r"(?i)\bipv6\b|\[::1\]"),
+    "root": ("running as root (euid 0)",
+             r"(?i)\b(needs?|not|as|without) root\b|privileg"),
+    "cpus2": ("at least 2 usable CPUs (affinity and cgroup cpu.max)",
+              r"(?i)\bone cpu\b|only \d+ usable cpu|usable cpus?\b"),
+    "curl": ("the curl program in PATH", r"(?i)\bcurl\b"),
+    "blackhole": ("a loopback listener whose full accept queue drops SYNs "
+                  "(connect and handshake timeouts)",
+                  r"(?i)black.?hole|drops? syns"),
+    "127.0.0.2": ("127.0.0.2 can be bound (all of 127/8 on lo)",
+                  r"127\.0\.0\.2"),
+    "nobody": ("a user named nobody", r"(?i)\bnobody\b"),
+    "enetunreach": ("an address whose TCP connect fails with ENETUNREACH "
+                    "(224.0.0.1 or 255.255.255.255)",
+                    r"(?i)enetunreach|network unreachable"),
+    "loadgen": ("bench/loadgen built (`make` builds it)",
+                r"(?i)\bloadgen\b"),
+    "tcp_migrate_req": ("net.ipv4.tcp_migrate_req is 1, or 0 and writable "
+                        "(Linux >= 5.14, as root)", r"tcp_migrate_req"),
+}
+
+
+def _have():
+    """The needs PT_HAVE says this machine has, or None outside CI."""
+    v = os.environ.get("PT_HAVE")
+    if v is None:
+        return None
+    return set(v.replace(",", " ").split())
+
+
+HAVE = _have()
+
+
+def need_of(why):
+    """The NEEDS name a free-text skip reason names, or None."""
+    for name, (_, rx) in NEEDS.items():
+        if re.search(rx, why or ""):
+            return name
+    return None
+
+
 def bound(seconds):
     """A time bound, stretched for slow (sanitizer) builds."""
     return seconds * SLOW
@@ -112,10 +191,34 @@ class Tap:
                     self.diag(details)
         return bool(cond)
 
-    def skip(self, desc, why):
+    def skip(self, desc, why, need=None):
+        """A check that cannot run here, for lack of <need> (a NEEDS name;
+        when None, the first need whose pattern matches <why>). It is a
+        failure when no need is named, or when PT_HAVE says this machine
+        has it (CI knows better than the scenario: something is broken)."""
+        desc = desc.replace("#", "No.").replace("\n", " ")
+        why = (why or "").replace("#", "No.").replace("\n", " ")
+        if need is None:
+            need = need_of(why)
+        elif need not in NEEDS:
+            raise ValueError("skip: unknown need %r (know %s)"
+                             % (need, ", ".join(sorted(NEEDS))))
         with self.lock:
             self.n += 1
-            self._emit("ok %d - %s # SKIP %s\n" % (self.n, desc, why))
+            if need is None:
+                self.failed += 1
+                self._emit("not ok %d - %s (skipped: %s, which names no "
+                           "need)\n# a skip must name what the machine "
+                           "lacks, one of: %s\n"
+                           % (self.n, desc, why, ", ".join(sorted(NEEDS))))
+            elif HAVE is not None and need in HAVE:
+                self.failed += 1
+                self._emit("not ok %d - %s (skipped for want of %s, but "
+                           "PT_HAVE says this machine has it: %s)\n"
+                           % (self.n, desc, need, why))
+            else:
+                self._emit("ok %d - %s # SKIP needs %s: %s\n"
+                           % (self.n, desc, need, why))
 
     def diag(self, details):
         if isinstance(details, (list, tuple)):
@@ -783,11 +886,13 @@ class Transfer:
 class ClientLoop:
     """Bounded short-connection echo load from <threads> threads: each
     thread makes connections until it made <per_thread> and <until> is set
-    (or it made <max_per_thread>, or <max_seconds> passed)."""
+    (or it made <max_per_thread>, or <max_seconds> passed). <once>, when
+    given, replaces the echo: once(thread, n) makes one connection and
+    returns (True, None) or (False, 'why')."""
 
     def __init__(self, port, threads=4, per_thread=500, max_per_thread=None,
                  until=None, max_seconds=60.0, pause=0.0, host="127.0.0.1",
-                 timeout=10.0, payload_size=24):
+                 timeout=10.0, payload_size=24, once=None):
         self.port, self.host = port, host
         self.threads = threads
         self.per_thread = per_thread
@@ -797,6 +902,7 @@ class ClientLoop:
         self.pause = pause
         self.timeout = timeout
         self.payload_size = payload_size
+        self.once = once
         self.lock = threading.Lock()
         self.total = 0
         self.good = 0
@@ -820,8 +926,12 @@ class ClientLoop:
                 break
             if time.monotonic() - t0 > self.max_seconds:
                 break
-            payload = b"%d.%d." % (i, n) + os.urandom(self.payload_size)
-            ok, why = echo_once(self.port, payload, self.host, self.timeout)
+            if self.once is not None:
+                ok, why = self.once(i, n)
+            else:
+                payload = b"%d.%d." % (i, n) + os.urandom(self.payload_size)
+                ok, why = echo_once(self.port, payload, self.host,
+                                    self.timeout)
             n += 1
             with self.lock:
                 self.total += 1
@@ -1100,14 +1210,14 @@ class Portico:
         return sorted(p for p, c in self.all_children().items()
                       if c == "portico-drain")
 
-    def wait_workers(self, n, timeout, exclude=()):
+    def wait_workers(self, n, timeout, exclude=(), interval=0.05):
         """Until exactly <n> current workers run, none in <exclude>."""
         def pred():
             w = self.workers()
             if len(w) == n and not (set(w.values()) & set(exclude)):
                 return w
             return None
-        return wait_for(pred, timeout)
+        return wait_for(pred, timeout, interval)
 
     # -- signals ---------------------------------------------------------
     def signal(self, sig):
@@ -1206,8 +1316,8 @@ class Test:
     def check(self, cond, desc, details=None):
         return self.tap.check(cond, desc, details)
 
-    def skip(self, desc, why):
-        self.tap.skip(desc, why)
+    def skip(self, desc, why, need=None):
+        self.tap.skip(desc, why, need)
 
     def diag(self, d):
         self.tap.diag(d)
@@ -1258,9 +1368,12 @@ class Test:
         self.check(not getattr(p, "leftovers", []),
                    "no portico process left behind after the master exited",
                    lambda: "had to kill: %s" % (p.leftovers,))
-        rep = p.sanitizer_reports()
-        self.check(not rep, "no sanitizer report",
-                   lambda: rep[:40])
+        # Only a sanitizer build can write a report: elsewhere this check
+        # could not fail, so it is not counted.
+        if SANITIZERS:
+            rep = p.sanitizer_reports()
+            self.check(not rep, "no sanitizer report",
+                       lambda: rep[:40])
         return rc
 
     def _cleanup(self):
@@ -1273,7 +1386,7 @@ class Test:
             try:
                 was_running = p.running()
                 p.stop()
-                if was_running:
+                if was_running and SANITIZERS:
                     rep = p.sanitizer_reports()
                     if rep:
                         self.check(False, "no sanitizer report", rep[:40])
@@ -1300,8 +1413,9 @@ class Test:
                                     resource.RLIM_INFINITY else 4096, hard))
         except (OSError, ValueError):
             pass
-        self.tap.diag("%s: portico=%s slow=x%g tmp=%s" % (
-            self.name, PORTICO, SLOW, self.tmp))
+        self.tap.diag("%s: portico=%s slow=x%g sanitizers=%s tmp=%s" % (
+            self.name, PORTICO, SLOW, "yes" if SANITIZERS else "no",
+            self.tmp))
         try:
             if not os.access(PORTICO, os.X_OK):
                 self.check(False, "portico binary is executable",

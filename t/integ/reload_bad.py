@@ -4,7 +4,8 @@
 A reload with a broken configuration changes nothing: the log says
 'reload failed: FILE:LINE: ...; keeping the running configuration', the old
 listeners still answer, held connections still relay, the worker pids are
-the same. Same for a file that parses but is invalid, and for a new
+the same. Same for a file that parses but is invalid (an unknown key, a
+resolver.servers that c-ares would refuse in every worker), and for a new
 listener whose address is taken (validate and bind before touching the
 running generation). A good file afterwards reloads normally.
 """
@@ -77,6 +78,24 @@ def main(t):
             ptest.tail(p.log()))
     unchanged(t, p, port, held, gen, "unknown key")
 
+    # 2b. valid to libconfig, but resolver.servers is not: once only each
+    # worker found out, at start-up, and the new generation died
+    bad = good + ('resolver = {\n  cache_size = 100;\n'
+                  '  servers = "127.0.0.1,127.0.0.1:5x3";  # ERROR\n};\n')
+    line = ptest.line_of(bad, "# ERROR")
+    p.set_conf(bad)
+    p.hup()
+    failed += 1
+    want = "reload failed: %s:%d: servers:" % (p.conf_path, line)
+    lines = p.wait_log(r"reload failed: ", count=failed)
+    t.check(len(lines) >= failed and want in lines[-1],
+            "bad resolver.servers: the log says '%s ...'" % want,
+            lambda: ["reload failed lines: %s" % lines] +
+            ptest.tail(p.log()))
+    t.check(not p.log_lines(r"dns: "), "bad resolver.servers: no worker "
+            "tried it", lambda: p.log_lines(r"dns: "))
+    unchanged(t, p, port, held, gen, "bad resolver.servers")
+
     # 3. valid, but a new listener's address is taken: nothing changes
     busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     busy.bind(("127.0.0.1", 0))
@@ -102,12 +121,15 @@ def main(t):
     unchanged(t, p, port, held, gen, "address in use")
     busy.close()
 
-    # 4. a good file reloads, adds a listener, keeps the old one
+    # 4. a good file reloads, adds a listener, keeps the old one; its
+    # resolver.servers has an IPv6 address without a port, which c-ares
+    # refuses as written and the master rewrites as "[::1]:53"
     port2 = ptest.free_port()
     fixed = t.conf("forward", WORKERS=2, RELAY="copy",
                    LISTENERS=ptest.listeners(
                        (listen, echo.address),
                        ("127.0.0.1:%d" % port2, echo.address)))
+    fixed += 'resolver = { servers = "[::1],127.0.0.1:53"; };\n'
     p.set_conf(fixed)
     p.hup()
     lines = p.wait_log(r"reloaded %s: generation \d+" % p.conf_path)
@@ -123,6 +145,12 @@ def main(t):
     t.check(ok, "after the good reload the new listener answers", why)
     ok, why = held.ping()
     t.check(ok, "the connection held since the start still relays", why)
+    # a worker that failed its resolver start-up would be dead by now
+    later = p.wait_workers(2, ptest.bound(2), exclude=gen.values())
+    t.check(bool(new) and later == new and not p.log_lines(r"dns: "),
+            "the new workers took resolver.servers \"[::1],...\" and "
+            "none died", lambda: ["first %s, now %s" % (new, later)] +
+            p.log_lines(r"dns: |exited|respawn"))
     held.close()
     t.stop_portico(p)
 

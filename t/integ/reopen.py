@@ -73,11 +73,13 @@ def main(t):
                 lambda: ptest.tail(read(log), 20))
     w = p.wait_workers(2, ptest.bound(10))
     victim = (w or {}).get(1)
+    got = None
     if victim:
         os.kill(victim, signal.SIGKILL)
         got = p.wait_log(r"respawning worker 1", path=log)
-        t.check(bool(got), "SIGUSR1: a later 'respawning' line goes to the "
-                "new file", lambda: ptest.tail(read(log), 20))
+    t.check(bool(got), "SIGUSR1: a later 'respawning' line goes to the "
+            "new file", lambda: ["worker 1: %s" % victim] +
+            ptest.tail(read(log), 20))
     t.check(bool(p.wait_log(r"worker \d+ started", path=log)),
             "SIGUSR1: workers started later log to the new file",
             lambda: ptest.tail(read(log), 20))

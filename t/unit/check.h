@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <CUnit/CUnit.h>
 
@@ -41,6 +43,30 @@ check_fmt(bool ok, unsigned line, const char *file, bool fatal,
 	CU_assertImplementation(CU_FALSE, line, msg, file, "",
 	    fatal ? CU_TRUE : CU_FALSE);
 	return false;
+}
+
+/*
+ * A wall-clock bound in ms, stretched for a slow machine the way the
+ * integration tests' ptest.bound() is: by PT_SLOW (a factor >= 1), else by
+ * 3 in a sanitizer build (PT_SANITIZERS=yes, set by `make check`), else 1.
+ * Only bounds that a loaded machine can overrun are stretched; a lower
+ * bound (something must not happen before <ms>) never is.
+ */
+static inline unsigned
+check_bound_ms(unsigned ms)
+{
+	const char	*e;
+	char		*end;
+	double		 slow = 1.0;
+
+	if ((e = getenv("PT_SLOW")) != NULL && *e != '\0') {
+		slow = strtod(e, &end);
+		if (*end != '\0' || !(slow >= 1.0))
+			slow = 1.0;
+	} else if ((e = getenv("PT_SANITIZERS")) != NULL &&
+	    strcmp(e, "yes") == 0)
+		slow = 3.0;
+	return (unsigned)((double)ms * slow);
 }
 
 #endif

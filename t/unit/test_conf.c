@@ -26,6 +26,7 @@
 
 #include "master/conf.h"
 #include "master/modload.h"
+#include "worker/dns.h"
 #include "t/unit/check.h"
 #include "t/unit/suites.h"
 
@@ -324,12 +325,120 @@ test_conf_applies_defaults_when_options_absent(void)
 	CU_ASSERT_EQUAL(conf->limits.header_timeout_ms, 10000);
 	CU_ASSERT_EQUAL(conf->limits.connect_timeout_ms, 10000);
 	CU_ASSERT_EQUAL(conf->limits.idle_timeout_ms, 300000);
+	CU_ASSERT_EQUAL(conf->http.response_timeout_ms, 60000);
+	CU_ASSERT_PTR_NULL(conf->resolver.servers);
 	CU_ASSERT_EQUAL(conf->relay, CONF_RELAY_SPLICE);
 	CU_ASSERT_EQUAL(conf->buffer_size, 16384);
 	CU_ASSERT_EQUAL_FATAL(conf->nlisteners, 1);
 	CU_ASSERT_EQUAL(conf->listeners[0].backlog, 4096);
 	CU_ASSERT_EQUAL(conf->nmodules, 0);
 	conf_free(conf);
+}
+
+static void
+test_conf_parses_response_timeout(void)
+{
+	struct pt_config	*conf;
+
+	conf = LOAD_OK("http = { response_timeout = 5; };\n" LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_EQUAL(conf->http.response_timeout_ms, 5000);
+	conf_free(conf);
+	conf = LOAD_OK("http = { response_timeout = 86400; };\n" LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_EQUAL(conf->http.response_timeout_ms, 86400000);
+	conf_free(conf);
+}
+
+static void
+test_conf_rejects_bad_response_timeout(void)
+{
+	EXPECT_CONF_ERROR("http = {\n\tresponse_timeout = 0;\n};\n" LISTENER,
+	    2, "response_timeout: 0 out of range (1-86400)");
+	EXPECT_CONF_ERROR("\nhttp = { response_timeout = 86401; };\n"
+	    LISTENER, 2, "response_timeout: 86401 out of range (1-86400)");
+	EXPECT_CONF_ERROR("http = {\n\tresponse_timeout = \"60\";\n};\n"
+	    LISTENER, 2, "response_timeout: expected an integer");
+	EXPECT_CONF_ERROR("http = {\n\n\tresponse_timeout = 1.5;\n};\n"
+	    LISTENER, 3, "response_timeout: expected an integer");
+	EXPECT_CONF_ERROR("http = {\n\tresponse_timout = 60;\n};\n"
+	    LISTENER, 2, "response_timout: unknown option");
+}
+
+/*
+ * resolver.servers is rewritten into the form c-ares reads without
+ * ambiguity, and what workers get is what c-ares makes of it: the same
+ * addresses and ports the file names.
+ */
+static void
+test_conf_rewrites_resolver_servers_for_c_ares(void)
+{
+	static const char *const want[] = {
+		"127.0.0.1:53", "[::1]:5353", "[2001:db8::53]:53",
+		"192.0.2.1:65535"
+	};
+	struct pt_config	*conf;
+	struct pt_addr		 got[8];
+	char			 buf[SOCKADDR_STRLEN];
+	const char		*why;
+	int			 n, i;
+
+	conf = LOAD_OK("resolver = { servers = \" 127.0.0.1 , [::1]:5353,"
+	    "[2001:db8::53],192.0.2.1:065535\"; };\n" LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_STRING_EQUAL(conf->resolver.servers, "127.0.0.1:53,"
+	    "[::1]:5353,[2001:db8::53]:53,192.0.2.1:65535");
+	CU_ASSERT_EQUAL_FATAL(dns_servers_probe(conf->resolver.servers, got,
+	    8, &n, &why), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 4);
+	for (i = 0; i < n; i++)
+		CHECKF(strcmp(sockaddr_fmt((const struct sockaddr *)&got[i].sa,
+		    buf, sizeof(buf)), want[i]) == 0, "server %d: c-ares "
+		    "reads %s, want %s", i, buf, want[i]);
+	conf_free(conf);
+	/* As written, c-ares would have refused this one in every worker. */
+	CU_ASSERT_EQUAL(dns_servers_probe("[::1]", got, 8, &n, &why), -1);
+}
+
+static void
+test_conf_rejects_bad_resolver_servers(void)
+{
+	static const struct {
+		const char	*servers, *needle;
+	} bad[] = {
+		/* c-ares takes these, and not as meant */
+		{ "1.2.3", "entry 1 \"1.2.3\": not a numeric IPv4" },
+		{ "127.1", "not a numeric IPv4 or [IPv6] address" },
+		{ "1.2.3.4:99999", "port out of range (1-65535)" },
+		{ "1.2.3.4:0", "port out of range (1-65535)" },
+		{ "::1:53", "IPv6 address must be in brackets" },
+		{ "a[::1]:53", "IPv6 address must be in brackets" },
+		{ "1.2.3.4,", "entry 2 is empty" },
+		/* c-ares refuses these: every worker would exit */
+		{ "1.2.3.4:", "entry 1 \"1.2.3.4:\": missing or invalid port" },
+		{ "8.8.8.8,,1.1.1.1", "entry 2 is empty" },
+		{ ",8.8.8.8", "entry 1 is empty" },
+		{ "[1.2.3.4]:53", "brackets around an IPv4 address" },
+		{ "[::1]x:53", "expected \":port\" after \"]\"" },
+		{ "[::1", "\"[\" without \"]\"" },
+		{ "[::1]:", "missing or invalid port" },
+		{ "1.2.3.4:+53", "missing or invalid port" },
+		{ "localhost", "not a numeric IPv4 or [IPv6] address" },
+		{ "8.8.8.8;1.1.1.1", "entry 1 \"8.8.8.8;1.1.1.1\"" },
+		{ "8.8.8.8 1.1.1.1", "not a numeric IPv4 or [IPv6] address" },
+		{ "[fe80::1%lo]:53", "not a numeric IPv4 or [IPv6] address" },
+		{ "192.0.2.1, 192.0.2.2:5x3", "entry 2 \"192.0.2.2:5x3\"" },
+	};
+	size_t	 i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		EXPECT_CONF_ERROR(conf_text("resolver = {\n\tcache_size = 10;"
+		    "\n\tservers = \"%s\";\n};\n" LISTENER, bad[i].servers), 3,
+		    bad[i].needle);
+	EXPECT_CONF_ERROR("resolver = { servers = \"\"; };\n" LISTENER, 1,
+	    "servers: must not be empty");
+	EXPECT_CONF_ERROR("resolver = {\n\tservers = [\"1.2.3.4\"];\n};\n"
+	    LISTENER, 2, "servers: expected a string");
 }
 
 static void
@@ -403,6 +512,23 @@ test_conf_accepts_range_limits(void)
 	CU_ASSERT_EQUAL(conf->buffer_size, 1048576);
 	CU_ASSERT_EQUAL(conf->listeners[0].backlog, 65535);
 	conf_free(conf);
+}
+
+static void
+test_conf_tcp_migrate_req_defaults_to_true(void)
+{
+	struct pt_config	*conf;
+
+	conf = LOAD_OK(LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_TRUE(conf->tcp_migrate_req);
+	conf_free(conf);
+	conf = LOAD_OK("tcp_migrate_req = false;\n" LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_FALSE(conf->tcp_migrate_req);
+	conf_free(conf);
+	EXPECT_CONF_ERROR("\ntcp_migrate_req = 1;\n" LISTENER, 2,
+	    "tcp_migrate_req: expected true or false");
 }
 
 static void
@@ -568,8 +694,11 @@ test_conf_rejects_cpu_outside_affinity(void)
 {
 	char	 want[64];
 
-	if (cpu_off < 0)
-		return;		/* every CPU number is usable here */
+	/* Only a machine using all CPU_SETSIZE CPU numbers has none left
+	 * over: not one this runs on. Failing beats passing untried. */
+	if (!CHECKF(cpu_off >= 0, "no CPU number outside the affinity mask "
+	    "to try"))
+		return;
 	snprintf(want, sizeof(want), "CPU %d is not available", cpu_off);
 	EXPECT_CONF_ERROR(conf_text("workers = 2;\n"
 	    "cpu_affinity = [%d, %d];\n" LISTENER, cpu_a, cpu_off), 2, want);
@@ -854,6 +983,30 @@ test_conf_refuses_module_with_wrong_abi(void)
 	    ");\n", mod_dir, conf_dir), 4, want);
 }
 
+/* A worker's hook table holds MODLOAD_MAX_HOOKS per phase; beyond it,
+ * or for a phase it does not know, workers would skip hooks. */
+static void
+test_conf_refuses_hooks_workers_cannot_run(void)
+{
+	char	 want[64];
+
+	snprintf(want, sizeof(want), "more than %d hooks in phase %d",
+	    MODLOAD_MAX_HOOKS, (int)PT_PHASE_ACCESS);
+	EXPECT_CONF_ERROR(conf_text(
+	    LISTENER
+	    "modules = (\n"
+	    "	{ name = \"widehooks\"; path = \"%s/widehooks.so\"; }\n"
+	    ");\n", mod_dir), 3, want);
+	snprintf(want, sizeof(want), "hook 2 is for phase %d, which",
+	    (int)PT_PHASE_COUNT);
+	EXPECT_CONF_ERROR(conf_text(
+	    LISTENER
+	    "modules = (\n"
+	    "\n"
+	    "	{ name = \"oddphase\"; path = \"%s/widehooks.so\"; }\n"
+	    ");\n", mod_dir), 4, want);
+}
+
 static void
 test_conf_refuses_library_without_descriptor(void)
 {
@@ -876,6 +1029,14 @@ register_conf_suite(void)
 	CU_add_test(s, "parses_every_option", test_conf_parses_every_option);
 	CU_add_test(s, "applies_defaults_when_options_absent",
 	    test_conf_applies_defaults_when_options_absent);
+	CU_add_test(s, "parses_response_timeout",
+	    test_conf_parses_response_timeout);
+	CU_add_test(s, "rejects_bad_response_timeout",
+	    test_conf_rejects_bad_response_timeout);
+	CU_add_test(s, "rewrites_resolver_servers_for_c_ares",
+	    test_conf_rewrites_resolver_servers_for_c_ares);
+	CU_add_test(s, "rejects_bad_resolver_servers",
+	    test_conf_rejects_bad_resolver_servers);
 	CU_add_test(s, "workers_auto_counts_usable_cpus",
 	    test_conf_workers_auto_counts_usable_cpus);
 	CU_add_test(s, "cpu_affinity_none_disables_pinning",
@@ -886,6 +1047,8 @@ register_conf_suite(void)
 	    test_conf_accepts_range_limits);
 	CU_add_test(s, "accepts_warning_as_log_level",
 	    test_conf_accepts_warning_as_log_level);
+	CU_add_test(s, "tcp_migrate_req_defaults_to_true",
+	    test_conf_tcp_migrate_req_defaults_to_true);
 	CU_add_test(s, "rejects_syntax_error", test_conf_rejects_syntax_error);
 	CU_add_test(s, "rejects_duplicate_setting",
 	    test_conf_rejects_duplicate_setting);
@@ -941,6 +1104,8 @@ register_conf_suite(void)
 	    test_conf_rejects_module_listed_twice);
 	CU_add_test(s, "refuses_module_with_wrong_abi",
 	    test_conf_refuses_module_with_wrong_abi);
+	CU_add_test(s, "refuses_hooks_workers_cannot_run",
+	    test_conf_refuses_hooks_workers_cannot_run);
 	CU_add_test(s, "refuses_library_without_descriptor",
 	    test_conf_refuses_library_without_descriptor);
 }

@@ -99,12 +99,13 @@ rec_array(size_t n)
 }
 
 /*
- * Arms <n> timers with pseudo-random deadlines, then walks the clock forward
- * in uneven steps and checks each step fires exactly the timers whose
- * deadline it passed, earliest first.
+ * Arms <n> timers with pseudo-random deadlines (with <moved>, then moves
+ * every armed timer to another one, earlier or later, in place), then
+ * walks the clock forward in uneven steps and checks each step fires
+ * exactly the timers whose deadline it passed, earliest first.
  */
 static void
-check_fire_order(unsigned n, uint32_t seed)
+check_fire_order(unsigned n, uint32_t seed, bool moved)
 {
 	struct rec_timer	*r = rec_array(n);
 	uint64_t		 now, prev, last_deadline = 0;
@@ -113,6 +114,8 @@ check_fire_order(unsigned n, uint32_t seed)
 
 	loop_reset();
 	for (i = 0; i < n; i++)
+		rec_start(&r[i], (int)i, rng_next(&seed) % SPAN_MS);
+	for (i = 0; moved && i < n; i++)
 		rec_start(&r[i], (int)i, rng_next(&seed) % SPAN_MS);
 	CU_ASSERT_EQUAL(loop_timer_count(), n);
 
@@ -157,14 +160,23 @@ check_fire_order(unsigned n, uint32_t seed)
 static void
 test_loop_timers_fire_in_deadline_order(void)
 {
-	check_fire_order(MANY, 0x5eed1234u);
+	check_fire_order(MANY, 0x5eed1234u, false);
 }
 
 /* Past the heap's first allocation (1024 slots), order must hold too. */
 static void
 test_loop_timers_fire_in_order_after_heap_grows(void)
 {
-	check_fire_order(2500, 0xc0ffee01u);
+	check_fire_order(2500, 0xc0ffee01u, false);
+}
+
+/* Re-arming an armed timer moves it within the heap; order must hold
+ * whichever way each one moved. */
+static void
+test_loop_timers_moved_while_armed_keep_order(void)
+{
+	check_fire_order(MANY, 0xfeedbeefu, true);
+	check_fire_order(2500, 0x0badf00du, true);
 }
 
 static void
@@ -504,6 +516,8 @@ register_loop_suite(void)
 	    test_loop_stop_removes_timer_anywhere_in_heap);
 	CU_add_test(s, "stop_on_unarmed_timer_is_noop",
 	    test_loop_stop_on_unarmed_timer_is_noop);
+	CU_add_test(s, "timers_moved_while_armed_keep_order",
+	    test_loop_timers_moved_while_armed_keep_order);
 	CU_add_test(s, "restart_rearms_with_new_deadline",
 	    test_loop_restart_rearms_with_new_deadline);
 	CU_add_test(s, "callback_can_arm_another_timer",

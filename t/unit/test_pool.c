@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * worker/pool.c: LIFO reuse, no allocation in steady state, the object
- * limit, and pre-allocation. Leaks are left to valgrind and ASan: every
- * test puts back what it took and calls pool_fini.
+ * limit, pre-allocation, and memory given back after a burst. Leaks are
+ * left to valgrind and ASan: every test puts back what it took and calls
+ * pool_fini.
  */
 #include "config.h"
 
@@ -191,7 +192,98 @@ test_pool_put_null_is_noop(void)
 	pool_init(&p, "test", 64, 1);
 	pool_put(&p, NULL);
 	CU_ASSERT_EQUAL(p.in_use, 0);
-	CU_ASSERT_PTR_NULL(p.free);
+	CU_ASSERT_EQUAL(p.nfree, 0);
+	pool_fini(&p);
+}
+
+/* A burst maps slabs; once every object is back, the first trim keeps
+ * them (the burst was the last interval's peak), the second gives all but
+ * keep's worth back to the system. The in-use count follows at once. */
+static void
+test_pool_gives_back_empty_slabs_after_a_burst(void)
+{
+	struct pool	 p;
+	void		*o[1000];
+	size_t		 before = pool_bytes_total();
+	int		 i;
+
+	pool_init(&p, "test", 1000, 0);
+	pool_set_keep(&p, 10);
+	for (i = 0; i < 1000; i++) {
+		o[i] = pool_get(&p);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i]);
+		CU_ASSERT_PTR_EQUAL(pool_of(o[i]), &p);
+		memset(o[i], 0x5a, 1000);
+	}
+	CU_ASSERT(p.bytes >= 1000u * 1000u);
+	CU_ASSERT_EQUAL(pool_bytes_total() - before, 1000u * p.stride);
+	for (i = 0; i < 1000; i++)
+		pool_put(&p, o[i]);
+	CU_ASSERT_EQUAL(p.in_use, 0);
+	CU_ASSERT_EQUAL(pool_bytes_total(), before);
+	CU_ASSERT(pool_trim_wanted());
+	CU_ASSERT(pool_trim(&p));
+	CHECKF(p.allocated == 1000, "the first trim after the peak kept %u "
+	    "of 1000", p.allocated);
+	CU_ASSERT_FALSE(pool_trim(&p));
+	CHECKF(p.allocated <= 10 + 2 * p.per_slab, "%u objects kept, "
+	    "keep 10, %u per slab", p.allocated, p.per_slab);
+	CHECKF(p.bytes < 1000u * 1000u / 4, "%zu bytes kept", p.bytes);
+	CU_ASSERT_EQUAL(p.nfree, p.allocated);
+	pool_fini(&p);
+	CU_ASSERT_EQUAL(p.allocated, 0);
+}
+
+/* A pool busy in waves keeps what its waves need: no unmapping while the
+ * peak between two trims is still there to serve. */
+static void
+test_pool_trim_keeps_what_the_peak_needed(void)
+{
+	struct pool	 p;
+	void		*o[200];
+	unsigned	 kept;
+	int		 i, round;
+
+	pool_init(&p, "test", 1000, 0);
+	pool_set_keep(&p, 0);
+	for (round = 0; round < 5; round++) {
+		for (i = 0; i < 200; i++)
+			o[i] = pool_get(&p);
+		for (i = 0; i < 200; i++)
+			pool_put(&p, o[i]);
+		kept = p.allocated;
+		pool_trim(&p);
+		if (!CHECKF(p.allocated == kept && kept >= 200, "round %d: "
+		    "trim left %u of %u", round, p.allocated, kept))
+			break;
+	}
+	pool_trim(&p);
+	CHECKF(p.allocated <= p.per_slab, "after a quiet interval, %u kept",
+	    p.allocated);
+	pool_fini(&p);
+}
+
+/* One connection coming and going must not map and unmap a slab each
+ * time: the pool's only slab stays. */
+static void
+test_pool_keeps_its_last_slab(void)
+{
+	struct pool	 p;
+	void		*a, *b;
+	int		 i;
+
+	pool_init(&p, "test", 4096, 0);
+	pool_set_keep(&p, 0);
+	a = pool_get(&p);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	for (i = 0; i < 100; i++) {
+		pool_put(&p, a);
+		b = pool_get(&p);
+		if (!CHECKF(b == a, "round %d: a new object", i))
+			break;
+	}
+	CU_ASSERT_EQUAL(p.allocated, 1);
+	pool_put(&p, a);
 	pool_fini(&p);
 }
 
@@ -215,4 +307,9 @@ register_pool_suite(void)
 	CU_add_test(s, "widens_objects_smaller_than_a_link",
 	    test_pool_widens_objects_smaller_than_a_link);
 	CU_add_test(s, "put_null_is_noop", test_pool_put_null_is_noop);
+	CU_add_test(s, "gives_back_empty_slabs_after_a_burst",
+	    test_pool_gives_back_empty_slabs_after_a_burst);
+	CU_add_test(s, "keeps_its_last_slab", test_pool_keeps_its_last_slab);
+	CU_add_test(s, "trim_keeps_what_the_peak_needed",
+	    test_pool_trim_keeps_what_the_peak_needed);
 }
