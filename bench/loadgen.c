@@ -309,7 +309,8 @@ usage(FILE *f)
 "  --warmup S (1)  --payload BYTES  --window N  --rate PPS\n"
 "  --auth user:pass  --timeout S  --json  --expect-size N\n"
 "  --pipeline (SOCKS5: greeting, credentials and request in one write,\n"
-"  before any reply is read)\n");
+"  before any reply is read)\n"
+"  --no-send (tunnel: only read, a download from a --tcp-source target)\n");
 }
 
 /*
@@ -538,6 +539,9 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 	case 'L':
 		o->pipeline = true;
 		return 0;
+	case 'n':
+		o->no_send = true;
+		return 0;
 	case 'x':
 		return opt_num("expect-size", arg, 0, (long long)1 << 60,
 		    &o->expect_size);
@@ -580,6 +584,11 @@ opts_check(struct lg_opts *o)
 	if ((!o->have_proxy || o->ptype == LG_PROXY_SOCKS5) &&
 	    addr_parse("--target", o->target_str, false, &o->target) < 0)
 		return -1;
+	if (o->no_send && s != LG_TUNNEL) {
+		fprintf(stderr, "loadgen %s: --no-send is for tunnel\n",
+		    o->scenario_name);
+		return -1;
+	}
 	if (o->payload == 0)
 		o->payload = s == LG_UDP ? 512 : 16384;
 	if (s == LG_UDP && (o->payload < LG_UDP_SEQ_LEN ||
@@ -615,6 +624,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "timeout",	 required_argument, NULL, 'T' },
 		{ "json",	 no_argument,	    NULL, 'j' },
 		{ "pipeline",	 no_argument,	    NULL, 'L' },
+		{ "no-send",	 no_argument,	    NULL, 'n' },
 		{ "expect-size", required_argument, NULL, 'x' },
 		{ "http",	 required_argument, NULL, 'H' },
 		{ "tcp-echo",	 required_argument, NULL, 'E' },

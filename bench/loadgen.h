@@ -70,6 +70,7 @@ struct lg_opts {
 	double			 duration, warmup, timeout;
 	long long		 expect_size;	/* -1: unset */
 	bool			 json;
+	bool			 no_send;	/* tunnel: read only */
 	/* serve */
 	struct sockaddr_in	 s_http, s_echo, s_sink, s_udp, s_close;
 	bool			 have_s_http, have_s_echo, have_s_sink;

@@ -26,6 +26,8 @@
 #include "loadgen.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +146,7 @@ static void
 sv_accept(struct sv_conn *l)
 {
 	struct sv_conn	*c;
-	int		 fd;
+	int		 fd, one = 1;
 
 	for (;;) {
 		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -159,6 +161,11 @@ sv_accept(struct sv_conn *l)
 			close(fd);
 			continue;
 		}
+		/* Like any origin tuned for keep-alive (nginx tcp_nodelay):
+		 * the small tail of a response must not wait for the ACK of
+		 * the data before it (Nagle), or every large response takes
+		 * a delayed-ACK timeout (40 ms) through a proxy. */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->fd = fd;
 		c->next = sv_conns;
 		if (sv_conns != NULL)

@@ -799,7 +799,7 @@ stream_io(struct run *r, struct client *c, uint32_t events)
 				break;
 		}
 	}
-	if (c->st == CL_HOLD || !(events & EPOLLOUT))
+	if (c->st == CL_HOLD || r->o->no_send || !(events & EPOLLOUT))
 		return;
 	/* A few writes per wake-up, as many as reads: neither direction
 	 * starves the other. */
@@ -846,8 +846,8 @@ cl_ready(struct run *r, struct client *c)
 		r->nup++;
 		if (r->nup == r->o->connections)
 			all_up(r);
-		cl_watch(r, c, c->st == CL_STREAM ? EPOLLIN | EPOLLOUT :
-		    EPOLLIN);
+		cl_watch(r, c, c->st == CL_STREAM && !r->o->no_send ?
+		    EPOLLIN | EPOLLOUT : EPOLLIN);
 		return;
 	default:
 		return;

@@ -53,6 +53,19 @@ SCENARIOS = [
     ("socks-tunnel", "SOCKS5 tunnel throughput", "MiB/s", "both", True,
      "SOCKS5 CONNECT to a TCP sink, 16 KiB writes, bytes per second "
      "(upload: see FAIRNESS.md)"),
+    ("connect-echo", "HTTP CONNECT tunnel both ways through an echo",
+     "MiB/s", "both", True,
+     "CONNECT to a TCP echo, 16 KiB writes read back, bytes per second "
+     "up plus down; direct is the ceiling"),
+    ("socks-echo", "SOCKS5 tunnel both ways through an echo", "MiB/s",
+     "both", True,
+     "SOCKS5 CONNECT to a TCP echo, 16 KiB writes read back, bytes per "
+     "second up plus down; direct is the ceiling"),
+    ("connect-down", "HTTP CONNECT tunnel download", "MiB/s", "down", True,
+     "CONNECT to a target that sends without end, the client only reads"),
+    ("socks-down", "SOCKS5 tunnel download", "MiB/s", "down", True,
+     "SOCKS5 CONNECT to a target that sends without end, the client only "
+     "reads"),
     ("udp", "SOCKS5 UDP ASSOCIATE, 512 B datagrams", "datagrams/s", "rate",
      True, "one association, a window of datagrams in flight to a UDP echo "
      "(concurrency = window)"),
@@ -94,6 +107,16 @@ def value(rec, kind):
     except (KeyError, TypeError, ValueError):
         return None
     return None
+
+
+def per_cpu(rec, kind):
+    """MiB moved per CPU-second of the proxy over the run (bench/fairness
+    records the proxy's CPU time and the run's wall time), or None."""
+    v = value(rec, kind)
+    cpu, wall = rec.get("proxy_cpu_s"), rec.get("wall_s")
+    if v is None or not cpu or not wall or kind not in ("down", "both"):
+        return None
+    return v * wall / cpu
 
 
 def fmt(v, unit):
@@ -153,12 +176,15 @@ def summarise(recs, kind, higher):
             p99 = [l.get("p99") for l in lat if l.get("p99") is not None]
             dp = [x.get("delivered_pct") for x in lg if x.get("delivered_pct") is not None]
             pss = [r["pss_kib"] / 1024.0 for r in rs if r.get("pss_kib")]
+            mpc = [per_cpu(r, kind) for r in rs]
+            mpc = [x for x in mpc if x is not None]
             best = {"median": med, "min": min(vals), "max": max(vals),
                     "level": c, "n": len(vals), "runs": vals,
                     "p50": statistics.median(p50) if p50 else None,
                     "p99": statistics.median(p99) if p99 else None,
                     "delivered": min(dp) if dp else None,
                     "pss": statistics.median(pss) if pss else None,
+                    "per_cpu": statistics.median(mpc) if mpc else None,
                     "levels_tried": len(levels)}
     if best:
         best["discarded_levels"] = sum(
@@ -194,7 +220,13 @@ def extra_cell(s, scen, kind):
         return " %s%% |" % fmt(s["delivered"], "")
     if kind in ("rss", "pss"):
         return " %s |" % fmt(s["pss"], "MiB")
+    if unit_of(scen) == "MiB/s":
+        return " %s |" % fmt(s.get("per_cpu"), "MiB")
     return ""
+
+
+def unit_of(scen):
+    return {x[0]: x[2] for x in SCENARIOS}.get(scen)
 
 
 def order(peers):
@@ -402,6 +434,8 @@ def main():
             extra = "delivered (lowest run) |"
         elif kind in ("rss", "pss"):
             extra = "PSS held, MiB (median) |"
+        elif unit == "MiB/s":
+            extra = "MiB per proxy CPU-s (median) |"
         L.append(("| proxy | %s (median) | min-max | ratio to portico | "
                   "best level | runs | latency p50 / p99 (µs) | %s" % (unit, extra)).rstrip())
         L.append("|---|---|---|---|---|---|---|%s" % ("---|" if extra else ""))

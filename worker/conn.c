@@ -412,6 +412,18 @@ conn_send(struct pt_conn *c, struct conn_side *s, const void *buf,
 }
 
 ssize_t
+conn_recvv(struct pt_conn *c, struct conn_side *s, const struct iovec *iov,
+    int n)
+{
+	ssize_t	 r;
+
+	if (n == 1 || conn_transport(c, s) != NULL)
+		return conn_recv(c, s, iov[0].iov_base, iov[0].iov_len);
+	r = readv(s->io.fd, iov, n);
+	return r < 0 ? -errno : r;
+}
+
+ssize_t
 conn_sendv(struct pt_conn *c, struct conn_side *s, const struct iovec *iov,
     int n)
 {

@@ -42,17 +42,28 @@ struct conn_side {
 };
 
 /*
- * Bytes moving from one side to the other. Invariant: in copy mode
- * 0 <= head <= tail <= buffer size, and buf is NULL whenever head == tail
- * and the source would block (an idle tunnel holds no payload memory); in
- * splice mode pipe_fill bytes sit in the pipe, and the pipe is back in the
- * pool whenever pipe_fill == 0 at rest.
+ * Bytes moving from one side to the other (relay.c). Invariants, also in
+ * doc/internals.md section 11:
+ * - buf is a ring: bytes [head, tail) with positions taken modulo its
+ *   size, 0 <= head < size (or head == tail == 0), head <= tail <=
+ *   head + size; an empty ring is reset to head == tail == 0, so bytes
+ *   handed over by http.c or socks.c (a plain [head, tail)) are a ring.
+ * - pipe_fill bytes sit in the pipe; a pipe is held iff pipe_r >= 0.
+ *   Bytes in buf are older than bytes in the pipe and are written first.
+ * - Pending = (tail - head) + pipe_fill. A direction reads while it has
+ *   room (free ring space, or a pipe the kernel does not call full), so
+ *   reading and writing overlap, bounded by one buffer and one pipe.
+ * - At rest with nothing pending and its source drained, a direction
+ *   holds neither buffer nor pipe: an idle tunnel holds no payload memory.
  */
 struct relay_dir {
 	char		*buf;
 	uint32_t	 head, tail;
 	int		 pipe_r, pipe_w;	/* -1: no pipe held */
 	size_t		 pipe_fill;
+	bool		 pipe_full;	/* splice in said EAGAIN with bytes in
+					 * the pipe: read again after a write */
+	bool		 pipe_big;	/* the pipe was grown (relay.c) */
 	bool		 done;		/* EOF read and passed on */
 };
 
@@ -151,6 +162,9 @@ ssize_t		 conn_recv(struct pt_conn *c, struct conn_side *s, void *buf,
 		    size_t len);
 ssize_t		 conn_send(struct pt_conn *c, struct conn_side *s,
 		    const void *buf, size_t len);
+/* Scatters one receive over <n> buffers (a transport fills the first). */
+ssize_t		 conn_recvv(struct pt_conn *c, struct conn_side *s,
+		    const struct iovec *iov, int n);
 /* Gathers <n> buffers into one send (a transport gets the first). */
 ssize_t		 conn_sendv(struct pt_conn *c, struct conn_side *s,
 		    const struct iovec *iov, int n);

@@ -77,6 +77,13 @@ struct http_flow {
 	bool		 seen_lf;	/* head: its first line is complete */
 	bool		 head_done;	/* head parsed and out built */
 	bool		 body_done;	/* every body byte framed */
+	/* Body bytes in the connection's pipe for this flow (c_dir[source
+	 * side].pipe_fill): spliced from the source, not yet to the
+	 * destination. Only once the buffers hold nothing, so they are
+	 * younger than anything in <in> or <out>. */
+	size_t		 piped;
+	bool		 pipe_full;	/* splice in said EAGAIN with bytes
+					 * piped: read again after a write */
 };
 
 struct http_state {
@@ -310,15 +317,24 @@ http_plain(const struct pt_conn *c, const struct conn_side *s)
 	return s != &c->c_side[SIDE_CLIENT] || c->c_transport == NULL;
 }
 
+/* Bytes to write from the flow's buffers (its head, framed body). */
 static bool
-http_flow_has_output(const struct http_flow *f)
+http_flow_has_buffered(const struct http_flow *f)
 {
 	return (f->out != NULL && f->out_start < f->out_len) ||
 	    (f->in != NULL && f->in_start < f->in_fwd);
 }
 
+static bool
+http_flow_has_output(const struct http_flow *f)
+{
+	return http_flow_has_buffered(f) || f->piped > 0;
+}
+
 /* May the flow read from its source now? Only with nothing left to write
- * (one buffer in flight), or while a head is incomplete. */
+ * (one buffer in flight), or while a head is incomplete. A body going
+ * through the pipe reads while the pipe has room, overlapping the writes
+ * as the tunnel relay does. */
 static bool
 http_flow_wants_read(const struct http_flow *f)
 {
@@ -326,6 +342,8 @@ http_flow_wants_read(const struct http_flow *f)
 		return false;
 	if (!f->head_done)
 		return f->in == NULL || f->in_len < buf_size(f->in);
+	if (f->piped > 0)
+		return !f->pipe_full && f->piped < RELAY_PIPE_HIGH;
 	return !http_flow_has_output(f) && f->in_raw == f->in_len;
 }
 
@@ -559,6 +577,127 @@ http_transaction_done(struct pt_conn *c)
 	http_next_request(c);
 }
 
+/* ---- bodies through a pipe ------------------------------------------ */
+
+/*
+ * Large bodies of known length, and bodies delimited by close, move from
+ * socket to socket through a pooled pipe (relay_splice_in/out) instead of
+ * being copied through a buffer, as HAProxy does: nothing in portico or
+ * its modules reads body bytes. Not with a transport (its bytes must pass
+ * through the module), not for chunked bodies (the framing is checked),
+ * and only once the buffers hold nothing of the flow, so the order of the
+ * bytes holds. A body of known length is read exactly: never a byte of
+ * the next message.
+ */
+#define HTTP_SPLICE_MIN		8192
+
+static struct relay_dir *
+http_flow_dir(struct pt_conn *c, const struct http_flow *f)
+{
+	return f == &http_st(c)->req ? &c->c_dir[SIDE_CLIENT] :
+	    &c->c_dir[SIDE_UPSTREAM];
+}
+
+static bool
+http_flow_splices(const struct pt_conn *c, const struct http_flow *f)
+{
+	if (f->piped > 0)
+		return true;
+	if (!relay_splices() || c->c_transport != NULL || !f->head_done ||
+	    f->body_done || http_flow_has_buffered(f) ||
+	    (f->in != NULL && f->in_raw < f->in_len))
+		return false;
+	return f->body == HTTP_BODY_CLOSE || (f->body == HTTP_BODY_LENGTH &&
+	    f->remaining >= HTTP_SPLICE_MIN);
+}
+
+/* Reads body bytes from <src> into the flow's pipe: as http_flow_read. */
+static ssize_t
+http_flow_splice_in(struct pt_conn *c, struct http_flow *f,
+    struct conn_side *src)
+{
+	struct relay_dir	*d = http_flow_dir(c, f);
+	size_t			 len = SIZE_MAX;
+	ssize_t			 n;
+
+	if (f->body == HTTP_BODY_LENGTH)
+		len = (size_t)f->remaining;
+	n = relay_splice_in(d, src->io.fd, len);
+	if (n == -EAGAIN) {
+		/* Socket empty, or pipe full: only an empty pipe tells. */
+		if (d->pipe_fill == 0)
+			src->ready &= ~(uint32_t)EPOLLIN;
+		else
+			f->pipe_full = true;
+		return n;
+	}
+	if (n <= 0)
+		return n;
+	f->piped = d->pipe_fill;
+	if (f->body == HTTP_BODY_LENGTH) {
+		f->remaining -= (uint64_t)n;
+		if (f->remaining == 0)
+			f->body_done = true;
+	}
+	c->c_last_active = loop_now();
+	if (src == &c->c_side[SIDE_CLIENT]) {
+		c->c_req.bytes_in += (uint64_t)n;
+		counters_add(CTR_BYTES_IN, n);
+	}
+	return n;
+}
+
+/* Writes the flow's piped bytes to <dst>: as http_flow_write. */
+static int
+http_flow_splice_out(struct pt_conn *c, struct http_flow *f,
+    struct conn_side *dst)
+{
+	struct relay_dir	*d = http_flow_dir(c, f);
+	ssize_t			 n;
+
+	n = relay_splice_out(d, dst->io.fd);
+	f->piped = d->pipe_fill;
+	if (n == -EAGAIN) {
+		dst->ready &= ~(uint32_t)EPOLLOUT;
+		return 0;
+	}
+	if (n < 0) {
+		conn_close(c, n == -EPIPE || n == -ECONNRESET ?
+		    "reset by peer" : "send failed");
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	f->pipe_full = false;
+	c->c_last_active = loop_now();
+	if (dst == &c->c_side[SIDE_CLIENT]) {
+		c->c_req.bytes_out += (uint64_t)n;
+		counters_add(CTR_BYTES_OUT, n);
+		http_st(c)->resp_started = true;
+	}
+	return 1;
+}
+
+/* Reads from <src> into the flow: through the pipe when the body may go
+ * that way, else into the buffer (also when no pipe can be had). */
+static ssize_t	http_flow_read(struct pt_conn *c, struct http_flow *f,
+		    struct conn_side *src);
+
+static ssize_t
+http_flow_fill(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
+{
+	ssize_t	 n;
+
+	if (http_flow_splices(c, f)) {
+		n = http_flow_splice_in(c, f, src);
+		/* pipe2 failed: no pipe is held, so nothing is piped, and
+		 * the buffer keeps the order. */
+		if (n != -EMFILE && n != -ENFILE)
+			return n;
+	}
+	return http_flow_read(c, f, src);
+}
+
 /* ---- writing -------------------------------------------------------- */
 
 /* Writes flow <f> to side <dst>. 1 when something moved, 0 when blocked
@@ -574,6 +713,8 @@ http_flow_write(struct pt_conn *c, struct http_flow *f, struct conn_side *dst)
 
 	if (!(dst->ready & EPOLLOUT) || !http_flow_has_output(f))
 		return 0;
+	if (!http_flow_has_buffered(f))
+		return http_flow_splice_out(c, f, dst);
 	/* The head and the body bytes behind it go in one system call. */
 	outn = f->out != NULL ? f->out_len - f->out_start : 0;
 	if (outn > 0) {
@@ -1435,7 +1576,7 @@ http_pump_request_body(struct pt_conn *c)
 
 	if (!http_client_wants_read(h) || !(cl->ready & EPOLLIN))
 		return 0;
-	n = http_flow_read(c, &h->req, cl);
+	n = http_flow_fill(c, &h->req, cl);
 	if (n == -EAGAIN)
 		return 0;
 	if (n <= 0) {
@@ -1461,7 +1602,7 @@ http_pump_response(struct pt_conn *c)
 
 	if (!http_upstream_wants_read(h) || !(up->ready & EPOLLIN))
 		return 0;
-	n = http_flow_read(c, r, up);
+	n = http_flow_fill(c, r, up);
 	if (n == -EAGAIN)
 		return 0;
 	if (n < 0 && !r->head_done) {

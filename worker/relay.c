@@ -2,23 +2,35 @@
 /*
  * The tunnel pump: moves bytes between the two legs of a connection in both
  * directions, either through a pooled pipe with splice() (no copy through
- * user space) or through a pooled buffer with read()/write(). Which is
- * faster depends on transfer sizes (bench/), so it is a setting.
+ * user space) or through a pooled buffer used as a ring, read and written
+ * over at most two segments. Which is faster depends on transfer sizes
+ * (bench/), so it is a setting. HTTP bodies borrow the same pipes
+ * (relay_splice_in/out).
  *
- * Each direction reads only when it has nothing left to write, so at most
- * one buffer (or one pipe) per direction is in flight, and it goes back to
- * the pool as soon as the source would block with nothing pending: an
- * idle tunnel holds no payload memory. EOF is passed on with shutdown()
- * once everything before it has been written (half-close); the connection
- * ends when both directions have passed EOF, or at the first error.
+ * Within a direction, reading and writing overlap: while a write waits
+ * for the destination, the source is read into the free part of the ring
+ * or the room left in the pipe, so the data waiting is one buffer or one
+ * pipe per direction, not one read's worth. Both sockets are registered
+ * once, edge-triggered, for everything (as in http.c); conn_side.ready
+ * remembers what epoll said until an EAGAIN uses it up, so a tunnel costs
+ * no epoll_ctl once it runs. A direction holding nothing with its source
+ * drained gives its buffer and pipe back: an idle tunnel holds no payload
+ * memory. EOF is passed on with shutdown() once everything before it has
+ * been written (half-close); the connection ends when both directions
+ * have passed EOF, or at the first error.
+ *
+ * The invariants are written at struct relay_dir (worker/conn.h) and in
+ * doc/internals.md section 11.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "worker/relay.h"
@@ -28,17 +40,36 @@
 #include "worker/buf.h"
 #include "worker/worker.h"
 
-/* Reads and writes per direction per event, so one fast tunnel cannot
- * starve the others sharing the worker. */
+/* Rounds (a write and a read per direction) per event, so one fast
+ * tunnel cannot starve the others sharing the worker; a tunnel that
+ * uses them all posts itself to go on after the others. */
 #define RELAY_ROUNDS		16
-#define RELAY_SPLICE_CHUNK	65536
 /* Idle pipes kept open for reuse; beyond that they are closed, so pooled
  * pipes cannot eat the descriptors clients need. */
 #define RELAY_PIPES_KEPT	64
+/* Registered once for the tunnel's life: the same set as http.c, so a
+ * CONNECT or WebSocket handed over costs no epoll_ctl. */
+#define RELAY_EVENTS		(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 static bool		 relay_use_splice;
-static int		 relay_pipes[RELAY_PIPES_KEPT][2];
-static int		 relay_npipes;
+/*
+ * Pipes count against the user's pipe-user-pages-soft quota by capacity,
+ * empty or not (16,384 pages by default, shared by every process of the
+ * user; beyond it new pipes get 2 slots and cannot grow). So a pipe is
+ * made at the kernel's default size and grown to RELAY_PIPE_SIZE only
+ * when it fills up (a bulk transfer), and at most RELAY_BIG_KEPT grown
+ * pipes wait in the idle stack: idle pipes cost a worker about as much
+ * quota as 64 default ones.
+ */
+#define RELAY_BIG_KEPT		16
+
+struct relay_pipe {
+	int	 r, w;
+	bool	 big;
+};
+
+static struct relay_pipe relay_pipes[RELAY_PIPES_KEPT];
+static int		 relay_npipes, relay_nbig;
 
 static void	relay_on_event(struct loop_io *io, uint32_t events);
 
@@ -53,9 +84,10 @@ relay_fini(void)
 {
 	while (relay_npipes > 0) {
 		relay_npipes--;
-		close(relay_pipes[relay_npipes][0]);
-		close(relay_pipes[relay_npipes][1]);
+		close(relay_pipes[relay_npipes].r);
+		close(relay_pipes[relay_npipes].w);
 	}
+	relay_nbig = 0;
 }
 
 static int
@@ -67,25 +99,50 @@ relay_pipe_get(struct relay_dir *r)
 		return 0;
 	if (relay_npipes > 0) {
 		relay_npipes--;
-		r->pipe_r = relay_pipes[relay_npipes][0];
-		r->pipe_w = relay_pipes[relay_npipes][1];
+		r->pipe_r = relay_pipes[relay_npipes].r;
+		r->pipe_w = relay_pipes[relay_npipes].w;
+		r->pipe_big = relay_pipes[relay_npipes].big;
+		if (r->pipe_big)
+			relay_nbig--;
 		return 0;
 	}
 	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
 		return -errno;
 	r->pipe_r = p[0];
 	r->pipe_w = p[1];
+	r->pipe_big = false;
 	return 0;
 }
 
-/* Returns the direction's pipe or buffer; only ever called when empty. */
+/* Reads of this size mean a bulk transfer, worth a larger pipe. */
+#define RELAY_GROW_AT		32768
+
+/* The pipe filled up, or took a large read: a bulk transfer, worth a
+ * larger pipe (asked once). */
+static void
+relay_pipe_grow(struct relay_dir *r)
+{
+	if (r->pipe_big)
+		return;
+	/* Refused (EPERM past the user's quota): the default size still
+	 * works, with more system calls per byte; not asked again. */
+	(void)fcntl(r->pipe_w, F_SETPIPE_SZ, RELAY_PIPE_SIZE);
+	r->pipe_big = true;
+}
+
+/* Gives back the direction's pipe and buffer; called only when empty,
+ * or at close (a pipe still holding bytes is closed, never reused, or
+ * those bytes would reach another connection). */
 static void
 relay_dir_idle(struct relay_dir *r)
 {
 	if (r->pipe_r >= 0) {
-		if (r->pipe_fill == 0 && relay_npipes < RELAY_PIPES_KEPT) {
-			relay_pipes[relay_npipes][0] = r->pipe_r;
-			relay_pipes[relay_npipes][1] = r->pipe_w;
+		if (r->pipe_fill == 0 && relay_npipes < RELAY_PIPES_KEPT &&
+		    (!r->pipe_big || relay_nbig < RELAY_BIG_KEPT)) {
+			relay_pipes[relay_npipes].r = r->pipe_r;
+			relay_pipes[relay_npipes].w = r->pipe_w;
+			relay_pipes[relay_npipes].big = r->pipe_big;
+			relay_nbig += r->pipe_big;
 			relay_npipes++;
 		} else {
 			close(r->pipe_r);
@@ -93,6 +150,7 @@ relay_dir_idle(struct relay_dir *r)
 		}
 		r->pipe_r = r->pipe_w = -1;
 		r->pipe_fill = 0;
+		r->pipe_full = false;
 	}
 	if (r->buf != NULL) {
 		buf_put(r->buf);
@@ -104,9 +162,59 @@ relay_dir_idle(struct relay_dir *r)
 void
 relay_release(struct pt_conn *c)
 {
-	/* A pipe still holding bytes is closed, never pooled. */
 	relay_dir_idle(&c->c_dir[0]);
 	relay_dir_idle(&c->c_dir[1]);
+}
+
+bool
+relay_splices(void)
+{
+	return relay_use_splice;
+}
+
+ssize_t
+relay_splice_in(struct relay_dir *d, int fd, size_t len)
+{
+	ssize_t	 n;
+	int	 rc;
+
+	if ((rc = relay_pipe_get(d)) < 0)
+		return rc;
+	if (len > RELAY_PIPE_SIZE)
+		len = RELAY_PIPE_SIZE;
+	n = splice(fd, NULL, d->pipe_w, NULL, len,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n < 0) {
+		n = -errno;
+		if (d->pipe_fill == 0)
+			relay_dir_idle(d);
+		else if (n == -EAGAIN)
+			relay_pipe_grow(d);
+		return n;
+	}
+	d->pipe_fill += (size_t)n;
+	if (n >= RELAY_GROW_AT)
+		relay_pipe_grow(d);
+	if (d->pipe_fill == 0)
+		relay_dir_idle(d);
+	return n;
+}
+
+ssize_t
+relay_splice_out(struct relay_dir *d, int fd)
+{
+	ssize_t	 n;
+
+	if (d->pipe_fill == 0)
+		return 0;
+	n = splice(d->pipe_r, NULL, fd, NULL, d->pipe_fill,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n < 0)
+		return -errno;
+	d->pipe_fill -= (size_t)n;
+	if (d->pipe_fill == 0)
+		relay_dir_idle(d);
+	return n;
 }
 
 static size_t
@@ -115,47 +223,142 @@ relay_pending(const struct relay_dir *r)
 	return r->pipe_fill + (r->tail - r->head);
 }
 
-/* Moves pending bytes of a direction to side <dst>: bytes written, or
- * -errno (-EAGAIN: destination full). */
-static ssize_t
-relay_write(struct pt_conn *c, struct relay_dir *r, struct conn_side *dst)
+/* A side without a transport: a short read or write tells that its
+ * queue is drained or full, which a transport's buffering would hide. */
+static bool
+relay_plain(const struct pt_conn *c, const struct conn_side *s)
 {
-	ssize_t	 n;
+	return s != &c->c_side[SIDE_CLIENT] || c->c_transport == NULL;
+}
 
-	if (r->pipe_fill > 0) {
-		n = splice(r->pipe_r, NULL, dst->io.fd, NULL, r->pipe_fill,
-		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n < 0)
-			return -errno;
-		r->pipe_fill -= (size_t)n;
+/* The ring's bytes as at most two segments; returns how many. */
+static int
+relay_ring_data(const struct relay_dir *r, struct iovec *iov)
+{
+	uint32_t	 size = (uint32_t)buf_size(r->buf);
+
+	iov[0].iov_base = r->buf + r->head;
+	if (r->tail <= size) {
+		iov[0].iov_len = r->tail - r->head;
+		return 1;
+	}
+	iov[0].iov_len = size - r->head;
+	iov[1].iov_base = r->buf;
+	iov[1].iov_len = r->tail - size;
+	return 2;
+}
+
+/* The ring's free space as at most two segments (0: full). */
+static int
+relay_ring_room(const struct relay_dir *r, struct iovec *iov)
+{
+	uint32_t	 size = (uint32_t)buf_size(r->buf);
+	int		 n = 0;
+
+	if (r->tail < size) {
+		iov[n].iov_base = r->buf + r->tail;
+		iov[n++].iov_len = size - r->tail;
+		if (r->head > 0) {
+			iov[n].iov_base = r->buf;
+			iov[n++].iov_len = r->head;
+		}
 		return n;
 	}
-	n = conn_send(c, dst, r->buf + r->head, r->tail - r->head);
-	if (n < 0)
-		return n;
-	r->head += (uint32_t)n;
-	if (r->head == r->tail)
-		r->head = r->tail = 0;
+	if (r->tail - size < r->head) {
+		iov[n].iov_base = r->buf + (r->tail - size);
+		iov[n++].iov_len = r->head - (r->tail - size);
+	}
 	return n;
 }
 
-/* Reads from side <src> into the direction's pipe or buffer: bytes read,
- * 0 at EOF, or -errno (-EAGAIN: nothing to read). */
+/*
+ * Writes pending bytes of a direction to side <dst>, the ring first (its
+ * bytes are older than the pipe's). Bytes written, or -errno. Clears
+ * dst's EPOLLOUT when the socket buffer is full.
+ */
+static ssize_t
+relay_write(struct pt_conn *c, struct relay_dir *r, struct conn_side *dst)
+{
+	struct iovec	 iov[2];
+	size_t		 want;
+	ssize_t		 n;
+	uint32_t	 size;
+	int		 niov;
+
+	if (r->tail > r->head) {
+		niov = relay_ring_data(r, iov);
+		want = iov[0].iov_len + (niov == 2 ? iov[1].iov_len : 0);
+		n = conn_sendv(c, dst, iov, niov);
+		if (n < 0) {
+			if (n == -EAGAIN)
+				dst->ready &= ~(uint32_t)EPOLLOUT;
+			return n;
+		}
+		/* A short write to a plain socket filled its buffer. */
+		if ((size_t)n < want && relay_plain(c, dst))
+			dst->ready &= ~(uint32_t)EPOLLOUT;
+		size = (uint32_t)buf_size(r->buf);
+		r->head += (uint32_t)n;
+		if (r->head == r->tail)
+			r->head = r->tail = 0;
+		else if (r->head >= size) {
+			r->head -= size;
+			r->tail -= size;
+		}
+		return n;
+	}
+	/* Only EAGAIN proves the socket buffer full (and so an EPOLLOUT
+	 * edge to come): a short splice may stop at a pipe slot. */
+	n = splice(r->pipe_r, NULL, dst->io.fd, NULL, r->pipe_fill,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n < 0) {
+		n = -errno;
+		if (n == -EAGAIN)
+			dst->ready &= ~(uint32_t)EPOLLOUT;
+		return n;
+	}
+	r->pipe_fill -= (size_t)n;
+	return n;
+}
+
+/*
+ * Reads from side <src> into the direction's pipe or ring: bytes read, 0
+ * at EOF, or -errno (-EAGAIN: nothing to read, or no room). Clears src's
+ * EPOLLIN only when the socket is known drained.
+ */
 static ssize_t
 relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 {
-	ssize_t	 n;
+	struct iovec	 iov[2];
+	size_t		 want;
+	ssize_t		 n;
+	int		 niov;
 
 	/* Splice needs plain sockets at both ends. Out of descriptors for a
-	 * pipe, this read goes through a buffer instead: the tunnel must
-	 * not die for an optimisation. */
+	 * pipe, this read goes through the ring instead (a pipe held has
+	 * bytes or is taken first, so order holds): the tunnel must not die
+	 * for an optimisation. */
 	if (relay_use_splice && c->c_transport == NULL &&
 	    relay_pipe_get(r) == 0) {
-		n = splice(src->io.fd, NULL, r->pipe_w, NULL,
-		    RELAY_SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n < 0)
-			return -errno;
-		r->pipe_fill += (size_t)n;
+		n = splice(src->io.fd, NULL, r->pipe_w, NULL, RELAY_PIPE_SIZE,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n >= 0) {
+			r->pipe_fill += (size_t)n;
+			if (n >= RELAY_GROW_AT)
+				relay_pipe_grow(r);
+			return n;
+		}
+		n = -errno;
+		/* EAGAIN says "socket empty" or "pipe full", and only an
+		 * empty pipe tells them apart. With bytes in the pipe, the
+		 * source stays ready and is read again after a write. */
+		if (n == -EAGAIN) {
+			if (r->pipe_fill > 0) {
+				r->pipe_full = true;
+				relay_pipe_grow(r);
+			} else
+				src->ready &= ~(uint32_t)EPOLLIN;
+		}
 		return n;
 	}
 	if (r->buf == NULL) {
@@ -163,126 +366,148 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 			return -ENOBUFS;
 		r->head = r->tail = 0;
 	}
-	n = conn_recv(c, src, r->buf, buf_size(r->buf));
-	if (n < 0)
-		return n;
-	r->tail = (uint32_t)n;
+	niov = relay_ring_room(r, iov);
+	if (niov == 0)
+		return -EAGAIN;
+	want = iov[0].iov_len + (niov == 2 ? iov[1].iov_len : 0);
+	n = conn_recvv(c, src, iov, relay_plain(c, src) ? niov : 1);
+	if (!relay_plain(c, src))
+		want = iov[0].iov_len;
+	/* A short read from a plain socket emptied its queue: the next byte
+	 * raises a new edge. Not once a FIN was reported: the EOF may sit
+	 * behind those bytes, and it raises no new edge. */
+	if (n == -EAGAIN || (n > 0 && (size_t)n < want &&
+	    relay_plain(c, src) && !src->hup))
+		src->ready &= ~(uint32_t)EPOLLIN;
+	if (n > 0)
+		r->tail += (uint32_t)n;
 	return n;
 }
 
+/* May the direction read more now? (RELAY_PIPE_HIGH: relay.h) */
+
+static bool
+relay_has_room(const struct relay_dir *r)
+{
+	if (r->pipe_r >= 0)
+		return !r->pipe_full && r->pipe_fill < RELAY_PIPE_HIGH;
+	return r->buf == NULL || r->tail - r->head < buf_size(r->buf);
+}
+
 /*
- * Pumps direction <d> (from side d to side 1-d) as far as it goes without
- * blocking. Returns 0, or -errno on a failure that ends the connection.
+ * One round of direction <d> (from side d to side 1-d): a write of what
+ * is pending, the EOF passed on once nothing is, a read while there is
+ * room. Returns 1 when something moved, 0 when it is stuck until an
+ * event, or -errno on a failure that ends the connection.
  */
 static int
-relay_pump(struct pt_conn *c, enum conn_side_id d)
+relay_step(struct pt_conn *c, enum conn_side_id d)
 {
 	struct relay_dir	*r = &c->c_dir[d];
 	struct conn_side	*src = &c->c_side[d], *dst = &c->c_side[1 - d];
 	ssize_t			 n;
-	int			 i;
+	int			 moved = 0;
 
-	for (i = 0; i < RELAY_ROUNDS && !r->done; i++) {
-		if (relay_pending(r) > 0) {
-			n = relay_write(c, r, dst);
-			if (n == -EAGAIN)
-				return 0;
-			if (n < 0)
-				return (int)n;
+	if (r->done)
+		return 0;
+	if (relay_pending(r) > 0 && (dst->ready & EPOLLOUT)) {
+		n = relay_write(c, r, dst);
+		if (n < 0 && n != -EAGAIN)
+			return (int)n;
+		if (n > 0) {
+			moved = 1;
+			r->pipe_full = false;
 			c->c_last_active = loop_now();
-			continue;
 		}
+	}
+	if (relay_pending(r) == 0 && src->rd_eof) {
+		relay_dir_idle(r);
+		r->done = true;
+		n = conn_shutdown_wr(c, dst);
+		return n < 0 ? (int)n : 1;
+	}
+	if (!src->rd_eof && (src->ready & EPOLLIN) && relay_has_room(r)) {
 		n = relay_read(c, r, src);
-		if (n == -EAGAIN) {
-			relay_dir_idle(r);
-			return 0;
-		}
-		if (n < 0)
+		if (n < 0 && n != -EAGAIN)
 			return (int)n;
 		if (n == 0) {
-			/* Nothing is pending (reads happen only then), so the
-			 * EOF goes on now: left for a later round, it would
-			 * wait for an event that never comes. */
 			src->rd_eof = true;
-			relay_dir_idle(r);
-			r->done = true;
-			return conn_shutdown_wr(c, dst);
-		}
-		c->c_last_active = loop_now();
-		if (d == SIDE_CLIENT) {
-			c->c_req.bytes_in += (uint64_t)n;
-			counters_add(CTR_BYTES_IN, n);
-		} else {
-			c->c_req.bytes_out += (uint64_t)n;
-			counters_add(CTR_BYTES_OUT, n);
+			moved = 1;
+		} else if (n > 0) {
+			moved = 1;
+			c->c_last_active = loop_now();
+			if (d == SIDE_CLIENT) {
+				c->c_req.bytes_in += (uint64_t)n;
+				counters_add(CTR_BYTES_IN, n);
+			} else {
+				c->c_req.bytes_out += (uint64_t)n;
+				counters_add(CTR_BYTES_OUT, n);
+			}
 		}
 	}
-	return 0;
+	if (relay_pending(r) == 0 && !(src->ready & EPOLLIN))
+		relay_dir_idle(r);
+	return moved;
 }
 
-/*
- * Watches side <s> for what the relay needs from it now. A side that hung
- * up is reported by epoll whatever the interest set, so when nothing is
- * wanted from it any more it is taken out of epoll altogether.
- */
 static void
-relay_watch(struct pt_conn *c, enum conn_side_id id, bool hup)
+relay_on_posted(struct loop_task *t)
 {
-	struct conn_side	*s = &c->c_side[id];
-	uint32_t		 want = 0;
+	struct pt_conn	*c = (struct pt_conn *)((char *)t -
+			    offsetof(struct pt_conn, c_post));
 
-	if (!c->c_dir[id].done && !s->rd_eof &&
-	    relay_pending(&c->c_dir[id]) == 0)
-		want |= EPOLLIN;
-	if (relay_pending(&c->c_dir[1 - id]) > 0)
-		want |= EPOLLOUT;
-	/* A transport may need the other readiness to make progress (TLS
-	 * reads that must write first, and the reverse). */
-	want |= s->t_want;
-	if (want == 0 && hup) {
-		loop_io_stop(&s->io);
-		return;
+	if (c->c_state == CONN_RELAY)
+		relay_on_event(&c->c_side[SIDE_CLIENT].io, 0);
+}
+
+/* Moves both directions as far as they go now, for at most RELAY_ROUNDS
+ * rounds; closes <c> when both are done or on an error. */
+static void
+relay_pump(struct pt_conn *c)
+{
+	int	 a, b, i;
+
+	for (i = 0; i < RELAY_ROUNDS; i++) {
+		a = relay_step(c, SIDE_CLIENT);
+		b = a < 0 ? 0 : relay_step(c, SIDE_UPSTREAM);
+		if (a < 0 || b < 0) {
+			a = a < 0 ? a : b;
+			conn_close(c, a == -ECONNRESET || a == -EPIPE ?
+			    "reset by peer" : "relay error");
+			return;
+		}
+		if (c->c_dir[0].done && c->c_dir[1].done) {
+			conn_close(c, NULL);
+			return;
+		}
+		if (a == 0 && b == 0)
+			return;
 	}
-	if (!s->io.added) {
-		if (want != 0 && loop_io_start(&s->io, s->io.fd, want,
-		    relay_on_event) < 0)
-			conn_close(c, "epoll_ctl");
-		return;
-	}
-	loop_io_set(&s->io, want);
+	/* Out of rounds with bytes still moving: edge-triggered epoll will
+	 * not report readiness we have not used up, so come back after the
+	 * other connections had their turn. The task may still be posted by
+	 * http.c, whose handler ignores a tunnel: take it over. */
+	if (c->c_post.posted)
+		c->c_post.fn = relay_on_posted;
+	else
+		loop_post(&c->c_post, relay_on_posted);
 }
 
 static void
 relay_on_event(struct loop_io *io, uint32_t events)
 {
 	struct conn_side	*s = (struct conn_side *)io;
-	struct pt_conn		*c = s->conn;
-	enum conn_side_id	 id = s == &c->c_side[SIDE_CLIENT] ?
-				    SIDE_CLIENT : SIDE_UPSTREAM;
-	bool			 hup = (events & (EPOLLHUP | EPOLLERR)) != 0;
-	int			 rc = 0;
 
-	/* Error and hang-up are handled by trying both directions: the
-	 * system calls then report what exactly happened. */
-	/* A transport's readiness does not map to one direction: try both. */
+	s->ready |= events & (EPOLLIN | EPOLLOUT);
+	/* Errors and hang-ups: the system calls say what exactly happened. */
+	if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
+		s->ready |= EPOLLIN | EPOLLOUT;
+		s->hup = true;
+	}
+	/* A transport's readiness does not map to one direction. */
 	if (s->t_want != 0)
-		events |= EPOLLIN | EPOLLOUT;
-	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
-		rc = relay_pump(c, 1 - id);
-	if (rc == 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
-		rc = relay_pump(c, id);
-	if (rc < 0) {
-		conn_close(c, rc == -ECONNRESET || rc == -EPIPE ?
-		    "reset by peer" : "relay error");
-		return;
-	}
-	if (c->c_dir[0].done && c->c_dir[1].done) {
-		conn_close(c, NULL);
-		return;
-	}
-	relay_watch(c, id, hup);
-	if (c->c_state != CONN_CLOSED)
-		relay_watch(c, 1 - id, false);
+		s->ready |= EPOLLIN | EPOLLOUT;
+	relay_pump(s->conn);
 }
 
 static void
@@ -292,6 +517,7 @@ relay_on_timer(struct pt_timer *t, void *arg)
 	uint64_t	 idle = worker_self()->conf->limits.idle_timeout_ms;
 	uint64_t	 quiet = loop_now() - c->c_last_active;
 
+	(void)t;
 	/* Activity only stamps c_last_active; the deadline moves here, once
 	 * per timeout period at most, instead of on every read. */
 	if (quiet < idle) {
@@ -299,6 +525,16 @@ relay_on_timer(struct pt_timer *t, void *arg)
 		return;
 	}
 	conn_close(c, "idle timeout");
+}
+
+static int
+relay_watch(struct conn_side *s)
+{
+	s->io.fn = relay_on_event;
+	if (!s->io.added)
+		return loop_io_start(&s->io, s->io.fd, RELAY_EVENTS,
+		    relay_on_event);
+	return loop_io_set(&s->io, RELAY_EVENTS);
 }
 
 void
@@ -309,13 +545,14 @@ relay_start(struct pt_conn *c)
 
 	c->c_state = CONN_RELAY;
 	c->c_last_active = loop_now();
-	/* relay_watch adds a leg not yet in epoll with its interest set in
-	 * one call. */
-	cl->io.fn = relay_on_event;
-	up->io.fn = relay_on_event;
 	pt_timer_start(&c->c_timer, worker_self()->conf->limits.idle_timeout_ms,
 	    relay_on_timer, c);
-	relay_watch(c, SIDE_CLIENT, false);
-	if (c->c_state != CONN_CLOSED)
-		relay_watch(c, SIDE_UPSTREAM, false);
+	if (relay_watch(cl) < 0 || relay_watch(up) < 0) {
+		conn_close(c, "epoll_ctl");
+		return;
+	}
+	/* What the protocol left in the sockets raised its edges before
+	 * this registration: try everything once. */
+	cl->ready = up->ready = EPOLLIN | EPOLLOUT;
+	relay_pump(c);
 }

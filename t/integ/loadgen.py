@@ -10,7 +10,8 @@ known answers so its numbers can be trusted:
 - a wrong --expect-size counts size errors and exits 1; a closed port
   counts refusals; a server that accepts and resets (SO_LINGER 0) counts
   resets;
-- tunnel through portico CONNECT: bytes both ways, no error;
+- tunnel through portico CONNECT: bytes both ways, no error; with
+  --no-send to a source, bytes down only;
 - socks-handshakes and udp through a portico socks5 listener: no error,
   every datagram delivered;
 - idle with 20 connections prints "holding 20".
@@ -310,6 +311,15 @@ def main(t):
           "tunnel through portico CONNECT to a sink that also sends: bytes "
           "both ways, no errors",
           extra=lambda j: j["mib_s_up"] > 0 and j["mib_s_down"] > 0)
+    clean(t, run(t, ["tunnel", "--proxy", proxy, "--proxy-type", "http",
+                     "--target", "127.0.0.1:%d" % kport, "--no-send"] +
+                 short),
+          "tunnel --no-send through portico CONNECT to a source: bytes "
+          "down only, no errors",
+          extra=lambda j: j["mib_s_up"] == 0 and j["mib_s_down"] > 0)
+    res = run(t, ["http", "--target", tgt, "--no-send"] + brief)
+    t.check(res[0] == 2, "--no-send outside tunnel: bad usage, exit 2",
+            lambda: details(res))
     t.stop_portico(p)
 
     # through portico, SOCKS5
