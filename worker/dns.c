@@ -137,19 +137,6 @@ static unsigned			 dns_cache_used;
 
 /* ---- names and results ----------------------------------------------- */
 
-static uint32_t
-dns_hash(const char *s, size_t len)
-{
-	uint32_t	 h = 2166136261u;	/* FNV-1a */
-	size_t		 i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 16777619u;
-	}
-	return h;
-}
-
 /*
  * Copies <name> into <out> lower-cased, without one trailing dot, and
  * checks it could be a DNS name: labels of 1..63 bytes, 253 in all, no
@@ -1070,7 +1057,7 @@ dns_resolve(const char *name, size_t namelen, dns_done_fn done, void *arg)
 	if (!dns_name_norm(name, namelen, key, &len)) {
 		l = dns_lookup_known(ENOENT, NULL);
 	} else {
-		hash = dns_hash(key, len);
+		hash = dns_name_hash(key, len);
 		if (dns_cache_get(key, len, hash, &err, &res)) {
 			dns_query_put(q);
 			done(arg, err, err == 0 ? &res : NULL);

@@ -49,8 +49,8 @@ static unsigned			 dns_hosts_cap;
 static uint32_t			*dns_hosts_buckets;
 static uint32_t			 dns_hosts_mask;
 
-static uint32_t
-dns_hosts_hash(const char *s, size_t len)
+uint32_t
+dns_name_hash(const char *s, size_t len)
 {
 	uint32_t	 h = 2166136261u;	/* FNV-1a */
 	size_t		 i;
@@ -116,7 +116,7 @@ static int
 dns_hosts_add(const char *name, size_t len, int family, const uint8_t *addr)
 {
 	struct dns_hosts_entry	*e;
-	uint32_t		 hash = dns_hosts_hash(name, len), i;
+	uint32_t		 hash = dns_name_hash(name, len), i;
 	uint8_t			 f = family == AF_INET ? 4 : 6;
 	size_t			 alen = f == 4 ? 4 : 16;
 	int			 k, rc;
@@ -245,7 +245,7 @@ dns_hosts_find(const char *key, size_t len, struct dns_result *res)
 	int				 next[2] = { 0, 0 }, turn = 0, k;
 
 	if (len > DNS_HOSTS_NAME_MAX ||
-	    (i = dns_hosts_lookup(key, len, dns_hosts_hash(key, len))) ==
+	    (i = dns_hosts_lookup(key, len, dns_name_hash(key, len))) ==
 	    DNS_HOSTS_NIL)
 		return false;
 	e = &dns_hosts[i];

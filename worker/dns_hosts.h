@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "worker/dns.h"
 
@@ -20,6 +21,9 @@ void	 dns_hosts_free(void);
  * orders them, or false when the file does not name it. */
 bool	 dns_hosts_find(const char *key, size_t len,
 	    struct dns_result *res);
+/* FNV-1a of a normalised name: the hash of the hosts table and of the
+ * resolver's cache. */
+uint32_t dns_name_hash(const char *s, size_t len);
 /* Names in the table; for tests. */
 unsigned dns_hosts_count(void);
 
