@@ -338,6 +338,19 @@ conn_release_waiting(struct pt_conn *c)
 	conn_reap_queue(c);
 }
 
+void
+conn_side_note_events(struct conn_side *s, uint32_t events)
+{
+	s->ready |= events & (EPOLLIN | EPOLLOUT);
+	if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
+		s->ready |= EPOLLIN | EPOLLOUT;
+		s->hup = true;
+	}
+	/* A transport's readiness does not map to one direction. */
+	if (s->t_want != 0)
+		s->ready |= EPOLLIN | EPOLLOUT;
+}
+
 bool
 conn_has_unread(struct pt_conn *c)
 {

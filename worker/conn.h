@@ -177,6 +177,11 @@ int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
  * client leg is closed. Worker only.
  */
 bool		 conn_has_unread(struct pt_conn *c);
+/* Notes what epoll reported for an edge-triggered side in <s>->ready:
+ * an error or a hang-up marks both directions ready (and <s>->hup), so
+ * the next system call tells what happened; a side with a transport is
+ * tried both ways on any event. Worker only. */
+void		 conn_side_note_events(struct conn_side *s, uint32_t events);
 /* Tells every connection the worker is draining. A protocol may close
  * only a connection idle between two transactions of its client, never
  * one whose first request has not arrived yet. */

@@ -1780,15 +1780,9 @@ http_on_event(struct loop_io *io, uint32_t events)
 	struct conn_side	*s = (struct conn_side *)io;
 	struct pt_conn		*c = s->conn;
 
-	s->ready |= events & (EPOLLIN | EPOLLOUT);
-	/* Errors and hang-ups: let the system calls say what happened. A
-	 * peer that shut its side makes an idle upstream unusable. */
-	if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
-		s->ready |= EPOLLIN | EPOLLOUT;
-		s->hup = true;
-	}
-	if (s->t_want != 0)
-		s->ready |= EPOLLIN | EPOLLOUT;
+	/* A peer that shut its side (s->hup) makes an idle upstream
+	 * unusable. */
+	conn_side_note_events(s, events);
 	http_pump(c);
 }
 

@@ -498,15 +498,7 @@ relay_on_event(struct loop_io *io, uint32_t events)
 {
 	struct conn_side	*s = (struct conn_side *)io;
 
-	s->ready |= events & (EPOLLIN | EPOLLOUT);
-	/* Errors and hang-ups: the system calls say what exactly happened. */
-	if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
-		s->ready |= EPOLLIN | EPOLLOUT;
-		s->hup = true;
-	}
-	/* A transport's readiness does not map to one direction. */
-	if (s->t_want != 0)
-		s->ready |= EPOLLIN | EPOLLOUT;
+	conn_side_note_events(s, events);
 	relay_pump(s->conn);
 }
 

@@ -163,15 +163,20 @@ def report_titles():
         sys.path.pop(0)
 
 
-def section(text, title):
-    """The lines of RESULTS.md's '## <title>' section."""
-    out, inside = [], False
+def sections(text, title):
+    """The lines of each of RESULTS.md's '## <title>' sections; a title
+    with %s (one table per level, e.g. "..., 1,000 held") names several."""
+    rx = re.compile("^" + re.escape(title).replace(re.escape("%s"), ".+")
+                    + "$")
+    out, cur = [], None
     for line in text.splitlines():
         if line.startswith("## "):
-            inside = line[3:].strip() == title
+            cur = [] if rx.match(line[3:].strip()) else None
+            if cur is not None:
+                out.append(cur)
             continue
-        if inside:
-            out.append(line)
+        if cur is not None:
+            cur.append(line)
     return out
 
 
@@ -181,8 +186,10 @@ def scenario_verdict(scen, recs, text, titles):
             r.get("scenario") == scen]
     runs = [r for r in mine if r.get("status") == "run"]
     other = [r for r in mine if r.get("status") != "run"]
-    rows = [l for l in section(text, titles.get(scen, "?"))
-            if l.startswith("| portico |")]
+    # One portico row in each of the scenario's tables (one per level).
+    tables = [[l for l in sec if l.startswith("| portico |")]
+              for sec in sections(text, titles.get(scen, "?"))]
+    rows = [r for tab in tables for r in tab]
     desc = "%s: portico ran without errors and RESULTS.md has its figure" \
         % scen
     why = []
@@ -191,7 +198,8 @@ def scenario_verdict(scen, recs, text, titles):
     if [r for r in other if r.get("status") == "unsupported"]:
         # bench/fairness declares it (supports()): the row must say so.
         desc = "%s: recorded as unsupported for portico, and so shown" % scen
-        if not (len(rows) == 1 and "unsupported" in rows[0]):
+        if not (tables and all(len(tab) == 1 and "unsupported" in tab[0]
+                               for tab in tables)):
             why.append("rows %r" % rows)
         return not why, desc, why
     if other:
@@ -205,8 +213,9 @@ def scenario_verdict(scen, recs, text, titles):
         why.append("run %s at %s: %s, loadgen errors %r" % (
             r.get("run"), r.get("concurrency"), r.get("discard"),
             (r.get("loadgen") or {}).get("errors")))
-    figure = len(rows) == 1 and ("| 1.00 |" in rows[0] or
-                                 ">=" in rows[0] or "<=" in rows[0])
+    figure = bool(tables) and all(
+        len(tab) == 1 and ("| 1.00 |" in tab[0] or ">=" in tab[0] or
+                           "<=" in tab[0]) for tab in tables)
     if not figure:
         why.append("RESULTS.md rows for portico: %r" % rows)
     return not why, desc, why
