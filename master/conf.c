@@ -559,7 +559,9 @@ conf_relay(struct conf_ctx *cc, const config_setting_t *root)
 	const char		*method;
 	long long		 v;
 
-	conf->relay = CONF_RELAY_SPLICE;
+	/* copy: on one pinned core it carried 1.3 to 1.5 times what splice
+	 * did through tunnels (bench/FAIRNESS.md, "splice against copy"). */
+	conf->relay = CONF_RELAY_COPY;
 	if (conf_group(cc, root, "relay", conf_relay_keys, &g) < 0)
 		return -1;
 	if (g != NULL) {

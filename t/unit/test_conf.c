@@ -327,7 +327,7 @@ test_conf_applies_defaults_when_options_absent(void)
 	CU_ASSERT_EQUAL(conf->limits.idle_timeout_ms, 300000);
 	CU_ASSERT_EQUAL(conf->http.response_timeout_ms, 60000);
 	CU_ASSERT_PTR_NULL(conf->resolver.servers);
-	CU_ASSERT_EQUAL(conf->relay, CONF_RELAY_SPLICE);
+	CU_ASSERT_EQUAL(conf->relay, CONF_RELAY_COPY);
 	CU_ASSERT_EQUAL(conf->buffer_size, 16384);
 	CU_ASSERT_EQUAL_FATAL(conf->nlisteners, 1);
 	CU_ASSERT_EQUAL(conf->listeners[0].backlog, 4096);
