@@ -25,6 +25,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -74,6 +75,7 @@ struct udp_assoc {
 	size_t			 cur_len;
 	uint16_t		 cur_port;
 	unsigned		 dropped;
+	struct loop_task	 reap;		/* back to the pool, later */
 };
 
 static char			*udp_bufs;	/* UDP_BATCH slots */
@@ -472,6 +474,13 @@ fail:
 	return NULL;
 }
 
+static void
+udp_assoc_on_reap(struct loop_task *t)
+{
+	pool_put(&udp_assoc_pool, (char *)t - offsetof(struct udp_assoc,
+	    reap));
+}
+
 void
 udp_assoc_free(struct udp_assoc *a)
 {
@@ -494,10 +503,10 @@ udp_assoc_free(struct udp_assoc *a)
 		pt_log(PT_LOG_INFO, "UDP association: %u datagrams dropped "
 		    "(foreign source, fragment or malformed)", a->dropped);
 	udp_pend_release(a);
-	/* Back to the pool, not the heap: the epoll batch being run may
-	 * still hold an event for cio or rio, and loop_once reads its
-	 * loop_io. Stopped, it is skipped (added is false); reused by an
-	 * association opened later in the same batch, the event reaches
-	 * that association's own socket, where recvmmsg finds nothing. */
-	pool_put(&udp_assoc_pool, a);
+	/* Not back to the pool yet: the epoll batch being run may still
+	 * hold an event for cio or rio, and loop_once reads its loop_io
+	 * (stopped, so skipped). A posted task runs after the batch, as
+	 * conn_reap does for connections; until then nobody can reuse the
+	 * memory and hand that event to a stranger. */
+	loop_post(&a->reap, udp_assoc_on_reap);
 }
