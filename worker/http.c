@@ -611,6 +611,18 @@ http_flow_splices(const struct pt_conn *c, const struct http_flow *f)
 	    f->remaining >= HTTP_SPLICE_MIN);
 }
 
+/* <n> bytes were read from <src>: the connection is active, and what the
+ * client sent counts as bytes_in. */
+static void
+http_count_read(struct pt_conn *c, struct conn_side *src, ssize_t n)
+{
+	c->c_last_active = loop_now();
+	if (src == &c->c_side[SIDE_CLIENT]) {
+		c->c_req.bytes_in += (uint64_t)n;
+		counters_add(CTR_BYTES_IN, n);
+	}
+}
+
 /* Reads body bytes from <src> into the flow's pipe: as http_flow_read. */
 static ssize_t
 http_flow_splice_in(struct pt_conn *c, struct http_flow *f,
@@ -639,11 +651,7 @@ http_flow_splice_in(struct pt_conn *c, struct http_flow *f,
 		if (f->remaining == 0)
 			f->body_done = true;
 	}
-	c->c_last_active = loop_now();
-	if (src == &c->c_side[SIDE_CLIENT]) {
-		c->c_req.bytes_in += (uint64_t)n;
-		counters_add(CTR_BYTES_IN, n);
-	}
+	http_count_read(c, src, n);
 	return n;
 }
 
@@ -866,11 +874,7 @@ http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
 	}
 	if (n > 0) {
 		f->in_len += (uint32_t)n;
-		c->c_last_active = loop_now();
-		if (src == &c->c_side[SIDE_CLIENT]) {
-			c->c_req.bytes_in += (uint64_t)n;
-			counters_add(CTR_BYTES_IN, n);
-		}
+		http_count_read(c, src, n);
 	}
 	return n;
 }
