@@ -15,6 +15,7 @@
 #ifndef PORTICO_MODULE_H
 #define PORTICO_MODULE_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 0
+#define PT_ABI_MINOR 1
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -34,7 +35,9 @@
  */
 #define PT_BUILD_SIG                                                    \
 	((uint32_t)(sizeof(struct pt_req) << 16 ^ sizeof(struct pt_module) \
-	    << 8 ^ sizeof(struct pt_transport) ^ PT_ABI_MAJOR << 28))
+	    << 8 ^ sizeof(struct pt_transport) ^ sizeof(struct pt_timer)  \
+	    << 4 ^ sizeof(struct pt_io) << 20 ^ sizeof(struct pt_post)     \
+	    << 12 ^ PT_ABI_MAJOR << 28))
 
 struct pt_conn;
 struct pt_worker;
@@ -47,6 +50,14 @@ enum pt_phase {
 	PT_PHASE_DIAL,		/* target resolved, before connect() */
 	PT_PHASE_ESTABLISHED,	/* upstream connected, tunnel open */
 	PT_PHASE_LOG,		/* finished: status, bytes, duration final */
+	/* 1.1: each new destination of a UDP association, synchronous:
+	 * host, port and target name the datagram's destination while the
+	 * hooks run; AGAIN counts as DENY. The verdict is kept per
+	 * association and destination, so each destination is judged once. */
+	PT_PHASE_DATAGRAM,
+	/* 1.1: once per client connection, after its last LOG, before its
+	 * memory goes back to the pool. The verdict is ignored. */
+	PT_PHASE_CLOSE,
 	PT_PHASE_COUNT
 };
 
@@ -73,7 +84,8 @@ enum pt_proto {
 	PT_PROTO_CONNECT,
 	PT_PROTO_SOCKS5,
 	PT_PROTO_SOCKS4,
-	PT_PROTO_WEBSOCKET
+	PT_PROTO_WEBSOCKET,
+	PT_PROTO_UDP		/* 1.1: a SOCKS5 UDP ASSOCIATE session */
 };
 
 /* A slice of bytes owned by someone else (the input buffer, the config). */
@@ -102,7 +114,21 @@ struct pt_req {
 	uint64_t		 start_ms;	/* monotonic, at accept */
 	uint64_t		 end_ms;	/* monotonic, at LOG */
 	const char		*error;		/* why it failed, or NULL */
-	void			*reserved[8];
+	/* ---- 1.1, in what were reserved slots ---- */
+	/* HTTP: the request-target's path and query as received ("/a?b";
+	 * "*" for OPTIONS *); empty for CONNECT and the other protocols. */
+	struct pt_str		 path;
+	/* The decision label (pt_req_set_label), or empty. */
+	struct pt_str		 label;
+	/* The listener's `name` (its address when it has none); never
+	 * NULL. */
+	const char		*listener;
+	/* Numbered per worker from 1: each HTTP request, tunnel, SOCKS or
+	 * TCP session and UDP association is one transaction. */
+	uint64_t		 txn;
+	int32_t			 listener_idx;	/* index in `listeners` */
+	int32_t			 reserved_i;
+	void			*reserved[1];
 };
 
 typedef enum pt_verdict (*pt_hook_fn)(struct pt_conn *conn,
@@ -129,9 +155,16 @@ struct pt_transport {
 			    void *buf, size_t len, uint32_t *want_out);
 	ssize_t		(*write)(struct pt_conn *, int fd, void *tctx,
 			    const void *buf, size_t len, uint32_t *want_out);
+	/* 0 when done, -EAGAIN when it must write first (a TLS
+	 * close_notify; *want is then not available, so the core waits for
+	 * EPOLLOUT and calls again), or another -errno. */
 	int		(*shutdown)(struct pt_conn *, int fd, void *tctx);
 	void		(*free)(struct pt_conn *, void *tctx);
-	void		*reserved[4];
+	/* 1.1, optional: bytes the transport holds that read() can return
+	 * without the socket becoming readable (SSL_pending). The core
+	 * reads again while it is non-zero before waiting for an event. */
+	size_t		(*pending)(struct pt_conn *, void *tctx);
+	void		*reserved[3];
 };
 
 /* Handed to conf(): where the module's configuration came from. */
@@ -139,8 +172,18 @@ struct pt_modconf {
 	const char	*file;		/* configuration file being loaded */
 	const char	*module_dir;
 	void		*ctx;		/* out: the module's parsed config */
-	void		*reserved[4];
+	/* 1.1, for listener_conf() only: which listener, and its name (its
+	 * address when it has none). */
+	int		 listener_idx;
+	const char	*listener;
+	void		*reserved[2];
 };
+
+/* pt_module.flags */
+/* The module checks credentials: a SOCKS5 listener it applies to offers
+ * username/password (RFC 1929) and, unless pt_conn_need_credentials()
+ * says otherwise for a connection, only that. */
+#define PT_MODF_CREDENTIALS	0x01
 
 struct pt_module {
 	uint32_t		 abi_major;
@@ -174,7 +217,27 @@ struct pt_module {
 	 * zeroed at accept, reachable with pt_conn_ctx(). */
 	size_t			 conn_ctx_size;
 
-	void			*reserved[8];
+	/* ---- 1.1, in what were reserved slots ---- */
+	/*
+	 * Master, after conf(), once per listener (mc->listener_idx): <node>
+	 * is the listener's group named after the module (`tls = {...}`),
+	 * or NULL when it has none. Returns 0 when the module applies to the
+	 * listener, with its per-listener state in *lctx_out (released with
+	 * listener_conf_free; pt_conn_listener_ctx() finds it), 1 when it
+	 * does not apply (none of its hooks runs for that listener's
+	 * connections), or -1 with *errstr set (the core adds file:line).
+	 * NULL: the module applies to every listener, and a listener group
+	 * named after it is a configuration error.
+	 */
+	int	(*listener_conf)(struct pt_modconf *mc,
+		    const config_setting_t *node, void *modctx,
+		    void **lctx_out, const char **errstr);
+	void	(*listener_conf_free)(void *lctx);
+	/* Worker: it stops accepting (reload, SIGQUIT); connections in
+	 * flight go on. A module that buffers flushes here. */
+	void	(*on_drain)(struct pt_worker *w, void *ctx);
+
+	void			*reserved[5];
 };
 
 #define PT_MODULE_INIT                                                  \
@@ -209,6 +272,11 @@ PT_API uint64_t	 pt_conn_id(const struct pt_conn *conn);
  * that returned AGAIN. */
 PT_API void	 pt_conn_resume(struct pt_conn *conn, enum pt_verdict verdict);
 
+/* Closes the connection from a loop callback (not from inside a hook:
+ * return DENY there). LOG and CLOSE run as for any close; <reason> (a
+ * static string) becomes req->error when none is set. */
+PT_API void	 pt_conn_close(struct pt_conn *conn, const char *reason);
+
 /* Monotonic milliseconds as the worker's loop last read them. */
 PT_API uint64_t	 pt_now_ms(void);
 /* Worker slot number (0..workers-1). */
@@ -226,5 +294,162 @@ struct pt_timer {
 PT_API void	 pt_timer_start(struct pt_timer *t, uint64_t after_ms,
 		    pt_timer_fn fn, void *arg);
 PT_API void	 pt_timer_stop(struct pt_timer *t);
+
+/* ---- 1.1: the module's own descriptors on the worker's loop ---------- */
+
+/*
+ * A descriptor the module owns, watched by the worker's epoll (level-
+ * triggered). The module owns the storage and keeps it valid until
+ * pt_io_stop(); it closes the descriptor itself, after pt_io_stop().
+ * <fn> runs on the loop with the epoll events (EPOLLIN, EPOLLOUT,
+ * EPOLLERR, EPOLLHUP). Worker thread only.
+ */
+struct pt_io;
+typedef void (*pt_io_fn)(struct pt_io *io, uint32_t events, void *arg);
+struct pt_io {
+	int		 fd;		/* read-only for the module */
+	uint32_t	 events;	/* read-only: the interest set */
+	pt_io_fn	 fn;
+	void		*arg;
+	void		*priv[3];	/* the core's */
+};
+/* 0 or -errno. */
+PT_API int	 pt_io_start(struct pt_io *io, int fd, uint32_t events,
+		    pt_io_fn fn, void *arg);
+PT_API int	 pt_io_modify(struct pt_io *io, uint32_t events);
+PT_API void	 pt_io_stop(struct pt_io *io);
+
+/*
+ * Work handed back to the worker's loop from another thread (a module's
+ * verification thread): <fn>(<arg>) runs on the worker thread soon after.
+ * The module owns <p> and must not touch it again until <fn> runs. Safe
+ * from any thread of the worker process, and from a signal handler; with
+ * pt_log it is the only call allowed off the worker thread. Posting a
+ * pending <p> again is undefined.
+ */
+struct pt_post;
+typedef void (*pt_post_fn)(void *arg);
+struct pt_post {
+	struct pt_post	*next;		/* the core's */
+	pt_post_fn	 fn;
+	void		*arg;
+};
+PT_API void	 pt_post(struct pt_post *p, pt_post_fn fn, void *arg);
+
+/*
+ * The CPUs the worker process may use before it pinned itself (the
+ * master's affinity). A module thread that should not share its worker's
+ * CPU sets this (or a subset) with pthread_attr_setaffinity_np() before
+ * pthread_create(), or with pthread_setaffinity_np() from the thread:
+ * threads otherwise inherit the worker's pin. Worker thread, from
+ * init_worker on. Returns how many CPUs are set.
+ */
+#ifdef CPU_SETSIZE
+PT_API int	 pt_worker_cpuset(cpu_set_t *out);
+#endif
+
+/* ---- 1.1: how a refusal is answered ---------------------------------- */
+
+/*
+ * Set by a hook before it returns DENY (or before pt_conn_resume() with
+ * DENY): the core writes the answer, the module never does. Zero fields
+ * keep the core's default for the phase (HTTP: 407 with a challenge at
+ * AUTH, 403 elsewhere; SOCKS5: 0x02 "not allowed by ruleset"; RFC 1929:
+ * status 1). Strings must stay valid until the connection's CLOSE (use
+ * the module's configuration or a static string); the core copies none.
+ */
+struct pt_answer {
+	int		 http_status;	/* 403, 407, 429, 503, ... or 0 */
+	uint32_t	 retry_after;	/* seconds, for 429/503; 0: none */
+	/* 407: Proxy-Authenticate: Basic realm="<realm>" (default
+	 * "portico"); quotes and backslashes are escaped by the core. */
+	const char	*realm;
+	uint8_t		 socks_reply;	/* SOCKS5 REP code, or 0 */
+	const char	*reason;	/* short, for the log (req->error) */
+};
+PT_API void	 pt_conn_answer(struct pt_conn *conn,
+		    const struct pt_answer *a);
+
+/* ---- 1.1: request fields and names ----------------------------------- */
+
+/*
+ * HTTP only, from AUTH to DIAL: the value of request header <name>
+ * (case-insensitive) as received, the first when repeated. Returns false
+ * when absent or outside those phases. The slice stays valid until the
+ * phase that read it ends.
+ */
+PT_API bool	 pt_req_header(struct pt_conn *conn, const char *name,
+		    struct pt_str *value_out);
+/*
+ * Sets the user (an AUTH hook that verified a token, a transport that
+ * verified a client certificate): copied into the connection, at most
+ * PT_NAME_MAX bytes, then seen in req->user by every later phase and LOG.
+ * For HTTP keep-alive it holds for the current request only.
+ */
+#define PT_NAME_MAX	255
+PT_API void	 pt_req_set_user(struct pt_conn *conn, const char *user,
+		    size_t len);
+/* Sets req->label (the ACL rule that decided): copied, at most
+ * PT_NAME_MAX bytes; a later call replaces it. */
+PT_API void	 pt_req_set_label(struct pt_conn *conn, const char *label,
+		    size_t len);
+/*
+ * Small named values for later phases and other modules ("class" =
+ * "per-user"): names up to 15 bytes, values up to 63, PT_TAGS_MAX per
+ * connection, copied. Setting an existing name replaces its value; an
+ * empty value removes it. Returns 0, or -ENOSPC / -EINVAL. Tags are
+ * cleared between HTTP keep-alive requests, after LOG.
+ */
+#define PT_TAGS_MAX	4
+PT_API int	 pt_req_set_tag(struct pt_conn *conn, const char *name,
+		    const char *value, size_t len);
+PT_API bool	 pt_req_tag(struct pt_conn *conn, const char *name,
+		    struct pt_str *value_out);
+/*
+ * From an ACCEPT hook: whether this connection must present credentials.
+ * Decides the SOCKS5 methods offered (username/password when true,
+ * no-auth when false); HTTP is unaffected (the AUTH hook judges).
+ * Default: true when a PT_MODF_CREDENTIALS module applies to the
+ * listener.
+ */
+PT_API void	 pt_conn_need_credentials(struct pt_conn *conn, bool need);
+/* The listener state listener_conf() made for <mod>, or NULL. */
+PT_API void	*pt_conn_listener_ctx(struct pt_conn *conn,
+		    const struct pt_module *mod);
+
+/* ---- 1.1: byte budgets ------------------------------------------------ */
+
+enum pt_dir {
+	PT_DIR_UP = 0,		/* client -> upstream */
+	PT_DIR_DOWN = 1		/* upstream -> client */
+};
+/*
+ * Limits how many more bytes the core reads in direction <dir> of the
+ * connection (tunnels, HTTP bodies, UDP datagrams of an association).
+ * When the budget is spent the core stops reading that direction,
+ * without polling, and calls <spent> once (from the loop); reading goes
+ * on after pt_conn_budget_add() (from a timer, say). UINT64_MAX: no
+ * limit (the default). Worker thread, any phase from ACCEPT on.
+ */
+typedef void (*pt_budget_fn)(struct pt_conn *conn, enum pt_dir dir,
+    void *arg);
+PT_API void	 pt_conn_budget_set(struct pt_conn *conn, enum pt_dir dir,
+		    uint64_t bytes, pt_budget_fn spent, void *arg);
+PT_API void	 pt_conn_budget_add(struct pt_conn *conn, enum pt_dir dir,
+		    uint64_t bytes);
+
+/* ---- 1.1: counters in the master's totals ----------------------------- */
+
+/*
+ * Master, from conf() or init_master: a named counter, one per worker
+ * slot in shared memory, reported in the master's totals line as
+ * <name>=<sum>. Registering a name again (a reload) returns the same id.
+ * Names: [a-z0-9_], at most 31 bytes. Returns an id >= 0 or -errno
+ * (-ENOSPC beyond PT_COUNTERS_MAX).
+ */
+#define PT_COUNTERS_MAX	64
+PT_API int	 pt_counter_register(const char *name);
+/* Worker: adds <delta> to this worker slot's counter <id>. */
+PT_API void	 pt_counter_add(int id, int64_t delta);
 
 #endif /* PORTICO_MODULE_H */

@@ -85,6 +85,8 @@ static const char *const hookrec_phases[PT_PHASE_COUNT] = {
 	[PT_PHASE_DIAL] = "DIAL",
 	[PT_PHASE_ESTABLISHED] = "ESTABLISHED",
 	[PT_PHASE_LOG] = "LOG",
+	[PT_PHASE_DATAGRAM] = "DATAGRAM",
+	[PT_PHASE_CLOSE] = "CLOSE",
 };
 
 static const char *const hookrec_keys[] = {
