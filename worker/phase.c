@@ -134,7 +134,7 @@ phase_walk(struct pt_conn *c)
 			c->c_hook++;
 			break;
 		case PT_VERDICT_AGAIN:
-			if (p == PT_PHASE_LOG) {
+			if (p == PT_PHASE_LOG || p == PT_PHASE_CLOSE) {
 				c->c_hook++;
 				break;
 			}
@@ -143,6 +143,12 @@ phase_walk(struct pt_conn *c)
 		case PT_VERDICT_ALLOW:
 		case PT_VERDICT_DENY:
 		case PT_VERDICT_ERROR:
+			/* Every module releases its state at CLOSE: one
+			 * hook's verdict must not skip the others'. */
+			if (p == PT_PHASE_CLOSE) {
+				c->c_hook++;
+				break;
+			}
 			phase_finish(c, v);
 			return;
 		default:
@@ -217,6 +223,19 @@ phase_exit_worker(const struct pt_config *conf, struct pt_worker *w)
 		m = conf->modules[i].mod->mod;
 		if (m->exit_worker != NULL)
 			m->exit_worker(w, conf->modules[i].ctx);
+	}
+}
+
+void
+phase_drain(const struct pt_config *conf, struct pt_worker *w)
+{
+	const struct pt_module	*m;
+	int			 i;
+
+	for (i = 0; i < conf->nmodules; i++) {
+		m = conf->modules[i].mod->mod;
+		if (m->on_drain != NULL)
+			m->on_drain(w, conf->modules[i].ctx);
 	}
 }
 
