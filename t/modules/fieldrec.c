@@ -12,7 +12,8 @@
  *		      user_header = "X-User";	# AUTH: pt_req_set_user
  *		      label = "rule-7";		# ACCESS: pt_req_set_label
  *		      tags = true;		# ACCESS: tags, see below
- *		      deny_listener = "name";	# ACCEPT: DENY there
+ *		      deny_listener = "deny";	# ACCEPT: DENY on the
+ *						# listeners named deny...
  *		      close_header = "X-Close";	# see below
  *		    } );
  *
@@ -321,7 +322,8 @@ fieldrec_run(enum pt_phase phase, struct pt_conn *conn, struct pt_req *req,
 	if (phase == PT_PHASE_CLOSE)
 		pt_timer_stop(&cc->timer);
 	if (phase == PT_PHASE_ACCEPT && fc->deny_listener != NULL &&
-	    strcmp(req->listener, fc->deny_listener) == 0)
+	    strncmp(req->listener, fc->deny_listener,
+	    strlen(fc->deny_listener)) == 0)
 		return PT_VERDICT_DENY;
 	return PT_VERDICT_CONTINUE;
 }
