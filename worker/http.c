@@ -119,6 +119,10 @@ struct http_state {
 };
 
 static struct pool		 http_pool;
+/* c_req.path copies of up to HTTP_PATH_SMALL bytes, most of them; longer
+ * ones take a buffer. buf_put gives either back (pool_of). */
+#define HTTP_PATH_SMALL		256
+static struct pool		 http_path_pool;
 static const struct pt_config	*http_conf;
 /* One parse at a time per worker: nothing keeps it across callbacks. */
 static struct http_msg		 http_scratch;
@@ -136,6 +140,7 @@ http_init(const struct pt_config *conf, unsigned max_conns)
 	http_conf = conf;
 	pool_init(&http_pool, "http state", sizeof(struct http_state),
 	    max_conns);
+	pool_init(&http_path_pool, "http path", HTTP_PATH_SMALL, max_conns);
 	upstream_init(conf->http.upstream_keepalive,
 	    conf->http.upstream_idle_timeout_ms);
 }
@@ -144,6 +149,7 @@ void
 http_fini(void)
 {
 	upstream_fini();
+	pool_fini(&http_path_pool);
 	pool_fini(&http_pool);
 }
 
@@ -1029,9 +1035,10 @@ http_answer_locally(struct pt_conn *c, const struct http_msg *m)
 }
 
 /*
- * Copies the request-target's path and query for c_req.path into a
- * pooled buffer of its own: the head's buffer may be given back (or
- * handed to the relay) before LOG reads it. No module, no copy.
+ * Copies the request-target's path and query for c_req.path into pooled
+ * memory of its own: the head's buffer may be given back (or handed to
+ * the relay) before LOG reads it. No module, no copy. Out of memory, the
+ * path stays empty rather than failing a request over a log field.
  */
 static void
 http_set_path(struct pt_conn *c, struct pt_str path)
@@ -1040,8 +1047,11 @@ http_set_path(struct pt_conn *c, struct pt_str path)
 
 	if (!phase_any_hooks() || path.len == 0)
 		return;
-	if (h->path == NULL && (h->path = buf_get(path.len <=
-	    buf_class_size(BUF_SMALL) ? BUF_SMALL : BUF_LARGE)) == NULL)
+	if (h->path == NULL)
+		h->path = path.len <= HTTP_PATH_SMALL ?
+		    pool_get(&http_path_pool) : buf_get(path.len <=
+		    buf_class_size(BUF_SMALL) ? BUF_SMALL : BUF_LARGE);
+	if (h->path == NULL)
 		return;
 	if (path.len > buf_size(h->path))
 		path.len = buf_size(h->path);

@@ -32,6 +32,7 @@ import httptest as H  # noqa: E402
 import sockstest as S  # noqa: E402
 
 ENOSPC, EINVAL = 28, 22
+LONG = "/long/" + "p" * 600 + "?q=" + "z" * 400
 TAG_RCS = "0,0,0,0,-%d,-%d,-%d,0,0" % (ENOSPC, EINVAL, EINVAL)
 
 
@@ -166,7 +167,7 @@ def keepalive(t, p, web, origin, rec2, seen):
     conn = H.Conn.to(web, timeout=ptest.bound(10))
     reqs = [("/a?1", [("X-User", "carol"), ("X-Test", "one")]),
             ("/b?2", [("X-Test", "two")]),
-            ("/c?3", [])]
+            (LONG, [])]
     statuses = []
     for path, hs in reqs:
         conn.send(H.request_bytes("GET", origin.url + path, hs))
@@ -191,8 +192,9 @@ def keepalive(t, p, web, origin, rec2, seen):
             lambda: [str(logs)])
     if len(logs) != 3:
         return
-    t.check([kv.get("path") for kv in logs] == ["/a?1", "/b?2", "/c?3"],
-            "keep-alive: each LOG has its own request's path",
+    t.check([kv.get("path") for kv in logs] == ["/a?1", "/b?2", LONG],
+            "keep-alive: each LOG has its own request's path (the last "
+            "%d bytes long)" % len(LONG),
             lambda: [str(logs)])
     t.check([kv.get("user") for kv in logs] == ["carol", "-", "-"] and
             all(kv.get("label") == "rule-7" and

@@ -58,7 +58,7 @@
 #define FIELDREC_NAME		"fieldrec"
 #endif
 
-#define FIELDREC_LINE_MAX	2048
+#define FIELDREC_LINE_MAX	4096
 #define FIELDREC_CLOSE_MS	200
 
 struct fieldrec_conf {
@@ -239,7 +239,7 @@ static void
 fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
     struct pt_req *req, struct fieldrec_conf *fc)
 {
-	char		 b[8][300];
+	char		 b[7][300], path[1500];
 	struct pt_str	 ua, xt, cls;
 	bool		 has_ua, has_xt, has_cls;
 
@@ -254,7 +254,7 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	    fieldrec_val(req->listener, req->listener ?
 	    strlen(req->listener) : 0, b[0], sizeof(b[0])),
 	    (int)req->listener_idx,
-	    fieldrec_val(req->path.ptr, req->path.len, b[1], sizeof(b[1])),
+	    fieldrec_val(req->path.ptr, req->path.len, path, sizeof(path)),
 	    has_ua ? fieldrec_val(ua.ptr, ua.len, b[2], sizeof(b[2])) : "-",
 	    has_xt ? fieldrec_val(xt.ptr, xt.len, b[3], sizeof(b[3])) : "-",
 	    fieldrec_val(req->user.ptr, req->user.len, b[4], sizeof(b[4])),
