@@ -17,7 +17,9 @@ and the record's order are the worker's own:
 - twenty concurrent connections of each kind at once: CLOSE per
   connection still exactly once;
 - on_drain runs in the old worker at a reload (SIGHUP), and in the
-  worker at SIGQUIT.
+  worker at SIGQUIT; the old worker closes an idle keep-alive
+  connection without another LOG, and still answers a request in
+  flight.
 """
 import os
 import socket
@@ -332,14 +334,20 @@ def drains(t, path, ev, pids):
             int(kv.get("pid", 0)) in pids]
 
 
-def drain(t):
+def drain(t, origin):
     p, ports, path = start(t, "drain", workers=2)
     old = set(p.workers().values())
     ptest.wait_for(lambda: len(drains(t, path, "INIT", old)) == 2,
                    ptest.bound(5))
     t.check(not drains(t, path, "DRAIN", old),
             "no on_drain while the workers accept")
-    # A connection in flight across the reload: on_drain does not end it.
+    # A keep-alive connection idle after one request, and one with a
+    # request in flight, across the reload.
+    idle = H.Conn.to(ports["web"], timeout=ptest.bound(10))
+    idle.send(H.request_bytes("GET", origin.url + "/echo?k=1"))
+    r = H.read_response(idle)
+    t.check(getattr(r, "status", None) == 200,
+            "drain: a keep-alive request answered", lambda: H.describe(r))
     conn = H.Conn.to(ports["web"], timeout=ptest.bound(10))
     conn.send(b"GET http://127.0.0.1:1/ HTTP/1.1\r\n")
     p.hup()
@@ -356,6 +364,23 @@ def drain(t):
     t.check(getattr(r, "status", None) in (502, 504),
             "reload: the request in flight is still answered by the old "
             "worker", lambda: H.describe(r))
+    data, how = H.outcome(idle, ptest.bound(5))
+    idle.close()
+    t.check(data == b"" and how == "eof",
+            "drain: the idle keep-alive connection is closed by the old "
+            "worker", lambda: [repr(data[:80]), how])
+    recs = records(path)
+    key = [(kv.get("worker"), kv.get("conn")) for e, kv in recs
+           if e == "LOG" and kv.get("path") == "/echo?k=1"]
+    ptest.wait_for(lambda: key and any(
+        e == "CLOSE" and (kv.get("worker"), kv.get("conn")) == key[0]
+        for e, kv in records(path)), ptest.bound(5))
+    evs = [e for e, kv in records(path)
+           if key and (kv.get("worker"), kv.get("conn")) == key[0]]
+    t.check(len(key) == 1 and evs.count("LOG") == 1 and
+            evs.count("CLOSE") == 1 and evs[-1] == "CLOSE",
+            "drain: closing the idle keep-alive connection adds no LOG; "
+            "CLOSE once", lambda: [str(key), str(evs)])
     newp = set(new.values()) if new else set()
     t.check(not drains(t, path, "DRAIN", newp),
             "reload: no on_drain in the new workers")
@@ -372,7 +397,7 @@ def main(t):
     uecho = S.udp_echo(t)
     origin = H.origin(t)
     lifecycle(t, echo, uecho, origin)
-    drain(t)
+    drain(t, origin)
 
 
 if __name__ == "__main__":
