@@ -6,21 +6,7 @@
 #include <libconfig.h>
 
 #include "portico/module.h"
-
-#define MODLOAD_MAX	32
-/* Hooks per phase, all modules together: the size of a worker's hook
- * table (worker/phase.c). conf.c refuses a configuration beyond it, so
- * that no worker has to drop one. */
-#define MODLOAD_MAX_HOOKS	64
-
-struct modload {
-	char			*name;
-	char			*path;
-	void			*handle;
-	const struct pt_module	*mod;
-	int			 index;		/* conn ctx slot */
-	int			 master_inited;
-};
+#include "common/conf_types.h"
 
 /* ---- master/modload.c ------------------------------------------------ */
 

@@ -18,7 +18,7 @@
 #include "worker/accept.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/conn.h"
 #include "worker/http.h"
 #include "worker/phase.h"

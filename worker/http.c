@@ -34,7 +34,7 @@
 #include "worker/http.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/buf.h"
 #include "worker/dial.h"
 #include "worker/dns.h"

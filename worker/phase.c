@@ -14,8 +14,7 @@
 
 #include "worker/phase.h"
 #include "common/log.h"
-#include "master/conf.h"
-#include "master/modload.h"
+#include "common/conf_types.h"
 
 /* conf.c refuses configurations with more hooks in a phase. */
 #define PHASE_MAX_HOOKS	MODLOAD_MAX_HOOKS

@@ -28,7 +28,7 @@
 #include "worker/socks.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/accept.h"
 #include "worker/buf.h"
 #include "worker/dial.h"

@@ -12,7 +12,7 @@
 
 #include "worker/tcp.h"
 #include "common/counters.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/accept.h"
 #include "worker/dial.h"
 #include "worker/phase.h"
