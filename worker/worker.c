@@ -279,7 +279,8 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 		fatal("module initialisation failed");
 	if (accept_start(conf->listeners, mine, conf->nlisteners) < 0)
 		fatal("watching listeners: %s", strerror(errno));
-	pt_log(PT_LOG_NOTICE, "worker %d started on cpu %d", slot, worker.cpu);
+	/* The role prefix ("worker N: ") already names the worker. */
+	pt_log(PT_LOG_NOTICE, "started on cpu %d", worker.cpu);
 
 	while (!worker.stopping || conn_count() > 0) {
 		if (loop_once() < 0)
@@ -288,7 +289,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	}
 	phase_exit_worker(conf, &worker);
 	relay_fini();
-	pt_log(PT_LOG_INFO, "worker %d exiting", slot);
+	pt_log(PT_LOG_INFO, "exiting");
 	/* _exit: the master's atexit handlers and stdio buffers belong to
 	 * the master, not to this copy of it. */
 	_exit(0);
