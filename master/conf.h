@@ -16,12 +16,8 @@
  * may block (file reads, getpwnam, name resolution of forwarding targets).
  */
 struct pt_config	*conf_load(const char *file, char err[CONF_ERRSZ]);
-/* Runs every module's init_master for <conf> (once per configuration the
- * master adopts; conf_free runs exit_master). 0, or -1 with <err> set. */
-int			 conf_init_modules(struct pt_config *conf,
-			    char err[CONF_ERRSZ]);
-/* Runs every module's reopen hook in the master (SIGUSR1). */
-void			 conf_reopen_modules(const struct pt_config *conf);
+/* Frees <conf> (NULL is fine); its modules get exit_master, when
+ * init_master ran, and conf_free (common/modlife.c). */
 void			 conf_free(struct pt_config *conf);
 /* CPUs usable by this process: sched_getaffinity() limited by the cgroup
  * quota. Fills <cpus_out> (at most <max>) and returns how many. */

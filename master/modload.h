@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Module loader: dlopen, ABI check, and calls into a module's life cycle. */
+/* Module loader: dlopen and ABI check (the life cycle: common/modlife.c). */
 #ifndef PT_MASTER_MODLOAD_H
 #define PT_MASTER_MODLOAD_H
 
@@ -19,12 +19,6 @@
  */
 struct modload	*modload_open(const char *name, const char *path,
 		    const char *dir, const char **errstr);
-/* Runs the module's conf() on <node>; stores its context in *ctx_out.
- * Returns 0, or -1 with *errstr set. */
-int		 modload_conf(struct modload *ml, const char *file,
-		    const char *dir, const config_setting_t *node,
-		    void **ctx_out, const char **errstr);
-void		 modload_conf_free(struct modload *ml, void *ctx);
 /* Every module loaded so far, in load order; returns how many. */
 int		 modload_all(struct modload ***all_out);
 /* dlclose()s every module. Master, at exit only, after every
