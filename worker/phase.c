@@ -159,6 +159,8 @@ phase_run(struct pt_conn *c, enum pt_phase phase, conn_phase_done_fn done)
 	c->c_phase = phase;
 	c->c_hook = 0;
 	c->c_phase_done = done;
+	/* An answer a module set is for the verdict that ends its phase. */
+	memset(&c->c_answer, 0, sizeof(c->c_answer));
 	if (phase_nhooks[phase] == 0) {
 		phase_finish(c, PT_VERDICT_CONTINUE);
 		return;
