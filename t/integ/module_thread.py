@@ -15,7 +15,9 @@ concurrent connections through one worker, users "good*" allowed and
   threadauth_allowed and threadauth_denied as observed;
 - the thread is not pinned with the worker: its affinity (from /proc and
   from its own log line) is the CPUs the master had, while the worker's
-  main thread is pinned to one.
+  main thread is pinned to one;
+- a fast stop (SIGTERM) while decisions are still on the thread: the
+  worker waits for their posts, resumes each once, then exits cleanly.
 """
 import base64
 import http.server
@@ -202,6 +204,47 @@ def main(t):
     t.check(tot and ("threadauth_allowed=%d" % allowed) in tot[-1].split()
             and ("threadauth_denied=%d" % denied) in tot[-1].split(),
             "and the allowed and denied ones", tot[-1:])
+
+    fast_stop(t)
+
+
+def fast_stop(t):
+    # The thread sleeps <seq> ms for job <seq>: 40 jobs take ~0.8 s.
+    port = ptest.free_port()
+    extra = ('modules = ( { name = "threadauth"; path = "%s/threadauth.so";'
+             ' delay_ms = 1000; } );' % ptest.TESTMODDIR)
+    # Its own error log: the first instance's lines are not this one's.
+    conf = httptest.http_conf(t, port, workers=1, extra=extra).replace(
+        "/error.log", "/error-fast-stop.log")
+    p = t.portico(conf)
+    socks = []
+    for i in range(40):
+        s = ptest.connect(port)
+        cred = base64.b64encode(b"good%d:pw" % i)
+        s.sendall(b"GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: x\r\n"
+                  b"Proxy-Authorization: Basic " + cred + b"\r\n\r\n")
+        socks.append(s)
+    p.wait_log(r"threadauth: resume conn=", timeout=ptest.bound(5))
+    rc = t.stop_portico(p)
+    for s in socks:
+        s.close()
+    t.check(rc == 0, "fast stop with decisions in flight: exit status 0",
+            rc)
+    lines = p.log().splitlines()
+    stop_at = [i for i, ln in enumerate(lines) if "shutting down" in ln]
+    late = [ln for ln in lines[stop_at[0] if stop_at else len(lines):]
+            if "threadauth: resume conn=" in ln]
+    t.check(late, "some decisions were posted back after the stop began",
+            lambda: ptest.tail(lines, 10))
+    fin = p.log_lines(r"threadauth: worker=0 jobs=")
+    m = re.search(r"jobs=(\d+) resumes=(\d+) doubled=(\d+)",
+                  fin[0] if fin else "")
+    t.check(m and m.group(1) == m.group(2) and m.group(3) == "0" and
+            int(m.group(1)) > 0, "every waiting request was resumed once "
+            "before the worker exited", fin)
+    tot = p.log_lines(r"master: totals: ")
+    t.check(m and tot and ("threadauth_resumes=%s" % m.group(2)) in
+            tot[-1].split(), "the totals agree", tot[-1:])
 
 
 if __name__ == "__main__":
