@@ -254,7 +254,9 @@ enum pt_log_level {
 	PT_LOG_DEBUG = 7
 };
 
-/* Master and worker: one line to the error log. */
+/* Master and worker: one line to the error log, with one write(). Safe
+ * from any thread, a module's own threads included (no shared buffer);
+ * not from a signal handler. */
 PT_API void	pt_log(int level, const char *fmt, ...)
 		    __attribute__((format(printf, 2, 3)));
 /* Same, with ": strerror(err)" appended; <err> is a positive errno. */
