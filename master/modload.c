@@ -160,6 +160,44 @@ modload_conf_free(struct modload *ml, void *ctx)
 }
 
 int
+modload_listener_conf(struct modload *ml, const char *file, const char *dir,
+    int idx, const char *name, const config_setting_t *node, void *modctx,
+    void **lctx_out, const char **errstr)
+{
+	struct pt_modconf	 mc;
+	int			 rc;
+
+	*lctx_out = NULL;
+	if (ml->mod->listener_conf == NULL)
+		return 0;
+	memset(&mc, 0, sizeof(mc));
+	mc.file = file;
+	mc.module_dir = dir;
+	mc.ctx = modctx;
+	mc.listener_idx = idx;
+	mc.listener = name;
+	*errstr = "rejected the listener's options";
+	rc = ml->mod->listener_conf(&mc, node, modctx, lctx_out, errstr);
+	if (rc < 0 || rc > 1) {
+		*lctx_out = NULL;
+		return -1;
+	}
+	/* A module that does not apply keeps no state here. */
+	if (rc == 1 && *lctx_out != NULL) {
+		modload_listener_conf_free(ml, *lctx_out);
+		*lctx_out = NULL;
+	}
+	return rc;
+}
+
+void
+modload_listener_conf_free(struct modload *ml, void *lctx)
+{
+	if (lctx != NULL && ml->mod->listener_conf_free != NULL)
+		ml->mod->listener_conf_free(lctx);
+}
+
+int
 modload_all(struct modload ***all_out)
 {
 	*all_out = modload_list;

@@ -39,6 +39,18 @@ int		 modload_conf(struct modload *ml, const char *file,
 		    const char *dir, const config_setting_t *node,
 		    void **ctx_out, const char **errstr);
 void		 modload_conf_free(struct modload *ml, void *ctx);
+/*
+ * Runs the module's listener_conf() for listener <idx> (<name> for the
+ * module's messages) with <node>, the listener's group named after the
+ * module, or NULL. Returns 0 (applies; its state in *lctx_out), 1 (does
+ * not apply) or -1 with *errstr set. A module without listener_conf
+ * applies everywhere (0, NULL state).
+ */
+int		 modload_listener_conf(struct modload *ml, const char *file,
+		    const char *dir, int idx, const char *name,
+		    const config_setting_t *node, void *modctx,
+		    void **lctx_out, const char **errstr);
+void		 modload_listener_conf_free(struct modload *ml, void *lctx);
 /* Every module loaded so far, in load order; returns how many. */
 int		 modload_all(struct modload ***all_out);
 /* dlclose()s every module. Master, at exit only, after every

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "master/conf.h"
 #include "master/modload.h"
+#include "worker/accept.h"
 
 /* conf.c refuses configurations with more hooks in a phase. */
 #define PHASE_MAX_HOOKS	MODLOAD_MAX_HOOKS
@@ -24,6 +25,7 @@ struct phase_hook {
 	pt_hook_fn		 fn;
 	int			 priority;
 	void			*modctx;	/* the module's conf() result */
+	uint32_t		 mod_bit;	/* its bit in conf_listener.mod_skip */
 };
 
 struct phase_mod {
@@ -37,7 +39,8 @@ static struct phase_mod		phase_mods[MODLOAD_MAX];
 static int			phase_nmods;
 
 static void
-phase_add(enum pt_phase p, pt_hook_fn fn, int priority, void *modctx)
+phase_add(enum pt_phase p, pt_hook_fn fn, int priority, void *modctx,
+    uint32_t mod_bit)
 {
 	struct phase_hook	*h = phase_hooks[p];
 	int			 i;
@@ -52,6 +55,7 @@ phase_add(enum pt_phase p, pt_hook_fn fn, int priority, void *modctx)
 	h[i].fn = fn;
 	h[i].priority = priority;
 	h[i].modctx = modctx;
+	h[i].mod_bit = mod_bit;
 	phase_nhooks[p]++;
 }
 
@@ -73,7 +77,7 @@ phase_init(const struct pt_config *conf)
 		for (h = m->hooks; h != NULL && h->fn != NULL; h++)
 			if ((unsigned)h->phase < PT_PHASE_COUNT)
 				phase_add(h->phase, h->fn, h->priority,
-				    conf->modules[i].ctx);
+				    conf->modules[i].ctx, (uint32_t)1 << i);
 	}
 	return total;
 }
@@ -108,6 +112,27 @@ pt_conn_ctx(struct pt_conn *c, const struct pt_module *mod)
 	return NULL;
 }
 
+void *
+pt_conn_listener_ctx(struct pt_conn *c, const struct pt_module *mod)
+{
+	void	**lctx = c->c_listener->conf->mod_lctx;
+	int	  i;
+
+	if (lctx == NULL)
+		return NULL;
+	/* phase_mods follows the configuration's module order. */
+	for (i = 0; i < phase_nmods; i++)
+		if (phase_mods[i].mod == mod)
+			return lctx[i];
+	return NULL;
+}
+
+void
+pt_conn_need_credentials(struct pt_conn *c, bool need)
+{
+	c->c_need_creds = need;
+}
+
 static void
 phase_finish(struct pt_conn *c, enum pt_verdict v)
 {
@@ -128,6 +153,11 @@ phase_walk(struct pt_conn *c)
 
 	while (c->c_hook < phase_nhooks[p]) {
 		h = &phase_hooks[p][c->c_hook];
+		/* A module that does not apply to the listener. */
+		if (c->c_mod_skip & h->mod_bit) {
+			c->c_hook++;
+			continue;
+		}
 		v = h->fn(c, &c->c_req, h->modctx);
 		switch (v) {
 		case PT_VERDICT_CONTINUE:
