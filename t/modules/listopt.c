@@ -11,7 +11,7 @@
  *				    level = 3;			# 1-9, default 1
  *				    no_auth_from = "127.0.0.1/32"; }; } );
  *
- * Lines in the error log (info), each naming the listener's tag, so a
+ * Lines in the error log (info; notice in the master), each naming the listener's tag, so a
  * test sees which listener's options reached the worker:
  *	listopt: listener <idx> (<address>) tag=<tag> level=<n>	(master)
  *	listopt: ACCEPT tag=<tag> level=<n> listener=<idx>[ no-credentials]
@@ -112,7 +112,9 @@ listopt_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 		free(lc);
 		return -1;
 	}
-	pt_log(PT_LOG_INFO, "listopt: listener %d (%s) tag=%s level=%d",
+	/* Notice: the master's log level is not yet the configured one
+	 * while it loads the configuration. */
+	pt_log(PT_LOG_NOTICE, "listopt: listener %d (%s) tag=%s level=%d",
 	    mc->listener_idx, mc->listener, lc->tag, lc->level);
 	*lctx_out = lc;
 	return 0;
