@@ -17,7 +17,7 @@ worker through pt_conn_listener_ctx.
 - gamma (no_auth_from 127.0.0.1/32): a no-auth client gets 0x00 and
   through; eps (no_auth_from 10.0.0.0/8): the same client gets 0xFF;
 - the master ran listener_conf once per listener with a group, with the
-  listener's index and address;
+  listener's index and address; a reload hands the new options over;
 - `portico -t` refuses a bad listopt value, a group named after a module
   that is not loaded, and one named after a module without listener
   options, each naming the file and the group's line.
@@ -168,6 +168,26 @@ def main(t):
     m, closed = method(ports[3], [S.M_NONE])
     t.check(m == S.M_REFUSED and closed,
             "eps: outside no_auth_from, only-no-auth gets 0xFF", repr(m))
+
+    # A reload: the new options replace the old ones (which are freed:
+    # the sanitizer build checks that), and plain gains the module.
+    p.set_conf(conf_text(t, ports, b_extra='listopt = { tag = "beta"; };')
+               .replace('tag = "alpha"; level = 3;',
+                        'tag = "alpha2"; level = 4;'))
+    p.hup()
+    t.check(bool(p.wait_log(r"reloaded ")), "reload: the new listener "
+            "options load", lambda: ptest.tail(p.log(), 10))
+    m, closed = method(ports[1], [S.M_NONE])
+    t.check(m == S.M_REFUSED and closed,
+            "reload: plain, now with a listopt group, asks for credentials",
+            repr(m))
+    ok, why = tunnel(ports[0], echo, auth=("alice", "secret"))
+    t.check(ok and len(p.wait_log(r"listopt: ACCEPT tag=alpha2 level=4 "
+                                  r"listener=0$", 1)) == 1 and
+            len(p.wait_log(r"listopt: ACCEPT tag=beta level=1 "
+                           r"listener=1$", 1)) == 1,
+            "reload: the new workers see the new options", lambda:
+            [why] + ptest.tail(p.log(), 10))
     t.stop_portico(p)
 
     # Configuration errors, each at the group's line.
