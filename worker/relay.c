@@ -454,6 +454,7 @@ relay_step(struct pt_conn *c, enum conn_side_id d)
 		/* A transport that must write its close first (TLS
 		 * close_notify) is called again when the socket is writable
 		 * (relay_on_timer bounds the wait). */
+		relay_dir_idle(r);
 		if (r->shut_wait && !(dst->ready & EPOLLOUT))
 			return 0;
 		n = conn_shutdown_wr(c, dst);
@@ -467,7 +468,6 @@ relay_step(struct pt_conn *c, enum conn_side_id d)
 			}
 			return 0;
 		}
-		relay_dir_idle(r);
 		r->done = true;
 		r->shut_wait = false;
 		return n < 0 ? (int)n : 1;

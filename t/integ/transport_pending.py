@@ -19,7 +19,10 @@ for an event stalls until the timeout.
   one segment (keep-alive), a POST whose 200 KiB body comes with its
   head, and a CONNECT with 64 KiB of early data then 1 MiB;
 - the module's per-connection line shows it did hold surplus bytes
-  (held > piece), so these checks exercise the pending path.
+  (held > piece), so these checks exercise the pending path;
+- a shutdown that says -EAGAIN forever is called again every 50 ms (or
+  on EPOLLOUT), not in a loop, and the connection closes at
+  header_timeout with every byte delivered.
 """
 import hashlib
 import os
@@ -35,12 +38,12 @@ import httptest as H  # noqa: E402
 
 CONF = """
 workers = 1;
-error_log = "@TMP@/error.log";
-log_level = "info";
+error_log = "@TMP@/error-@RELAY@.log";
+log_level = "debug";
 pid_file = "@TMP@/portico.pid";
 shutdown_timeout = 5;
 relay = { method = "@RELAY@"; };
-limits = { header_timeout = 5; idle_timeout = 30; };
+limits = { header_timeout = 2; idle_timeout = 30; };
 http = { connect_ports = "*"; };
 listeners = (
   { address = "127.0.0.1:@TCP@"; protocol = "tcp"; to = "@ECHO@";
@@ -49,7 +52,10 @@ listeners = (
   { address = "127.0.0.1:@SOCKS@"; protocol = "socks5";
     transport = "bufwire"; bufwire = { piece = 3; }; },
   { address = "127.0.0.1:@HTTP@"; protocol = "http";
-    transport = "bufwire"; bufwire = { piece = 5; }; }
+    transport = "bufwire"; bufwire = { piece = 5; }; },
+  { address = "127.0.0.1:@STUCK@"; protocol = "tcp"; to = "@ECHO@";
+    transport = "bufwire";
+    bufwire = { piece = 1000; shutdown_eagain = 1000000; }; }
 );
 modules = ( { name = "bufwire"; path = "@MODDIR@/bufwire.so"; } );
 """
@@ -125,6 +131,33 @@ def tcp_case(t, p, port, relay):
             ptest.tail(p.log(), 20))
     t.check(not p.log_lines("transport shutdown timed out"),
             "%s tcp: no shutdown timed out" % relay)
+
+
+def stuck_case(t, p, port, relay):
+    """A shutdown that never stops saying -EAGAIN: retried without
+    spinning, and the connection ends at header_timeout (2 s)."""
+    payload = os.urandom(256 * 1024)
+    before = len(held_lines(p))
+    conn = H.Conn.to(port, timeout=ptest.bound(20))
+    conn.send(b"BUF1")
+    ok = conn.read_exact(2)
+    data, secs, why = pump(conn, payload)
+    conn.close()
+    t.check(ok == b"OK" and not why and sha(data) == sha(payload) and
+            1.5 <= secs <= ptest.bound(6),
+            "%s stuck shutdown: every byte arrives, and the connection ends "
+            "at header_timeout (%.2fs)" % (relay, secs),
+            lambda: ["got %d: %s" % (len(data), why)] +
+            ptest.tail(p.log(), 10))
+    ends = ptest.wait_for(lambda: len(held_lines(p)) > before and
+                          held_lines(p), ptest.bound(5)) or []
+    tries = ends[-1][2] if len(ends) > before else -1
+    t.check(2 <= tries <= 2000 // 50 + 10,
+            "%s stuck shutdown: retried every 50 ms or on EPOLLOUT, not in "
+            "a loop (%d calls)" % (relay, tries), lambda: ends[before:])
+    t.check(len(p.wait_log("transport shutdown timed out", 1)) >= 1,
+            "%s stuck shutdown: the log says why it closed" % relay,
+            lambda: ptest.tail(p.log(), 10))
 
 
 def socks_case(t, p, port, echo, relay, nearly):
@@ -237,10 +270,10 @@ def main(t):
     echo = t.echo_server()
     origin = H.origin(t)
     for relay in ("splice", "copy"):
-        ports = [ptest.free_port() for _ in range(3)]
+        ports = [ptest.free_port() for _ in range(4)]
         conf = ptest.fill(CONF, TMP=t.tmp, MODDIR=ptest.TESTMODDIR,
                           RELAY=relay, TCP=ports[0], SOCKS=ports[1],
-                          HTTP=ports[2], ECHO=echo.address)
+                          HTTP=ports[2], STUCK=ports[3], ECHO=echo.address)
         p = t.portico(conf, conf_name="pending-%s.conf" % relay)
         tcp_case(t, p, ports[0], relay)
         socks_case(t, p, ports[1], echo, relay, 0)
@@ -250,6 +283,7 @@ def main(t):
         t.check(ends and all(h[1] > 7 for h in ends if h[0] > 0),
                 "%s: every connection's transport held surplus bytes "
                 "(held > piece)" % relay, lambda: ["%s" % (ends,)])
+        stuck_case(t, p, ports[3], relay)
         t.stop_portico(p)
 
 

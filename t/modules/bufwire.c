@@ -205,12 +205,12 @@ bufwire_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 			lc->piece = (unsigned)v;
 		else if (strcmp(config_setting_name(m), "shutdown_eagain")
 		    == 0 && config_setting_type(m) == CONFIG_TYPE_INT &&
-		    v >= 0 && v <= 100)
+		    v >= 0 && v <= 1000000)
 			lc->shutdown_eagain = (unsigned)v;
 		else {
 			free(lc);
 			*errstr = "expected piece (1-65536) and "
-			    "shutdown_eagain (0-100)";
+			    "shutdown_eagain (0-1000000)";
 			return -1;
 		}
 	}
