@@ -24,6 +24,7 @@
 
 #include "master/conf.h"
 #include "master/modload.h"
+#include "common/modlife.h"
 #include "common/log.h"
 #include "worker/dns.h"
 
@@ -427,16 +428,15 @@ conf_listener_modules(struct conf_ctx *cc, config_setting_t *s,
 	for (i = 0; i < conf->nmodules; i++) {
 		cm = &conf->modules[i];
 		node = config_setting_get_member(s, cm->name);
-		rc = modload_listener_conf(cm->mod, conf->file,
-		    conf->module_dir, (int)(l - conf->listeners), l->address,
-		    node, cm->ctx, &lctx, &errstr);
+		rc = modlife_listener_conf(cm, conf, (int)(l - conf->listeners),
+		    node, &lctx, &errstr);
 		if (rc < 0)
 			return conf_err(cc, node != NULL ? node : s,
 			    "module \"%s\": %s", cm->name, errstr);
 		if (lctx != NULL && l->mod_lctx == NULL &&
 		    (l->mod_lctx = calloc((size_t)conf->nmodules,
 		    sizeof(*l->mod_lctx))) == NULL) {
-			modload_listener_conf_free(cm->mod, lctx);
+			modlife_listener_conf_free(cm, lctx);
 			return conf_err(cc, NULL, "out of memory");
 		}
 		if (lctx != NULL)
@@ -1063,8 +1063,7 @@ conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 			    errstr);
 		if (conf_module_hooks(cc, e, cm, nhooks) < 0)
 			return -1;
-		if (modload_conf(cm->mod, conf->file, conf->module_dir, e,
-		    &cm->ctx, &errstr) < 0)
+		if (modlife_conf(cm, conf, e, &errstr) < 0)
 			return conf_err(cc, e, "module \"%s\": %s", cm->name,
 			    errstr);
 	}
@@ -1160,65 +1159,23 @@ conf_load(const char *file, char err[CONF_ERRSZ])
 	return conf;
 }
 
-int
-conf_init_modules(struct pt_config *conf, char err[CONF_ERRSZ])
-{
-	struct conf_module	*cm;
-	int			 i;
-
-	for (i = 0; i < conf->nmodules; i++) {
-		cm = &conf->modules[i];
-		if (cm->mod->mod->init_master != NULL &&
-		    cm->mod->mod->init_master(cm->ctx) != 0) {
-			snprintf(err, CONF_ERRSZ, "%s:%d: module \"%s\": "
-			    "initialisation failed", conf->file, cm->line,
-			    cm->name);
-			return -1;
-		}
-		cm->inited = true;
-	}
-	return 0;
-}
-
-void
-conf_reopen_modules(const struct pt_config *conf)
-{
-	int	 i;
-
-	for (i = 0; i < conf->nmodules; i++)
-		if (conf->modules[i].mod->mod->reopen != NULL)
-			conf->modules[i].mod->mod->reopen(conf->modules[i].ctx);
-}
-
 void
 conf_free(struct pt_config *conf)
 {
-	int	 i, j;
+	int	 i;
 
 	if (conf == NULL)
 		return;
+	/* First: it releases the listeners' module states too. */
+	modlife_drop(conf);
 	for (i = 0; i < conf->nlisteners; i++) {
-		struct conf_listener *l = &conf->listeners[i];
-
-		/* Before the modules' own state: a listener's may point
-		 * into it. */
-		for (j = 0; l->mod_lctx != NULL && j < conf->nmodules; j++)
-			if (conf->modules[j].mod != NULL)
-				modload_listener_conf_free(conf->modules[j].mod,
-				    l->mod_lctx[j]);
-		free(l->mod_lctx);
+		free(conf->listeners[i].mod_lctx);
 		free(conf->listeners[i].address);
 		free(conf->listeners[i].to);
 		free(conf->listeners[i].to_host);
 	}
 	free(conf->listeners);
 	for (i = 0; i < conf->nmodules; i++) {
-		struct conf_module *cm = &conf->modules[i];
-
-		if (cm->inited && cm->mod->mod->exit_master != NULL)
-			cm->mod->mod->exit_master(cm->ctx);
-		if (cm->mod != NULL && cm->ctx != NULL)
-			modload_conf_free(cm->mod, cm->ctx);
 		free(conf->modules[i].name);
 		free(conf->modules[i].path);
 	}
