@@ -49,6 +49,7 @@ modlife_conf(struct conf_module *cm, const struct pt_config *conf,
 	memset(&mc, 0, sizeof(mc));
 	mc.file = conf->file;
 	mc.module_dir = conf->module_dir;
+	mc.listener_idx = -1;		/* for listener_conf() only */
 	*errstr = "rejected its configuration";
 	if (m->conf(&mc, node, errstr) != 0)
 		return -1;
