@@ -185,7 +185,9 @@ struct pt_modconf {
 /* pt_module.flags */
 /* The module checks credentials: a SOCKS5 listener it applies to offers
  * username/password (RFC 1929) and, unless pt_conn_need_credentials()
- * says otherwise for a connection, only that. */
+ * says otherwise for a connection, only that. A module built for ABI 1.0
+ * counts as having it when it hooks AUTH (what 1.0 did, for every
+ * listener). */
 #define PT_MODF_CREDENTIALS	0x01
 
 struct pt_module {
