@@ -19,7 +19,7 @@ static struct counters_slot	*counters_mine = &counters_local;
 
 static const char *const counters_names[CTR_COUNT] = {
 	"accepted", "active", "closed", "bytes_in", "bytes_out",
-	"accept_paused", "upstream_failed", "denied",
+	"accept_paused", "upstream_failed", "denied", "udp_denied",
 };
 
 int
