@@ -81,7 +81,11 @@ struct udp_dest {
 	uint16_t		 port;		/* host order */
 	uint8_t			 flags;
 	uint8_t			 name_len;
-	struct sockaddr_storage	 addr;		/* port 0 */
+	sa_family_t		 family;	/* of ip */
+	union {
+		struct in_addr	 v4;
+		struct in6_addr	 v6;
+	}			 ip;
 	char			 name[UDP_NAME_MAX];
 };
 
@@ -184,13 +188,28 @@ static void	udp_on_remote(struct loop_io *io, uint32_t events);
 
 /* ---- the DATAGRAM check ------------------------------------------- */
 
+/* Does entry <e> hold the address of <ss>? */
 static bool
-udp_addr_equal(const struct sockaddr_storage *a,
-    const struct sockaddr_storage *b)
+udp_dest_ip_is(const struct udp_dest *e, const struct sockaddr_storage *ss)
 {
-	return a->ss_family == b->ss_family &&
-	    (a->ss_family == AF_INET6 || a->ss_family == AF_INET) &&
-	    udp_same_ip(a, b);
+	if (e->family != ss->ss_family)
+		return false;
+	if (e->family == AF_INET)
+		return e->ip.v4.s_addr ==
+		    ((const struct sockaddr_in *)ss)->sin_addr.s_addr;
+	return e->family == AF_INET6 && memcmp(&e->ip.v6,
+	    &((const struct sockaddr_in6 *)ss)->sin6_addr,
+	    sizeof(e->ip.v6)) == 0;
+}
+
+static void
+udp_dest_ip_set(struct udp_dest *e, const struct sockaddr_storage *ss)
+{
+	e->family = ss->ss_family;
+	if (e->family == AF_INET6)
+		e->ip.v6 = ((const struct sockaddr_in6 *)ss)->sin6_addr;
+	else
+		e->ip.v4 = ((const struct sockaddr_in *)ss)->sin_addr;
 }
 
 /*
@@ -213,11 +232,11 @@ udp_judge(struct udp_assoc *a, const char *host, size_t host_len,
 	req->host.ptr = host;
 	req->host.len = host_len;
 	req->port = port;
+	memset(&req->target, 0, sizeof(req->target));
 	if (target != NULL) {
-		req->target = *target;
+		memcpy(&req->target, target, target->ss_family == AF_INET6 ?
+		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 		((struct sockaddr_in *)&req->target)->sin_port = htons(port);
-	} else {
-		memset(&req->target, 0, sizeof(req->target));
 	}
 	v = phase_run_now(a->conn, PT_PHASE_DATAGRAM);
 	req->host = saved_host;
@@ -244,7 +263,7 @@ udp_dest_find(struct udp_assoc *a, const char *name, size_t name_len,
 		    e->name_len != (name != NULL ? name_len : 0))
 			continue;
 		if (name != NULL ? memcmp(e->name, name, name_len) == 0 :
-		    udp_addr_equal(&e->addr, addr)) {
+		    udp_dest_ip_is(e, addr)) {
 			e->used = ++a->dest_clock;
 			return e;
 		}
@@ -294,10 +313,8 @@ udp_addr_allowed(struct udp_assoc *a, const struct sockaddr_storage *to,
 		return false;
 	e = udp_dest_take(a);
 	e->port = port;
-	memcpy(&e->addr, to, to->ss_family == AF_INET6 ?
-	    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-	((struct sockaddr_in *)&e->addr)->sin_port = 0;
-	if (udp_judge(a, host, strlen(host), port, &e->addr))
+	udp_dest_ip_set(e, to);
+	if (udp_judge(a, host, strlen(host), port, to))
 		e->flags |= UDP_DEST_OK;
 	return (e->flags & UDP_DEST_OK) != 0;
 }
@@ -347,14 +364,12 @@ udp_resolved_allowed(struct udp_assoc *a, const char *name, size_t len,
 	e = udp_name_dest(a, name, len, port);
 	if (!(e->flags & UDP_DEST_NAME_OK))
 		return false;
-	if ((e->flags & UDP_DEST_ADDR) && udp_addr_equal(&e->addr, to))
+	if ((e->flags & UDP_DEST_ADDR) && udp_dest_ip_is(e, to))
 		return (e->flags & UDP_DEST_OK) != 0;
-	memcpy(&e->addr, to, to->ss_family == AF_INET6 ?
-	    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-	((struct sockaddr_in *)&e->addr)->sin_port = 0;
+	udp_dest_ip_set(e, to);
 	e->flags |= UDP_DEST_ADDR;
 	e->flags &= (uint8_t)~UDP_DEST_OK;
-	if (udp_judge(a, name, len, port, &e->addr))
+	if (udp_judge(a, name, len, port, to))
 		e->flags |= UDP_DEST_OK;
 	return (e->flags & UDP_DEST_OK) != 0;
 }
