@@ -22,6 +22,8 @@ the allowed port, and "blocked.test" (denied by name). Then:
   as DENY;
 - the cache is bounded: after more destinations than it holds, the
   denied one is judged again, and still refused;
+- an IPv4-mapped IPv6 destination is judged with its IPv4 address as
+  target;
 - the exit totals' udp_denied equals the datagrams sent to refused
   destinations, the association's LOG sees proto 6, the reason in
   req->error, and bytes_in counting the datagrams to addresses and to
@@ -185,6 +187,23 @@ def main(t):
             "is judged again and still refused",
             "judged %d times; its server saw %d; canary %r" % (
                 len(again), deny_echo.count(), got))
+
+    # an IPv4-mapped IPv6 address reaches the IPv4 host: the hooks see
+    # the IPv4 address, so a rule on it cannot be avoided that way
+    a.send("::ffff:127.0.0.1", denyp, b"mapped")
+    denied_sent += 1
+    a.send("127.0.0.1", okp, b"canary 3")
+    sent_in += len(b"canary 3")
+    got = a.recv(ptest.bound(3))
+    mapped = [x for x in judgements(p) if x[1] == "::ffff:127.0.0.1"]
+    t.check(got is not None and got[3] == b"canary 3" and
+            deny_echo.count() == 0 and
+            mapped == [(PROTO_UDP, "::ffff:127.0.0.1", denyp,
+                        "127.0.0.1:%d" % denyp, "deny")],
+            "a datagram to ::ffff:127.0.0.1 is judged with target "
+            "127.0.0.1 (the IPv4 host it reaches), and refused",
+            "judgements %r; its server saw %d; canary %r" % (
+                mapped, deny_echo.count(), got))
 
     a.close()
     logs = p.wait_log(r"udpcheck: LOG ", 1, timeout=ptest.bound(5))
