@@ -29,6 +29,7 @@
 #include "common/counters.h"
 #include "common/log.h"
 #include "master/conf.h"
+#include "common/modlife.h"
 #include "master/modload.h"
 #include "master/signal.h"
 #include "worker/worker.h"
@@ -273,7 +274,7 @@ spawn_reload(void)
 		    "configuration", err);
 		return;
 	}
-	if (conf_init_modules(conf, err) < 0 ||
+	if (modlife_init_master(conf, err, sizeof(err)) < 0 ||
 	    listen_open(conf, &ls, spawn_conf, &spawn_ls, err,
 	    sizeof(err)) < 0) {
 		pt_log(PT_LOG_ERR, "reload failed: %s; keeping the running "
@@ -317,7 +318,7 @@ spawn_reopen(void)
 	if (log_open(spawn_conf->error_log, spawn_conf->uid,
 	    spawn_conf->gid) < 0)
 		pt_log(PT_LOG_ERR, "reopening %s failed", spawn_conf->error_log);
-	conf_reopen_modules(spawn_conf);
+	modlife_reopen(spawn_conf);
 	spawn_signal_all(SIGUSR1);
 	pt_log(PT_LOG_NOTICE, "logs reopened");
 }

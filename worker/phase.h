@@ -37,11 +37,5 @@ void		 phase_run(struct pt_conn *c, enum pt_phase phase,
  * phase walk (c_phase, c_hook) is left as it was.
  */
 enum pt_verdict	 phase_run_now(struct pt_conn *c, enum pt_phase phase);
-/* Runs the init_worker / exit_worker hooks. */
-int		 phase_init_worker(const struct pt_config *conf,
-		    struct pt_worker *w);
-void		 phase_exit_worker(const struct pt_config *conf,
-		    struct pt_worker *w);
-void		 phase_reopen(const struct pt_config *conf);
 
 #endif

@@ -28,7 +28,8 @@
 #include "worker/worker.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/modlife.h"
+#include "common/conf_types.h"
 #include "worker/accept.h"
 #include "worker/conn.h"
 #include "worker/loop.h"
@@ -142,7 +143,7 @@ worker_on_signal(struct loop_io *io, uint32_t events)
 			if (log_reopen() < 0)
 				pt_log(PT_LOG_ERR, "reopening the error log "
 				    "failed");
-			phase_reopen(worker.conf);
+			modlife_reopen(worker.conf);
 			break;
 		default:
 			break;
@@ -275,20 +276,21 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	dns.timeout_ms = conf->resolver.timeout_ms;
 	if (dns_init(&dns) < 0)
 		fatal("resolver initialisation failed");
-	if (phase_init_worker(conf, &worker) < 0)
+	if (modlife_init_worker(conf, &worker) < 0)
 		fatal("module initialisation failed");
 	if (accept_start(conf->listeners, mine, conf->nlisteners) < 0)
 		fatal("watching listeners: %s", strerror(errno));
-	pt_log(PT_LOG_NOTICE, "worker %d started on cpu %d", slot, worker.cpu);
+	/* The role prefix ("worker N: ") already names the worker. */
+	pt_log(PT_LOG_NOTICE, "started on cpu %d", worker.cpu);
 
 	while (!worker.stopping || conn_count() > 0) {
 		if (loop_once() < 0)
 			fatal("epoll_wait: %s", strerror(errno));
 		conn_reap();
 	}
-	phase_exit_worker(conf, &worker);
+	modlife_exit_worker(conf, &worker);
 	relay_fini();
-	pt_log(PT_LOG_INFO, "worker %d exiting", slot);
+	pt_log(PT_LOG_INFO, "exiting");
 	/* _exit: the master's atexit handlers and stdio buffers belong to
 	 * the master, not to this copy of it. */
 	_exit(0);
