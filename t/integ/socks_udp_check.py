@@ -229,7 +229,7 @@ def main(t):
     rc = H.finish(t, p, w0)
     t.check(rc == 0, "SIGTERM: exit status 0", "exit %s" % rc)
     tot = p.log_lines(r"totals: ")
-    m = re.search(r"udp_denied=(\d+)", tot[-1]) if tot else None
+    m = re.search(r" udp_denied=(\d+)", tot[-1]) if tot else None
     t.check(m is not None and int(m.group(1)) == denied_sent,
             "exit totals: udp_denied=%d, the datagrams sent to refused "
             "destinations" % denied_sent, str(tot[-1:]))
