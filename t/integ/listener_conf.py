@@ -16,6 +16,8 @@ worker through pt_conn_listener_ctx.
   module's hooks runs for its connections;
 - gamma (no_auth_from 127.0.0.1/32): a no-auth client gets 0x00 and
   through; eps (no_auth_from 10.0.0.0/8): the same client gets 0xFF;
+- UDP ASSOCIATE on plain and gamma: the DATAGRAM hook runs for gamma's
+  datagram only;
 - the master ran listener_conf once per listener with a group, with the
   listener's index and address; a reload hands the new options over;
 - `portico -t` refuses a bad listopt value, a group named after a module
@@ -164,6 +166,26 @@ def main(t):
                            r"listener=2 no-credentials", 2)) == 2,
             "gamma: its ACCEPT hook saw gamma's options",
             lambda: ptest.tail(p.log(), 20))
+    # UDP ASSOCIATE: the DATAGRAM phase skips the module on plain too.
+    uecho = S.UdpEcho()
+    t.at_exit(uecho.stop)
+    got = {}
+    for name, port in (("plain", ports[1]), ("gamma", ports[2])):
+        u = S.Udp(port)
+        back = None
+        if u.ok():
+            u.send("127.0.0.1", uecho.port, b"dg-" + name.encode())
+            back = u.recv(ptest.bound(5))
+        u.close()
+        got[name] = back is not None and back[3] == b"dg-" + name.encode()
+    t.check(got["plain"] and got["gamma"],
+            "UDP ASSOCIATE on plain and gamma: a datagram comes back",
+            lambda: ["%s" % got])
+    dg = p.wait_log(r"listopt: DATAGRAM tag=", 1)
+    t.check(len(dg) >= 1 and all("tag=gamma" in ln for ln in dg),
+            "the DATAGRAM hook ran for gamma's datagram only",
+            lambda: dg or ptest.tail(p.log(), 10))
+
     # eps: the network does not match.
     m, closed = method(ports[3], [S.M_NONE])
     t.check(m == S.M_REFUSED and closed,

@@ -17,6 +17,7 @@
  *	listopt: ACCEPT tag=<tag> level=<n> listener=<idx>[ no-credentials]
  *	listopt: AUTH tag=<tag> user=<user> -> ok|denied
  *	listopt: LOG tag=<tag>
+ *	listopt: DATAGRAM tag=<tag>	(a UDP ASSOCIATE datagram judged)
  * The one user it knows is alice, password secret.
  */
 #include <arpa/inet.h>
@@ -182,10 +183,21 @@ listopt_log(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	return PT_VERDICT_CONTINUE;
 }
 
+static enum pt_verdict
+listopt_datagram(struct pt_conn *conn, struct pt_req *req, void *modctx)
+{
+	const struct listopt_lconf	*lc = listopt_lc(conn);
+
+	pt_clog(conn, PT_LOG_INFO, "listopt: DATAGRAM tag=%s",
+	    lc != NULL ? lc->tag : "?");
+	return PT_VERDICT_CONTINUE;
+}
+
 static const struct pt_hook listopt_hooks[] = {
 	{ PT_PHASE_ACCEPT, 0, listopt_accept },
 	{ PT_PHASE_AUTH, 0, listopt_auth },
 	{ PT_PHASE_LOG, 0, listopt_log },
+	{ PT_PHASE_DATAGRAM, 0, listopt_datagram },
 	{ 0, 0, NULL }
 };
 
