@@ -199,7 +199,8 @@ size_t		 conn_pending(struct pt_conn *c, struct conn_side *s);
  * holds some. */
 bool		 conn_readable(struct pt_conn *c, struct conn_side *s);
 /*
- * Whether the client has sent bytes still waiting in the kernel: a peek,
+ * Whether the client has sent bytes still waiting in the kernel, or
+ * held by its transport (conn_pending): a peek,
  * because on an edge-triggered socket the EPOLLIN may sit later in this
  * epoll batch or in the next one. False at EOF, on an error, or when the
  * client leg is closed. Worker only.
