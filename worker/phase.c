@@ -24,7 +24,7 @@ struct phase_hook {
 	pt_hook_fn		 fn;
 	int			 priority;
 	void			*modctx;	/* the module's conf() result */
-	uint32_t		 mod_bit;	/* its bit in conf_listener.mod_skip */
+	uint32_t		 mod_bit;	/* in conf_listener.mod_skip */
 };
 
 struct phase_mod {

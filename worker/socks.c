@@ -150,7 +150,8 @@ socks_watch(struct pt_conn *c, uint32_t events)
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
 
 	if (!cl->io.added) {
-		if (loop_io_start(&cl->io, cl->io.fd, events, socks_on_io) < 0) {
+		if (loop_io_start(&cl->io, cl->io.fd, events,
+		    socks_on_io) < 0) {
 			conn_close(c, "epoll_ctl");
 			return;
 		}

@@ -36,7 +36,7 @@ struct bufwire_lconf {
 };
 
 struct bufwire_conn {
-	char		*buf;			/* BUFWIRE_SIZE, from handshake */
+	char		*buf;		/* BUFWIRE_SIZE, from handshake */
 	unsigned	 off, len;		/* held: [off, len) */
 	unsigned	 max_held;
 	unsigned	 shut_calls;

@@ -11,8 +11,8 @@
  *				    level = 3;			# 1-9, default 1
  *				    no_auth_from = "127.0.0.1/32"; }; } );
  *
- * Lines in the error log (info; notice in the master), each naming the listener's tag, so a
- * test sees which listener's options reached the worker:
+ * Lines in the error log (info; notice in the master), each naming the
+ * listener's tag, so a test sees which listener's options reached the worker:
  *	listopt: listener <idx> (<address>) tag=<tag> level=<n>	(master)
  *	listopt: ACCEPT tag=<tag> level=<n> listener=<idx>[ no-credentials]
  *	listopt: AUTH tag=<tag> user=<user> -> ok|denied
