@@ -901,6 +901,28 @@ http_head_ready(struct http_flow *f)
 	return ready;
 }
 
+/* What a transport took from the socket and hands out in pieces raises
+ * no epoll event: it is read into the flow's buffer while there is room
+ * (relay.c does the same). Bytes added; a failure waits for the next
+ * read. */
+static ssize_t
+http_flow_read_pending(struct pt_conn *c, struct http_flow *f,
+    struct conn_side *src)
+{
+	ssize_t	 n, total = 0;
+
+	while (f->in_len < buf_size(f->in) && conn_pending(c, src) > 0) {
+		n = conn_recv(c, src, f->in + f->in_len,
+		    buf_size(f->in) - f->in_len);
+		if (n <= 0)
+			break;
+		f->in_len += (uint32_t)n;
+		http_count_read(c, src, n);
+		total += n;
+	}
+	return total;
+}
+
 /* Reads from <src> into flow <f>'s input. Bytes read, 0 at EOF, -EAGAIN,
  * or another -errno. */
 static ssize_t
@@ -930,6 +952,8 @@ http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
 		f->in_len += (uint32_t)n;
 		http_count_read(c, src, n);
 	}
+	if (n > 0 && !http_plain(c, src))
+		n += http_flow_read_pending(c, f, src);
 	return n;
 }
 
@@ -1296,7 +1320,7 @@ http_read_request(struct pt_conn *c)
 				return;
 			}
 		}
-		if (!(cl->ready & EPOLLIN))
+		if (!conn_readable(c, cl))
 			return;
 		n = http_flow_read(c, q, cl);
 		if (n == -EAGAIN) {
@@ -1696,7 +1720,7 @@ http_pump_request_body(struct pt_conn *c)
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
 	ssize_t			 n;
 
-	if (!http_client_wants_read(h) || !(cl->ready & EPOLLIN))
+	if (!http_client_wants_read(h) || !conn_readable(c, cl))
 		return 0;
 	n = http_flow_fill(c, &h->req, cl);
 	if (n == -EAGAIN)
