@@ -20,7 +20,9 @@ runs after it in every phase) reads.
   by its address as written, each with its index; SOCKS has no path and
   no header, but its own txn;
 - pt_conn_close from a module's timer ends a CONNECT tunnel: the client
-  sees EOF, LOG has the reason, CLOSE runs once.
+  sees EOF, LOG has the reason, CLOSE runs once;
+- a WebSocket tunnel's LOG still has the path, though the head's buffer
+  went to the relay.
 """
 import os
 import sys
@@ -271,6 +273,31 @@ def close_tunnel(t, p, web, echo, rec2, seen):
     t.check(len(of_conn(r2, conns[0], "CLOSE")) == 1, "tunnel: CLOSE once")
 
 
+def websocket(t, p, web, origin, rec2, seen):
+    conn = H.Conn.to(web, timeout=ptest.bound(10))
+    conn.send(H.request_bytes("GET", origin.url + "/ws?id=wsf", [
+        ("Upgrade", "websocket"), ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("Sec-WebSocket-Version", "13")]))
+    r = H.read_response(conn, keep_body=False)
+    ok = getattr(r, "status", None) == 101
+    if ok:
+        conn.send(H.ws_frame(1, b"x" * 3000))
+        fr = H.ws_read(conn)
+        ok = fr is not None and fr[2] == b"x" * 3000
+    conn.close()
+    t.check(ok, "WebSocket through the modules: 101, a frame echoes",
+            lambda: H.describe(r))
+    r2 = wait_ev(rec2, lambda rs: sum(1 for e, kv in rs
+                                      if e == "CLOSE") >= 5)
+    conns = new_conn(r2, seen)
+    logs = of_conn(r2, conns[0], "LOG") if len(conns) == 1 else []
+    t.check(len(logs) == 1 and logs[0].get("path") == "/ws?id=wsf" and
+            logs[0].get("proto") == "5" and logs[0].get("status") == "101",
+            "WebSocket LOG, after the relay took the head's buffer: the "
+            "path as sent, status 101", lambda: [str(conns), str(logs)])
+
+
 def main(t):
     if not H.have_curl():
         t.skip("module fields", "no curl", need="curl")
@@ -284,6 +311,7 @@ def main(t):
     keepalive(t, p, web, origin, rec2, seen2)
     socks(t, p, socks_port, echo, rec2, seen2)
     close_tunnel(t, p, web, echo, rec2, seen2)
+    websocket(t, p, web, origin, rec2, seen2)
     t.stop_portico(p)
 
 
