@@ -91,6 +91,9 @@ struct pt_conn {
 	int				 c_hook;
 	conn_phase_done_fn		 c_phase_done;
 	bool				 c_waiting;	/* a hook said AGAIN */
+	/* A hook said AGAIN since the protocol last cleared it (HTTP: per
+	 * request), so the client may have left meanwhile (target.c). */
+	bool				 c_waited;
 	bool				 c_logged;
 	bool				 c_reap_queued;
 
