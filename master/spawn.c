@@ -75,11 +75,15 @@ static void
 spawn_log_totals(void)
 {
 	uint64_t	 t[CTR_COUNT];
+	/* Up to PT_COUNTERS_MAX " name=sum"; the log line is cut at its
+	 * own limit, the counters in registration order. */
+	char		 mods[PT_COUNTERS_MAX * (COUNTERS_NAME_MAX + 23) + 1];
 
 	counters_total(t);
+	counters_fmt_modules(mods, sizeof(mods));
 	pt_log(PT_LOG_NOTICE, "totals: accepted=%llu active=%llu closed=%llu "
 	    "bytes_in=%llu bytes_out=%llu accept_paused=%llu "
-	    "upstream_failed=%llu denied=%llu",
+	    "upstream_failed=%llu denied=%llu udp_denied=%llu%s",
 	    (unsigned long long)t[CTR_ACCEPTED],
 	    (unsigned long long)t[CTR_ACTIVE],
 	    (unsigned long long)t[CTR_CLOSED],
@@ -87,7 +91,8 @@ spawn_log_totals(void)
 	    (unsigned long long)t[CTR_BYTES_OUT],
 	    (unsigned long long)t[CTR_ACCEPT_PAUSED],
 	    (unsigned long long)t[CTR_UPSTREAM_FAILED],
-	    (unsigned long long)t[CTR_DENIED]);
+	    (unsigned long long)t[CTR_DENIED],
+	    (unsigned long long)t[CTR_UDP_DENIED], mods);
 }
 
 static void

@@ -33,6 +33,7 @@
 #include "worker/accept.h"
 #include "worker/conn.h"
 #include "worker/loop.h"
+#include "worker/modloop.h"
 #include "worker/phase.h"
 #include "worker/buf.h"
 #include "worker/dns.h"
@@ -49,6 +50,8 @@ static struct pt_worker	*worker_cur;
 static struct loop_io	 worker_sigio;
 static struct pt_timer	 worker_drain_timer;
 static char		 worker_role[32];
+/* The process's CPUs before worker_pin narrowed them (pt_worker_cpuset). */
+static cpu_set_t	 worker_cpus;
 
 struct pt_worker *
 worker_self(void)
@@ -82,8 +85,17 @@ static void
 worker_pin(const struct pt_config *conf, int slot)
 {
 	cpu_set_t	 set;
+	long		 n, i;
 
 	worker.cpu = -1;
+	/* Recorded before pinning so a module thread can run elsewhere; if
+	 * the kernel will not say, every online CPU is the best guess. */
+	if (sched_getaffinity(0, sizeof(worker_cpus), &worker_cpus) < 0) {
+		CPU_ZERO(&worker_cpus);
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		for (i = 0; i < n && i < CPU_SETSIZE; i++)
+			CPU_SET(i, &worker_cpus);
+	}
 	if (!conf->pin)
 		return;
 	CPU_ZERO(&set);
@@ -94,6 +106,13 @@ worker_pin(const struct pt_config *conf, int slot)
 		return;
 	}
 	worker.cpu = conf->cpus[slot];
+}
+
+int
+pt_worker_cpuset(cpu_set_t *out)
+{
+	*out = worker_cpus;
+	return CPU_COUNT(out);
 }
 
 static void
@@ -238,6 +257,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	size_t		 modctx;
 	unsigned	 maxconn;
 	struct dns_conf	 dns;
+	int		 rc;
 
 	snprintf(worker_role, sizeof(worker_role), "worker %d", slot);
 	log_set_role(worker_role);
@@ -258,6 +278,8 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	if (loop_init() < 0)
 		fatal("epoll_create1: %s", strerror(errno));
 	worker_signals();
+	if ((rc = modloop_init()) < 0)
+		fatal("post eventfd: %s", strerror(-rc));
 	modctx = phase_init(conf);
 	maxconn = worker_max_connections(conf);
 	conn_pool_init(maxconn, modctx, worker_memory(conf, nslots));
@@ -289,6 +311,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 		conn_reap();
 	}
 	modlife_exit_worker(conf, &worker);
+	modloop_fini();
 	relay_fini();
 	pt_log(PT_LOG_INFO, "exiting");
 	/* _exit: the master's atexit handlers and stdio buffers belong to
