@@ -1278,7 +1278,8 @@ http_access_ok(struct pt_conn *c)
 		http_answer_locally(c);
 		return false;
 	}
-	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup) {
+	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup &&
+	    target_addr(c) != NULL) {
 		/* Same origin as the last request (http_request_head pooled
 		 * it otherwise). */
 		h->parked = false;
