@@ -83,6 +83,12 @@ target_resolving(const struct pt_conn *c)
 	return c->c_target.dns != NULL;
 }
 
+bool
+target_waited(const struct pt_conn *c)
+{
+	return c->c_waited || c->c_target.resolved_late;
+}
+
 void
 target_stop(struct pt_conn *c)
 {
@@ -203,6 +209,11 @@ target_on_dial(struct pt_conn *c, enum pt_verdict v)
 
 	if (target_refused(c, PT_PHASE_DIAL, v))
 		return;
+	/* Only after a wait: the client had no time to leave otherwise,
+	 * and the common path costs nothing more. */
+	if (t->ops->may_dial != NULL && target_waited(c) &&
+	    !t->ops->may_dial(c))
+		return;
 	if (t->reused) {
 		phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
 		return;
@@ -227,6 +238,9 @@ target_on_dns(void *arg, int err, const struct dns_result *res)
 	struct pt_conn	*c = arg;
 	struct target	*t = &c->c_target;
 
+	/* Pending means the answer came from the loop, later. */
+	if (t->dns != NULL)
+		t->resolved_late = true;
 	t->dns = NULL;
 	if (err == 0 && (t->naddrs = dns_addrs_with_port(res, c->c_req.port,
 	    t->store)) == 0)
@@ -276,5 +290,6 @@ target_on_access(struct pt_conn *c, enum pt_verdict v)
 void
 target_access(struct pt_conn *c)
 {
+	c->c_target.resolved_late = false;
 	phase_run(c, PT_PHASE_ACCESS, target_on_access);
 }
