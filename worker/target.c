@@ -206,6 +206,7 @@ static void
 target_on_dial(struct pt_conn *c, enum pt_verdict v)
 {
 	struct target	*t = &c->c_target;
+	struct pt_addr	 to;
 
 	if (target_refused(c, PT_PHASE_DIAL, v))
 		return;
@@ -218,17 +219,26 @@ target_on_dial(struct pt_conn *c, enum pt_verdict v)
 		phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
 		return;
 	}
-	dial_start(c, &t->addrs[t->idx],
-	    worker_self()->conf->limits.connect_timeout_ms, target_on_dialed);
+	/* What DIAL judged is what we connect to. */
+	sockaddr_unmap((const struct sockaddr *)&c->c_req.target, &to);
+	dial_start(c, &to, worker_self()->conf->limits.connect_timeout_ms,
+	    target_on_dialed);
 }
 
-/* DIAL sees the address about to be tried in c_req.target. */
+/*
+ * DIAL sees the address about to be tried in c_req.target, an IPv4-mapped
+ * IPv6 address (::ffff:10.0.0.1, from a SOCKS5 request or an IPv6 literal)
+ * as the IPv4 address it reaches, so that a rule on 10/8 holds however the
+ * client wrote it; the connect then uses that IPv4 address.
+ */
 static void
 target_dial_phase(struct pt_conn *c)
 {
-	const struct pt_addr	*a = target_addr(c);
+	struct pt_addr	 shown;
 
-	memcpy(&c->c_req.target, &a->sa, a->len);
+	sockaddr_unmap((const struct sockaddr *)&target_addr(c)->sa, &shown);
+	memset(&c->c_req.target, 0, sizeof(c->c_req.target));
+	memcpy(&c->c_req.target, &shown.sa, shown.len);
 	phase_run(c, PT_PHASE_DIAL, target_on_dial);
 }
 
