@@ -25,6 +25,8 @@ void	register_req_suite(void);
 void	register_modloop_suite(void);
 /* ---- t/unit/test_counters.c ------------------------------------------ */
 void	register_counters_suite(void);
+/* ---- t/unit/test_http_head.c ----------------------------------------- */
+void	register_http_head_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -36,6 +38,7 @@ void	register_counters_suite(void);
 	register_socks_parse_suite,					\
 	register_modloop_suite,						\
 	register_counters_suite,					\
+	register_http_head_suite,					\
 	register_req_suite
 
 #endif
