@@ -52,6 +52,10 @@ enum conf_relay {
 
 struct conf_listener {
 	char		*address;	/* as written, for logs */
+	/* `name`, unique, [A-Za-z0-9_.-]; the address when not given.
+	 * Modules see it as pt_req.listener. */
+	char		*name;
+	int		 idx;		/* position in `listeners` */
 	struct pt_addr	 addr;
 	enum conf_proto	 proto;
 	char		*to;		/* tcp: target as written */

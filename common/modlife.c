@@ -2,8 +2,8 @@
 /*
  * The module life cycle. A configuration's modules go through conf() as
  * it loads, init_master once the master adopts it, init_worker and
- * exit_worker in each worker forked with it, reopen on SIGUSR1 in every
- * process, and exit_master then conf_free when the master drops it. Each
+ * exit_worker in each worker forked with it, on_drain in a worker that
+ * stops accepting, reopen on SIGUSR1 in every process, and exit_master then conf_free when the master drops it. Each
  * of those calls is made here and nowhere else, so the order a module can
  * rely on (written in include/portico/module.h) is written once. What is
  * not here: loading and checking the shared object (master/modload.c)
@@ -74,7 +74,7 @@ modlife_listener_conf(struct conf_module *cm, const struct pt_config *conf,
 	mc.module_dir = conf->module_dir;
 	mc.ctx = cm->ctx;
 	mc.listener_idx = idx;
-	mc.listener = conf->listeners[idx].address;
+	mc.listener = conf->listeners[idx].name;
 	*errstr = "rejected the listener's options";
 	rc = m->listener_conf(&mc, node, cm->ctx, lctx_out, errstr);
 	if (rc < 0 || rc > 1) {
@@ -174,6 +174,19 @@ modlife_exit_worker(const struct pt_config *conf, struct pt_worker *w)
 		m = conf->modules[i].mod->mod;
 		if (m->exit_worker != NULL)
 			m->exit_worker(w, conf->modules[i].ctx);
+	}
+}
+
+void
+modlife_drain(const struct pt_config *conf, struct pt_worker *w)
+{
+	const struct pt_module	*m;
+	int			 i;
+
+	for (i = 0; i < conf->nmodules; i++) {
+		m = conf->modules[i].mod->mod;
+		if (m->on_drain != NULL)
+			m->on_drain(w, conf->modules[i].ctx);
 	}
 }
 

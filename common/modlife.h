@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Every call into a module's life cycle (struct pt_module: conf,
- * listener_conf, init_master, init_worker, exit_worker, reopen,
+ * listener_conf, init_master, init_worker, exit_worker, on_drain, reopen,
  * exit_master, listener_conf_free, conf_free),
  * in one place, in the order a configuration lives through them. Loading
  * (dlopen, ABI check) is master/modload.c; hooks are worker/phase.c.
@@ -65,6 +65,9 @@ int	 modlife_init_worker(const struct pt_config *conf,
 /* Worker, after its loop ended: exit_worker in reverse order. */
 void	 modlife_exit_worker(const struct pt_config *conf,
 	    struct pt_worker *w);
+/* Worker, once, when it stops accepting (drain or fast stop): every
+ * module's on_drain, in configuration order. */
+void	 modlife_drain(const struct pt_config *conf, struct pt_worker *w);
 /* Master and worker, on SIGUSR1: every module's reopen. */
 void	 modlife_reopen(const struct pt_config *conf);
 

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -56,7 +57,7 @@ static const char *const conf_resolver_keys[] = {
 };
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
-	NULL
+	"name", NULL
 };
 static const char *const conf_limits_keys[] = {
 	"max_connections", "header_timeout", "connect_timeout",
@@ -339,6 +340,35 @@ conf_transport(struct conf_ctx *cc, config_setting_t *s,
 	return conf_err(cc, m, "module \"%s\" is not in \"modules\"", name);
 }
 
+/* name = "...": what modules and their logs call the listener; the
+ * address as written when absent. Uniqueness is checked by the caller. */
+static int
+conf_listener_name(struct conf_ctx *cc, config_setting_t *s,
+    struct conf_listener *l)
+{
+	config_setting_t	*m;
+	const char		*v;
+	size_t			 i;
+
+	if ((m = config_setting_get_member(s, "name")) == NULL) {
+		if ((l->name = strdup(l->address)) == NULL)
+			return conf_err(cc, s, "out of memory");
+		return 0;
+	}
+	if (config_setting_type(m) != CONFIG_TYPE_STRING)
+		return conf_err(cc, m, "expected a string");
+	v = config_setting_get_string(m);
+	if (v[0] == '\0' || strlen(v) > PT_NAME_MAX)
+		return conf_err(cc, m, "name: 1 to %d characters", PT_NAME_MAX);
+	for (i = 0; v[i] != '\0'; i++)
+		if (!isalnum((unsigned char)v[i]) && strchr("_.-", v[i]) == NULL)
+			return conf_err(cc, m, "name \"%s\": only letters, "
+			    "digits, '_', '.' and '-'", v);
+	if ((l->name = strdup(v)) == NULL)
+		return conf_err(cc, m, "out of memory");
+	return 0;
+}
+
 /* conf_listener.mod_skip has a bit per module of a configuration. */
 _Static_assert(MODLOAD_MAX <= 32, "mod_skip holds MODLOAD_MAX bits");
 
@@ -476,6 +506,8 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 		return -1;
 	if (sockaddr_parse(l->address, &l->addr, &errstr) < 0)
 		return conf_err(cc, m, "\"%s\": %s", l->address, errstr);
+	if (conf_listener_name(cc, s, l) < 0)
+		return -1;
 
 	if ((m = config_setting_get_member(s, "protocol")) == NULL)
 		return conf_err(cc, s, "listener: missing \"protocol\"");
@@ -556,15 +588,23 @@ conf_listeners(struct conf_ctx *cc, const config_setting_t *root)
 	for (i = 0; i < n; i++) {
 		config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
 
+		conf->listeners[i].idx = i;
 		if (conf_listener(cc, e, &conf->listeners[i]) < 0)
 			return -1;
-		for (j = 0; j < i; j++)
+		for (j = 0; j < i; j++) {
 			if (sockaddr_equal(&conf->listeners[j].addr,
 			    &conf->listeners[i].addr))
 				return conf_err(cc, e, "duplicate listener "
 				    "\"%s\" (first at line %d)",
 				    conf->listeners[i].address,
 				    conf->listeners[j].line);
+			if (strcmp(conf->listeners[j].name,
+			    conf->listeners[i].name) == 0)
+				return conf_err(cc, e, "duplicate listener "
+				    "name \"%s\" (first at line %d)",
+				    conf->listeners[i].name,
+				    conf->listeners[j].line);
+		}
 	}
 	return 0;
 }
@@ -1171,6 +1211,7 @@ conf_free(struct pt_config *conf)
 	for (i = 0; i < conf->nlisteners; i++) {
 		free(conf->listeners[i].mod_lctx);
 		free(conf->listeners[i].address);
+		free(conf->listeners[i].name);
 		free(conf->listeners[i].to);
 		free(conf->listeners[i].to_host);
 	}

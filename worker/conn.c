@@ -28,11 +28,13 @@
 #include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/relay.h"
+#include "worker/req.h"
 #include "worker/worker.h"
 
 static struct pool	 conn_pool;
 static struct pt_conn	*conn_reap_list;
 static uint64_t		 conn_next_id;
+static uint64_t		 conn_txn_last;
 /* Every open connection, for conn_close_all(). */
 static struct pt_conn	*conn_live;
 
@@ -174,6 +176,9 @@ conn_new(const struct worker_listener *l, int fd,
 	c->c_dir[0].pipe_r = c->c_dir[0].pipe_w = -1;
 	c->c_dir[1].pipe_r = c->c_dir[1].pipe_w = -1;
 	c->c_req.peer = *peer;
+	c->c_req.listener = l->conf->name;
+	c->c_req.listener_idx = l->conf->idx;
+	c->c_req.txn = conn_txn_next();
 	/* Only modules read the local address: no syscall when none runs. */
 	if (phase_any_hooks()) {
 		len = sizeof(c->c_req.local);
@@ -267,6 +272,12 @@ conn_reap_queue(struct pt_conn *c)
 	conn_reap_list = c;
 }
 
+uint64_t
+conn_txn_next(void)
+{
+	return ++conn_txn_last;
+}
+
 void
 conn_close(struct pt_conn *c, const char *why)
 {
@@ -290,6 +301,10 @@ conn_close(struct pt_conn *c, const char *why)
 		c->c_logged = true;
 		phase_run(c, PT_PHASE_LOG, NULL);
 	}
+	/* CLOSE here, not at reap: once per connection even when a module
+	 * still holds it (AGAIN), while the request's strings still point
+	 * into live protocol state. */
+	phase_run(c, PT_PHASE_CLOSE, NULL);
 	/* After LOG: the request's strings may live in the protocol state. */
 	if (c->c_proto_free != NULL)
 		c->c_proto_free(c);
@@ -320,6 +335,7 @@ conn_reap(void)
 
 	while ((c = conn_reap_list) != NULL) {
 		conn_reap_list = c->c_reap_next;
+		req_names_clear(c);
 		pool_put(&conn_pool, c);
 		freed = true;
 	}
@@ -487,6 +503,12 @@ conn_shutdown_wr(struct pt_conn *c, struct conn_side *s)
 		return rc;
 	s->wr_shut = true;
 	return 0;
+}
+
+void
+pt_conn_close(struct pt_conn *c, const char *reason)
+{
+	conn_close(c, reason);
 }
 
 uint64_t

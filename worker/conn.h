@@ -16,6 +16,7 @@
 #include "worker/target.h"
 
 struct pt_conn;
+struct req_names;
 struct worker_listener;
 
 enum conn_side_id {
@@ -117,6 +118,8 @@ struct pt_conn {
 	void				(*c_proto_close)(struct pt_conn *);
 	/* The worker starts draining (conn_drain_all). */
 	void				(*c_proto_drain)(struct pt_conn *);
+	/* What modules named (user, label, tags: req.c), or NULL. */
+	struct req_names		*c_names;
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Module per-connection state follows, at offsets from phase.c. */
@@ -158,11 +161,16 @@ struct pt_conn	*conn_new(const struct worker_listener *l, int fd,
  * header_timeout, then calls <ready> (the protocol's start).
  */
 void		 conn_start(struct pt_conn *c, void (*ready)(struct pt_conn *));
+/* The next transaction number of this worker (pt_req.txn), from 1.
+ * conn_new takes one for the connection's first transaction. */
+uint64_t	 conn_txn_next(void);
 /*
  * The only way a connection ends: stops and closes both sockets, returns
- * buffers and pipes, runs the LOG phase once, and queues the memory for
- * conn_reap() so callbacks still on the stack stay valid. Idempotent.
- * <why> is a static string for the debug log and LOG hooks, or NULL.
+ * buffers and pipes, runs the LOG phase once unless the protocol already
+ * logged its last transaction (c_logged), then the CLOSE phase (exactly
+ * once per connection), and queues the memory for conn_reap() so
+ * callbacks still on the stack stay valid. Idempotent. <why> is a static
+ * string for the debug log and LOG hooks, or NULL.
  */
 void		 conn_close(struct pt_conn *c, const char *why);
 /* Frees every connection closed during this loop iteration. */

@@ -42,6 +42,7 @@
 #include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/relay.h"
+#include "worker/req.h"
 #include "worker/target.h"
 #include "worker/upstream.h"
 #include "worker/worker.h"
@@ -90,6 +91,9 @@ struct http_flow {
 	size_t		 piped;
 	bool		 pipe_full;	/* splice in said EAGAIN with bytes
 					 * piped: read again after a write */
+	/* Request: the raw head, kept at the front of <in> from its parse
+	 * on, for pt_req_header; 0 once <in> was given back or shifted. */
+	uint32_t	 head_len;
 };
 
 struct http_state {
@@ -106,6 +110,10 @@ struct http_state {
 	bool			 origin_keep;	/* origin allows reuse */
 	bool			 parked;	/* upstream kept from the last */
 	bool			 resp_wait;	/* c_timer counts response_timeout */
+	bool			 txn_logged;	/* c_req.txn has had its LOG */
+	/* The request-target's path and query, copied for c_req.path (the
+	 * head's buffer may go before LOG); only when modules run. */
+	char			*path;
 	uint8_t			 local;		/* HTTP_LOCAL_*: answered here */
 	uint32_t		 head_len;	/* of the request in req.in */
 	struct pt_addr		 addrs[DNS_MAX_ADDRS];	/* target.c's */
@@ -117,6 +125,10 @@ struct http_state {
 };
 
 static struct pool		 http_pool;
+/* c_req.path copies of up to HTTP_PATH_SMALL bytes, most of them; longer
+ * ones take a buffer. buf_put gives either back (pool_of). */
+#define HTTP_PATH_SMALL		256
+static struct pool		 http_path_pool;
 static const struct pt_config	*http_conf;
 /* One parse at a time per worker: nothing keeps it across callbacks. */
 static struct http_msg		 http_scratch;
@@ -133,6 +145,7 @@ http_init(const struct pt_config *conf, unsigned max_conns)
 	http_conf = conf;
 	pool_init(&http_pool, "http state", sizeof(struct http_state),
 	    max_conns);
+	pool_init(&http_path_pool, "http path", HTTP_PATH_SMALL, max_conns);
 	upstream_init(conf->http.upstream_keepalive,
 	    conf->http.upstream_idle_timeout_ms);
 }
@@ -141,6 +154,7 @@ void
 http_fini(void)
 {
 	upstream_fini();
+	pool_fini(&http_path_pool);
 	pool_fini(&http_pool);
 }
 
@@ -175,6 +189,7 @@ http_flow_release(struct http_flow *f)
 	f->out_start = f->out_len = 0;
 	f->scan = 0;
 	f->seen_lf = false;
+	f->head_len = 0;
 }
 
 /* Drops what has been written; gives the input buffer back when it holds
@@ -195,6 +210,7 @@ http_flow_compact(struct http_flow *f)
 		f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
 		f->scan = 0;
 		f->seen_lf = false;
+		f->head_len = 0;
 	}
 }
 
@@ -213,6 +229,7 @@ http_flow_shift(struct http_flow *f)
 	f->in_len = n;
 	f->scan = 0;
 	f->seen_lf = false;
+	f->head_len = 0;
 }
 
 static void
@@ -225,6 +242,7 @@ http_state_free(struct pt_conn *c)
 	target_stop(c);
 	http_flow_release(&h->req);
 	http_flow_release(&h->resp);
+	buf_put(h->path);
 	pool_put(&http_pool, h);
 	c->c_proto = NULL;
 }
@@ -232,6 +250,7 @@ http_state_free(struct pt_conn *c)
 /* ---- timers --------------------------------------------------------- */
 
 static void	http_fail(struct pt_conn *c, int status, const char *detail);
+static void	http_txn_open(struct pt_conn *c);
 static bool	http_awaiting_response(const struct http_state *h);
 static bool	http_flow_has_output(const struct http_flow *f);
 
@@ -495,6 +514,10 @@ http_fail_answer(struct pt_conn *c, int status, const char *detail,
 	unsigned		 flags;
 	ssize_t			 n;
 
+	/* Our answer is a transaction even when no byte of a request came
+	 * (408 to a silent first connection). */
+	if (c->c_logged)
+		http_txn_open(c);
 	c->c_req.status = status;
 	if (detail != NULL && c->c_req.error == NULL)
 		c->c_req.error = detail;
@@ -549,12 +572,30 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 
 /* ---- the end of a transaction -------------------------------------- */
 
+/*
+ * A transaction starts: LOG will run for it (at its end or at the close).
+ * The connection's first one keeps the number conn_new took; each later
+ * one takes the next. Callers set start_ms.
+ */
+static void
+http_txn_open(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+
+	c->c_logged = false;
+	if (h->txn_logged) {
+		c->c_req.txn = conn_txn_next();
+		h->txn_logged = false;
+	}
+}
+
 static void
 http_log_transaction(struct pt_conn *c)
 {
 	c->c_req.end_ms = loop_now();
 	if (!c->c_logged) {
 		c->c_logged = true;
+		http_st(c)->txn_logged = true;
 		phase_run(c, PT_PHASE_LOG, NULL);
 	}
 }
@@ -1064,6 +1105,82 @@ http_answer_locally(struct pt_conn *c)
 	http_pump(c);
 }
 
+/*
+ * Copies the request-target's path and query for c_req.path into pooled
+ * memory of its own: the head's buffer may be given back (or handed to
+ * the relay) before LOG reads it. No module, no copy. Out of memory, the
+ * path stays empty rather than failing a request over a log field.
+ */
+static void
+http_set_path(struct pt_conn *c, struct pt_str path)
+{
+	struct http_state	*h = http_st(c);
+
+	if (!phase_any_hooks() || path.len == 0)
+		return;
+	if (h->path == NULL)
+		h->path = path.len <= HTTP_PATH_SMALL ?
+		    pool_get(&http_path_pool) : buf_get(path.len <=
+		    buf_class_size(BUF_SMALL) ? BUF_SMALL : BUF_LARGE);
+	if (h->path == NULL)
+		return;
+	if (path.len > buf_size(h->path))
+		path.len = buf_size(h->path);
+	memcpy(h->path, path.ptr, path.len);
+	c->c_req.path.ptr = h->path;
+	c->c_req.path.len = path.len;
+}
+
+/* Trims optional white space (RFC 9110 5.6.3) from both ends. */
+static void
+http_trim_ows(const char **p, const char **end)
+{
+	while (*p < *end && (**p == ' ' || **p == '\t'))
+		(*p)++;
+	while (*end > *p && ((*end)[-1] == ' ' || (*end)[-1] == '\t' ||
+	    (*end)[-1] == '\r'))
+		(*end)--;
+}
+
+/*
+ * pt_req_header for HTTP: scans the raw head, still at the front of the
+ * request buffer while the phases run (HS_WAIT reads no body), so the
+ * value points into it and stays valid until the phase ends. The parser
+ * already refused obsolete line folding and bad field names.
+ */
+bool
+http_req_header(struct pt_conn *c, const char *name,
+    struct pt_str *value_out)
+{
+	struct http_state	*h = http_st(c);
+	const char		*p, *end, *eol, *colon, *v, *vend;
+	size_t			 nlen = strlen(name);
+
+	if (h == NULL || h->stage != HS_WAIT || h->req.in == NULL ||
+	    h->req.head_len == 0 || nlen == 0)
+		return false;
+	p = h->req.in;
+	end = p + h->req.head_len;
+	/* Skip the request line. */
+	if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+		return false;
+	for (p = eol + 1; p < end; p = eol + 1) {
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			eol = end;
+		if ((colon = memchr(p, ':', (size_t)(eol - p))) == NULL)
+			continue;
+		if ((size_t)(colon - p) != nlen || strncasecmp(p, name, nlen))
+			continue;
+		v = colon + 1;
+		vend = eol;
+		http_trim_ows(&v, &vend);
+		value_out->ptr = v;
+		value_out->len = (size_t)(vend - v);
+		return true;
+	}
+	return false;
+}
+
 static void	http_on_auth(struct pt_conn *c, enum pt_verdict v);
 
 /*
@@ -1092,6 +1209,7 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 	q->remaining = m->content_length;
 	q->head_done = true;
 	q->in_start = q->in_fwd = q->in_raw = (uint32_t)m->head_len;
+	q->head_len = (uint32_t)m->head_len;
 	c->c_req.method.ptr = h->method;
 	c->c_req.method.len = m->method.len < sizeof(h->method) ?
 	    m->method.len : sizeof(h->method) - 1;
@@ -1107,6 +1225,7 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 		 * whatever follows the head belongs to the tunnel. */
 		q->body = HTTP_BODY_NONE;
 	} else if (m->target_form != HTTP_TARGET_ABSOLUTE) {
+		http_set_path(c, m->target);
 		http_fail(c, 400, "a proxy needs an absolute URI "
 		    "(http://host/path)");
 		return;
@@ -1120,6 +1239,7 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 	} else {
 		c->c_req.proto = h->is_websocket ? PT_PROTO_WEBSOCKET :
 		    PT_PROTO_HTTP;
+		http_set_path(c, u.path);
 	}
 	if (u.host.len == 0 || u.host.len >= sizeof(h->host)) {
 		http_fail(c, 400, "bad host");
@@ -1213,16 +1333,21 @@ http_read_request(struct pt_conn *c)
 		}
 		if (n <= 0) {
 			/* EOF between requests is the normal end of a
-			 * keep-alive connection; inside a head, an abort. */
-			if (q->in_len > 0)
+			 * keep-alive connection (no LOG); inside a head, an
+			 * aborted transaction, logged as 400. */
+			if (q->in_len > 0) {
 				c->c_req.status = 400;
+				if (n == 0)
+					c->c_req.error = "client closed "
+					    "inside the request head";
+			}
 			conn_close(c, n == 0 ? NULL : "read failed");
 			return;
 		}
 		if (c->c_logged) {
 			/* The first byte of a request starts a transaction
 			 * for the LOG phase. */
-			c->c_logged = false;
+			http_txn_open(c);
 			c->c_req.start_ms = loop_now();
 			http_timer(c, http_conf->limits.header_timeout_ms);
 		}
@@ -1232,7 +1357,8 @@ http_read_request(struct pt_conn *c)
 /* ---- phases and the dial path (target.c) ---------------------------- */
 
 /* How a refusal reads on the wire: at ACCEPT there is no request to
- * answer; a module's ERROR is a 500; a DENY is the module's answer, or
+ * answer, only a close, which logs the refusal (c_logged is false until
+ * ACCEPT passes); a module's ERROR is a 500; a DENY is the module's answer, or
  * 407 with a challenge at AUTH and 403 elsewhere. */
 static void
 http_refuse(struct pt_conn *c, const struct target_refusal *r)
@@ -1872,6 +1998,12 @@ http_next_request(struct pt_conn *c)
 	memset(&c->c_req.user, 0, sizeof(c->c_req.user));
 	memset(&c->c_req.password, 0, sizeof(c->c_req.password));
 	memset(&c->c_req.target, 0, sizeof(c->c_req.target));
+	memset(&c->c_req.path, 0, sizeof(c->c_req.path));
+	buf_put(h->path);
+	h->path = NULL;
+	/* User, label and tags were the last request's. */
+	req_names_clear(c);
+	memset(&c->c_req.label, 0, sizeof(c->c_req.label));
 	memset(&c->c_answer, 0, sizeof(c->c_answer));
 	c->c_req.port = 0;
 	c->c_req.status = 0;
@@ -1879,7 +2011,7 @@ http_next_request(struct pt_conn *c)
 	c->c_req.error = NULL;
 	c->c_req.start_ms = loop_now();
 	if (q->in_len > 0) {
-		c->c_logged = false;
+		http_txn_open(c);
 		http_timer(c, http_conf->limits.header_timeout_ms);
 		c->c_side[SIDE_CLIENT].ready |= EPOLLIN;
 	} else {
@@ -1894,6 +2026,8 @@ http_on_accept(struct pt_conn *c, enum pt_verdict v)
 {
 	if (target_refused(c, PT_PHASE_ACCEPT, v))
 		return;
+	/* No transaction until the first byte of a request arrives. */
+	c->c_logged = true;
 	http_pump(c);
 }
 
@@ -1916,8 +2050,9 @@ http_start(struct pt_conn *c)
 	c->c_proto_drain = http_on_drain;
 	c->c_req.proto = PT_PROTO_HTTP;
 	target_init(c, &http_target_ops, h->addrs);
-	/* No transaction until the first byte of a request arrives. */
-	c->c_logged = true;
+	/* ACCEPT is part of the first transaction: a refusal there is
+	 * logged; http_on_accept marks it logged when it passes. */
+	c->c_logged = false;
 	c->c_side[SIDE_CLIENT].ready = EPOLLIN | EPOLLOUT;
 	http_timer(c, http_conf->limits.header_timeout_ms);
 	phase_run(c, PT_PHASE_ACCEPT, http_on_accept);

@@ -14,5 +14,9 @@ void	 http_init(const struct pt_config *conf, unsigned max_conns);
 void	 http_fini(void);
 /* Serves HTTP on a freshly accepted (and transport-ready) connection. */
 void	 http_start(struct pt_conn *c);
+/* pt_req_header for an HTTP connection (req.c checks the phase): false
+ * unless the request's head is still being judged (AUTH to DIAL). */
+bool	 http_req_header(struct pt_conn *c, const char *name,
+	    struct pt_str *value_out);
 
 #endif

@@ -163,7 +163,7 @@ phase_walk(struct pt_conn *c)
 			c->c_hook++;
 			break;
 		case PT_VERDICT_AGAIN:
-			if (p == PT_PHASE_LOG) {
+			if (p == PT_PHASE_LOG || p == PT_PHASE_CLOSE) {
 				c->c_hook++;
 				break;
 			}
@@ -173,6 +173,12 @@ phase_walk(struct pt_conn *c)
 		case PT_VERDICT_ALLOW:
 		case PT_VERDICT_DENY:
 		case PT_VERDICT_ERROR:
+			/* Every module releases its state at CLOSE: one
+			 * hook's verdict must not skip the others'. */
+			if (p == PT_PHASE_CLOSE) {
+				c->c_hook++;
+				break;
+			}
 			phase_finish(c, v);
 			return;
 		default:

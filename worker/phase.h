@@ -24,8 +24,9 @@ bool		 phase_any_hooks(void);
 /*
  * Runs the hooks of <phase> in priority order, then calls <done> with
  * CONTINUE (all passed), ALLOW, DENY or ERROR. <done> may run before
- * phase_run returns, or later when a hook answered AGAIN. The LOG phase
- * never waits: AGAIN there counts as CONTINUE.
+ * phase_run returns, or later when a hook answered AGAIN. The LOG
+ * and CLOSE phases never wait: AGAIN there counts as CONTINUE, and at
+ * CLOSE every hook runs whatever the others answer.
  */
 void		 phase_run(struct pt_conn *c, enum pt_phase phase,
 		    conn_phase_done_fn done);

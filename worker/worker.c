@@ -40,6 +40,7 @@
 #include "worker/http.h"
 #include "worker/socks.h"
 #include "worker/relay.h"
+#include "worker/req.h"
 
 /* Descriptors kept free of connections: signalfd, epoll, log, pooled
  * pipes, whatever modules open. */
@@ -132,6 +133,7 @@ worker_drain(uint64_t kept)
 		return;
 	worker.stopping = true;
 	accept_stop(kept);
+	modlife_drain(worker.conf, &worker);
 	conn_drain_all();
 	/* Renamed only now: "portico-drain" promises it accepts no more. */
 	prctl(PR_SET_NAME, "portico-drain");
@@ -154,8 +156,12 @@ worker_on_signal(struct loop_io *io, uint32_t events)
 			break;
 		case SIGTERM:
 		case SIGINT:
-			worker.stopping = true;
-			accept_stop(0);
+			/* on_drain once: a SIGQUIT may have drained already. */
+			if (!worker.stopping) {
+				worker.stopping = true;
+				accept_stop(0);
+				modlife_drain(worker.conf, &worker);
+			}
 			conn_close_all("fast stop");
 			break;
 		case SIGUSR1:
@@ -288,6 +294,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	buf_init(conf->buffer_size, conf->http.max_header_size + 4096,
 	    2 * maxconn);
 	relay_init(conf->relay == CONF_RELAY_SPLICE);
+	req_init(maxconn);
 	http_init(conf, maxconn);
 	socks_init(conf, maxconn);
 	dns.servers = conf->resolver.servers;

@@ -66,7 +66,10 @@ enum pt_phase {
 	 * the strings seen last for the hook call only. */
 	PT_PHASE_DATAGRAM,
 	/* 1.1: once per client connection, after its last LOG, before its
-	 * memory goes back to the pool. The verdict is ignored. */
+	 * memory goes back to the pool. The verdict is ignored and every
+	 * CLOSE hook runs; AGAIN counts as CONTINUE. A module that still
+	 * owes a pt_conn_resume() must still make it. An HTTP connection
+	 * closed idle between requests has its request fields reset. */
 	PT_PHASE_CLOSE,
 	PT_PHASE_COUNT
 };
@@ -126,12 +129,14 @@ struct pt_req {
 	const char		*error;		/* why it failed, or NULL */
 	/* ---- 1.1, in what were reserved slots ---- */
 	/* HTTP: the request-target's path and query as received ("/a?b";
-	 * "*" for OPTIONS *); empty for CONNECT and the other protocols. */
+	 * "*" for OPTIONS *); empty for CONNECT and the other protocols.
+	 * Set from AUTH on, valid until the request's LOG. */
 	struct pt_str		 path;
 	/* The decision label (pt_req_set_label), or empty. */
 	struct pt_str		 label;
 	/* The listener's `name` (its address when it has none); never
-	 * NULL. */
+	 * NULL. Owned by the configuration: valid for the connection's
+	 * life. */
 	const char		*listener;
 	/* Numbered per worker from 1: each HTTP request, tunnel, SOCKS or
 	 * TCP session and UDP association is one transaction. */
@@ -249,7 +254,9 @@ struct pt_module {
 		    void **lctx_out, const char **errstr);
 	void	(*listener_conf_free)(void *lctx);
 	/* Worker: it stops accepting (reload, SIGQUIT); connections in
-	 * flight go on. A module that buffers flushes here. */
+	 * flight go on. A module that buffers flushes here. Once per
+	 * worker; also at a fast stop (SIGTERM), before the connections
+	 * are closed. */
 	void	(*on_drain)(struct pt_worker *w, void *ctx);
 
 	void			*reserved[5];
@@ -420,31 +427,38 @@ PT_API void	 pt_conn_answer(struct pt_conn *conn,
 
 /*
  * HTTP only, from AUTH to DIAL: the value of request header <name>
- * (case-insensitive) as received, the first when repeated. Returns false
- * when absent or outside those phases. The slice stays valid until the
- * phase that read it ends.
+ * (case-insensitive) as received, the first when repeated, without the
+ * white space around it. Returns false when absent or outside those
+ * phases. The slice points into the request's head (the core's) and
+ * stays valid until the phase that read it ends. Worker thread.
  */
 PT_API bool	 pt_req_header(struct pt_conn *conn, const char *name,
 		    struct pt_str *value_out);
 /*
  * Sets the user (an AUTH hook that verified a token, a transport that
  * verified a client certificate): copied into the connection, at most
- * PT_NAME_MAX bytes, then seen in req->user by every later phase and LOG.
- * For HTTP keep-alive it holds for the current request only.
+ * PT_NAME_MAX bytes (longer is cut), then seen in req->user by every
+ * later phase, LOG and CLOSE. For HTTP keep-alive it holds for the
+ * current request only. Worker thread, any phase. When the worker is out
+ * of memory the value is dropped (the error log says so).
  */
 #define PT_NAME_MAX	255
 PT_API void	 pt_req_set_user(struct pt_conn *conn, const char *user,
 		    size_t len);
 /* Sets req->label (the ACL rule that decided): copied, at most
- * PT_NAME_MAX bytes; a later call replaces it. */
+ * PT_NAME_MAX bytes; a later call replaces it. Like the user, per
+ * request for HTTP. Worker thread. */
 PT_API void	 pt_req_set_label(struct pt_conn *conn, const char *label,
 		    size_t len);
 /*
  * Small named values for later phases and other modules ("class" =
- * "per-user"): names up to 15 bytes, values up to 63, PT_TAGS_MAX per
- * connection, copied. Setting an existing name replaces its value; an
- * empty value removes it. Returns 0, or -ENOSPC / -EINVAL. Tags are
- * cleared between HTTP keep-alive requests, after LOG.
+ * "per-user"): names (NUL-terminated) up to 15 bytes, values up to 63,
+ * PT_TAGS_MAX per connection, copied. Setting an existing name replaces
+ * its value; an empty value removes it. Returns 0, or -ENOSPC (no free
+ * slot, or no memory) / -EINVAL (empty or long name, long value). Tags
+ * are cleared between HTTP keep-alive requests, after LOG. pt_req_tag's
+ * slice stays valid until the tag is set again or cleared. Worker
+ * thread.
  */
 #define PT_TAGS_MAX	4
 PT_API int	 pt_req_set_tag(struct pt_conn *conn, const char *name,

@@ -29,6 +29,8 @@ BAD = [
     ("bad_address_host", r"127\.0\.0\.1|port"),
     ("bad_target", r"port"),
     ("duplicate_listener", r"duplicate"),
+    ("bad_listener_name", r"front door"),
+    ("duplicate_listener_name", r"duplicate listener name \"front\""),
     ("bad_protocol", r"gopher"),
     ("bad_relay", r"sendfile|method|splice"),
     ("no_listeners", r"listener|nothing|empty"),

@@ -19,7 +19,8 @@ worker through pt_conn_listener_ctx.
 - UDP ASSOCIATE on plain and gamma: the DATAGRAM hook runs for gamma's
   datagram only;
 - the master ran listener_conf once per listener with a group, with the
-  listener's index and address; a reload hands the new options over;
+  listener's index and name (the address when unnamed); a reload hands
+  the new options over;
 - `portico -t` refuses a bad listopt value, a group named after a module
   that is not loaded, and one named after a module without listener
   options, each naming the file and the group's line.
@@ -43,7 +44,7 @@ listeners = (
   { address = "127.0.0.1:@A@"; protocol = "socks5";
     listopt = { tag = "alpha"; level = 3; }; },
   { address = "127.0.0.1:@B@"; protocol = "socks5"; @B_EXTRA@ },
-  { address = "127.0.0.1:@C@"; protocol = "socks5";
+  { address = "127.0.0.1:@C@"; protocol = "socks5"; name = "gamma-in";
     listopt = { tag = "gamma"; no_auth_from = "127.0.0.1/32"; }; },
   { address = "127.0.0.1:@E@"; protocol = "socks5";
     listopt = { tag = "eps"; no_auth_from = "10.0.0.0/8"; }; }
@@ -102,13 +103,13 @@ def main(t):
     lines = p.wait_log(r"listopt: listener \d+ ", 3)
     want = ["listopt: listener 0 (127.0.0.1:%d) tag=alpha level=3" %
             ports[0],
-            "listopt: listener 2 (127.0.0.1:%d) tag=gamma level=1" %
-            ports[2],
+            "listopt: listener 2 (gamma-in) tag=gamma level=1",
             "listopt: listener 3 (127.0.0.1:%d) tag=eps level=1" % ports[3]]
     t.check(all(any(w in ln for ln in lines) for w in want) and
             len(lines) == 3,
             "the master ran listener_conf for each listener with a group, "
-            "with its index and address", lambda: lines)
+            "with its index and name (its address when it has none)",
+            lambda: lines)
 
     # alpha: credentials only.
     m, closed = method(ports[0], [S.M_NONE])

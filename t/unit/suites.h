@@ -19,6 +19,8 @@ void	register_pool_suite(void);
 void	register_http_parse_suite(void);
 void	register_dns_suite(void);
 void	register_socks_parse_suite(void);
+/* ---- t/unit/test_req.c ----------------------------------------------- */
+void	register_req_suite(void);
 /* ---- t/unit/test_modloop.c ------------------------------------------- */
 void	register_modloop_suite(void);
 /* ---- t/unit/test_counters.c ------------------------------------------ */
@@ -36,6 +38,7 @@ void	register_http_head_suite(void);
 	register_socks_parse_suite,					\
 	register_modloop_suite,						\
 	register_counters_suite,					\
-	register_http_head_suite
+	register_http_head_suite,					\
+	register_req_suite
 
 #endif
