@@ -70,8 +70,10 @@ class Rec:
         def new(recs):
             out = {}
             for i, (e, kv) in enumerate(recs):
-                c = kv.get("conn")
-                if c is None or c in self.seen:
+                # conn ids restart in every worker: the pid tells them
+                # apart across a reload
+                c = (kv.get("pid"), kv.get("conn"))
+                if c[1] is None or c in self.seen:
                     continue
                 out.setdefault(c, []).append((e, kv, i))
             return out
@@ -370,13 +372,13 @@ def drain(t, origin):
             "drain: the idle keep-alive connection is closed by the old "
             "worker", lambda: [repr(data[:80]), how])
     recs = records(path)
-    key = [(kv.get("worker"), kv.get("conn")) for e, kv in recs
+    key = [(kv.get("pid"), kv.get("conn")) for e, kv in recs
            if e == "LOG" and kv.get("path") == "/echo?k=1"]
     ptest.wait_for(lambda: key and any(
-        e == "CLOSE" and (kv.get("worker"), kv.get("conn")) == key[0]
+        e == "CLOSE" and (kv.get("pid"), kv.get("conn")) == key[0]
         for e, kv in records(path)), ptest.bound(5))
     evs = [e for e, kv in records(path)
-           if key and (kv.get("worker"), kv.get("conn")) == key[0]]
+           if key and (kv.get("pid"), kv.get("conn")) == key[0]]
     t.check(len(key) == 1 and evs.count("LOG") == 1 and
             evs.count("CLOSE") == 1 and evs[-1] == "CLOSE",
             "drain: closing the idle keep-alive connection adds no LOG; "

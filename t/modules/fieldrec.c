@@ -22,7 +22,7 @@
  *	INIT mod=<m> worker=<id> pid=<pid>
  *	DRAIN mod=<m> worker=<id> pid=<pid>		on_drain
  *	TAGS mod=<m> conn=<id> rcs=<rc,...>		the tag calls' results
- *	<PHASE> mod=<m> worker=<id> conn=<id> txn=<n> proto=<n> listener=<name>
+ *	<PHASE> mod=<m> worker=<id> pid=<pid> conn=<id> txn=<n> proto=<n> listener=<name>
  *	    lidx=<i> path=<p> ua=<v> xtest=<v> user=<u> label=<l>
  *	    class=<v> status=<n> error=<rest of the line>	(one line)
  *
@@ -70,6 +70,7 @@ struct fieldrec_conf {
 	bool		 tags;
 	int		 fd;
 	int		 worker;
+	int		 pid;		/* conn ids restart in a new worker */
 };
 
 struct fieldrec_conn {
@@ -205,6 +206,7 @@ fieldrec_init_worker(struct pt_worker *w, void *ctx)
 	struct fieldrec_conf	*fc = ctx;
 
 	fc->worker = pt_worker_id(w);
+	fc->pid = (int)getpid();
 	fc->fd = open(fc->record, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
 	    0644);
 	if (fc->fd < 0) {
@@ -246,10 +248,12 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	has_ua = pt_req_header(conn, "user-agent", &ua);
 	has_xt = pt_req_header(conn, "X-TEST", &xt);
 	has_cls = pt_req_tag(conn, "class", &cls);
-	fieldrec_printf(fc, "%s mod=%s worker=%d conn=%llu txn=%llu proto=%d "
+	fieldrec_printf(fc, "%s mod=%s worker=%d pid=%d conn=%llu txn=%llu "
+	    "proto=%d "
 	    "listener=%s lidx=%d path=%s ua=%s xtest=%s user=%s label=%s "
 	    "class=%s status=%d error=%s\n", fieldrec_phases[phase],
-	    FIELDREC_NAME, fc->worker, (unsigned long long)pt_conn_id(conn),
+	    FIELDREC_NAME, fc->worker, fc->pid,
+	    (unsigned long long)pt_conn_id(conn),
 	    (unsigned long long)req->txn, (int)req->proto,
 	    fieldrec_val(req->listener, req->listener ?
 	    strlen(req->listener) : 0, b[0], sizeof(b[0])),
