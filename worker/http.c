@@ -611,12 +611,30 @@ http_flow_splices(const struct pt_conn *c, const struct http_flow *f)
 	    f->remaining >= HTTP_SPLICE_MIN);
 }
 
-/* <n> bytes were read from <src>: the connection is active, and what the
- * client sent counts as bytes_in. */
+/* The budget a read from <src> spends: PT_DIR_UP from the client. */
+static int
+http_src_dir(const struct pt_conn *c, const struct conn_side *src)
+{
+	return src == &c->c_side[SIDE_CLIENT] ? PT_DIR_UP : PT_DIR_DOWN;
+}
+
+/* May <src> be read now: readiness noted, and budget left (without it
+ * the socket is not read, and pt_conn_budget_add resumes the pump). */
+static bool
+http_may_read(const struct pt_conn *c, const struct conn_side *src)
+{
+	return (src->ready & EPOLLIN) &&
+	    c->c_budget[http_src_dir(c, src)].left != 0;
+}
+
+/* <n> bytes were read from <src>: the connection is active, the
+ * direction's budget pays for them, and what the client sent counts as
+ * bytes_in. */
 static void
 http_count_read(struct pt_conn *c, struct conn_side *src, ssize_t n)
 {
 	c->c_last_active = loop_now();
+	conn_budget_take(c, http_src_dir(c, src), (uint64_t)n);
 	if (src == &c->c_side[SIDE_CLIENT]) {
 		c->c_req.bytes_in += (uint64_t)n;
 		counters_add(CTR_BYTES_IN, n);
@@ -634,7 +652,8 @@ http_flow_splice_in(struct pt_conn *c, struct http_flow *f,
 
 	if (f->body == HTTP_BODY_LENGTH)
 		len = (size_t)f->remaining;
-	n = relay_splice_in(d, src->io.fd, len);
+	n = relay_splice_in(d, src->io.fd,
+	    conn_budget_cap(c, http_src_dir(c, src), len));
 	if (n == -EAGAIN) {
 		/* Socket empty, or pipe full: only an empty pipe tells. */
 		if (d->pipe_fill == 0)
@@ -860,7 +879,9 @@ http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
 			return -ENOBUFS;
 		f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
 	}
-	want = buf_size(f->in) - f->in_len;
+	/* Capped by the budget, a full read says nothing of the socket. */
+	want = conn_budget_cap(c, http_src_dir(c, src),
+	    buf_size(f->in) - f->in_len);
 	n = conn_recv(c, src, f->in + f->in_len, want);
 	/* A short read from a plain socket emptied its queue: edge-triggered
 	 * epoll reports the next byte, so no recv needs to hit EAGAIN to
@@ -1125,7 +1146,7 @@ http_read_request(struct pt_conn *c)
 				return;
 			}
 		}
-		if (!(cl->ready & EPOLLIN))
+		if (!http_may_read(c, cl))
 			return;
 		n = http_flow_read(c, q, cl);
 		if (n == -EAGAIN) {
@@ -1578,7 +1599,7 @@ http_pump_request_body(struct pt_conn *c)
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
 	ssize_t			 n;
 
-	if (!http_client_wants_read(h) || !(cl->ready & EPOLLIN))
+	if (!http_client_wants_read(h) || !http_may_read(c, cl))
 		return 0;
 	n = http_flow_fill(c, &h->req, cl);
 	if (n == -EAGAIN)
@@ -1604,7 +1625,7 @@ http_pump_response(struct pt_conn *c)
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 	ssize_t			 n;
 
-	if (!http_upstream_wants_read(h) || !(up->ready & EPOLLIN))
+	if (!http_upstream_wants_read(h) || !http_may_read(c, up))
 		return 0;
 	n = http_flow_fill(c, r, up);
 	if (n == -EAGAIN)
@@ -1778,6 +1799,14 @@ http_on_posted(struct loop_task *t)
 		http_pump(c);
 }
 
+/* A spent budget got more (conn.c's c_budget_task). */
+static void
+http_on_budget(struct pt_conn *c)
+{
+	if (c->c_state != CONN_CLOSED && c->c_state != CONN_RELAY)
+		http_pump(c);
+}
+
 static void
 http_on_event(struct loop_io *io, uint32_t events)
 {
@@ -1871,6 +1900,7 @@ http_start(struct pt_conn *c)
 	c->c_proto_free = http_state_free;
 	c->c_proto_close = http_on_close;
 	c->c_proto_drain = http_on_drain;
+	c->c_budget_resume = http_on_budget;
 	c->c_req.proto = PT_PROTO_HTTP;
 	/* No transaction until the first byte of a request arrives. */
 	c->c_logged = true;
