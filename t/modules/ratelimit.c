@@ -12,7 +12,8 @@
  *		      except_port = 0;	# target port left unlimited
  *		    } );
  *
- * At ESTABLISHED each direction gets a budget of <burst>. When the core
+ * At ESTABLISHED (at ACCESS for a SOCKS5 UDP association, whose
+ * datagrams count) each direction gets a budget of <burst>. When the core
  * says one is spent, a timer every <tick_ms> adds what the rate earned
  * since the last refill: rate * elapsed ms / 1000, with the remainder
  * carried, so what the core may read by time t is exactly burst + rate *
@@ -164,15 +165,16 @@ ratelimit_on_spent(struct pt_conn *c, enum pt_dir dir, void *arg)
 		    ratelimit_on_tick, d);
 }
 
-static enum pt_verdict
-ratelimit_established(struct pt_conn *c, struct pt_req *req, void *modctx)
+/* Full buckets for both directions of <c>, from now. */
+static void
+ratelimit_start(struct pt_conn *c, struct pt_req *req,
+    const struct ratelimit_conf *rl)
 {
-	struct ratelimit_conf	*rl = modctx;
 	struct ratelimit_conn	*rc = pt_conn_ctx(c, &pt_module_ratelimit);
 	int			 i;
 
 	if (rl->except_port != 0 && req->port == rl->except_port)
-		return PT_VERDICT_CONTINUE;
+		return;
 	rc->conn = c;
 	rc->conf = rl;
 	rc->open = true;
@@ -185,6 +187,23 @@ ratelimit_established(struct pt_conn *c, struct pt_req *req, void *modctx)
 		pt_conn_budget_set(c, (enum pt_dir)i, rl->burst,
 		    ratelimit_on_spent, &rc->d[i]);
 	}
+}
+
+static enum pt_verdict
+ratelimit_established(struct pt_conn *c, struct pt_req *req, void *modctx)
+{
+	ratelimit_start(c, req, modctx);
+	return PT_VERDICT_CONTINUE;
+}
+
+/* A UDP association has no ESTABLISHED: its datagrams flow after
+ * ACCESS. */
+static enum pt_verdict
+ratelimit_access(struct pt_conn *c, struct pt_req *req, void *modctx)
+{
+	if (req->proto == PT_PROTO_UDP || (req->method.len == 3 &&
+	    memcmp(req->method.ptr, "UDP", 3) == 0))
+		ratelimit_start(c, req, modctx);
 	return PT_VERDICT_CONTINUE;
 }
 
@@ -210,6 +229,7 @@ ratelimit_log(struct pt_conn *c, struct pt_req *req, void *modctx)
 }
 
 static const struct pt_hook ratelimit_hooks[] = {
+	{ PT_PHASE_ACCESS, 0, ratelimit_access },
 	{ PT_PHASE_ESTABLISHED, 0, ratelimit_established },
 	{ PT_PHASE_LOG, 0, ratelimit_log },
 	{ 0, 0, NULL }
