@@ -19,6 +19,8 @@ void	register_pool_suite(void);
 void	register_http_parse_suite(void);
 void	register_dns_suite(void);
 void	register_socks_parse_suite(void);
+/* ---- t/unit/test_budget.c -------------------------------------------- */
+void	register_budget_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -27,6 +29,7 @@ void	register_socks_parse_suite(void);
 	register_pool_suite,						\
 	register_http_parse_suite,					\
 	register_dns_suite,						\
-	register_socks_parse_suite
+	register_socks_parse_suite,					\
+	register_budget_suite
 
 #endif
