@@ -4,6 +4,12 @@
  * single write() to a descriptor opened with O_APPEND, so lines from the
  * master and all workers never interleave mid-line. It is not the access
  * log: that is a module and must never block a worker.
+ *
+ * pt_log is one of the two calls a module's own threads may make, so the
+ * line path uses no shared buffer (strerror_r, localtime_r, the stack),
+ * and reopening swaps the file under the same descriptor number (dup3)
+ * instead of closing it: a thread that read the number just before never
+ * writes to a closed or reused descriptor.
  */
 #include "config.h"
 
@@ -119,9 +125,17 @@ log_reopen(void)
 	fd = log_open_path(log_path, (uid_t)-1, (gid_t)-1);
 	if (fd < 0)
 		return fd;
-	if (log_fd_cur != 2)
-		close(log_fd_cur);
-	log_fd_cur = fd;
+	if (log_fd_cur == 2) {
+		log_fd_cur = fd;
+		return 0;
+	}
+	if (dup3(fd, log_fd_cur, O_CLOEXEC) < 0) {
+		int	 err = errno;
+
+		close(fd);
+		return -err;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -155,7 +169,9 @@ static void
 log_vline(int level, int err, const char *prefix, const char *fmt,
     va_list ap)
 {
-	char		 line[2048];
+	/* Room for the master's totals line with every module counter. */
+	char		 line[4096];
+	char		 ebuf[128];
 	struct timespec	 ts;
 	struct tm	 tm;
 	size_t		 n;
@@ -170,7 +186,8 @@ log_vline(int level, int err, const char *prefix, const char *fmt,
 	    log_names[level], (int)getpid(), log_role, prefix ? prefix : "");
 	n = log_vappend(line, n, sizeof(line) - 1, fmt, ap);
 	if (err != 0)
-		n = log_append(line, n, sizeof(line) - 1, ": %s", strerror(err));
+		n = log_append(line, n, sizeof(line) - 1, ": %s",
+		    strerror_r(err, ebuf, sizeof(ebuf)));
 	line[n++] = '\n';
 	/* A failed log write has nowhere better to be reported. */
 	if (write(log_fd_cur, line, n) < 0)

@@ -24,6 +24,7 @@
 
 #include "master/conf.h"
 #include "master/modload.h"
+#include "common/modlife.h"
 #include "common/log.h"
 #include "worker/dns.h"
 
@@ -944,8 +945,7 @@ conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 			    errstr);
 		if (conf_module_hooks(cc, e, cm, nhooks) < 0)
 			return -1;
-		if (modload_conf(cm->mod, conf->file, conf->module_dir, e,
-		    &cm->ctx, &errstr) < 0)
+		if (modlife_conf(cm, conf, e, &errstr) < 0)
 			return conf_err(cc, e, "module \"%s\": %s", cm->name,
 			    errstr);
 	}
@@ -1041,36 +1041,6 @@ conf_load(const char *file, char err[CONF_ERRSZ])
 	return conf;
 }
 
-int
-conf_init_modules(struct pt_config *conf, char err[CONF_ERRSZ])
-{
-	struct conf_module	*cm;
-	int			 i;
-
-	for (i = 0; i < conf->nmodules; i++) {
-		cm = &conf->modules[i];
-		if (cm->mod->mod->init_master != NULL &&
-		    cm->mod->mod->init_master(cm->ctx) != 0) {
-			snprintf(err, CONF_ERRSZ, "%s:%d: module \"%s\": "
-			    "initialisation failed", conf->file, cm->line,
-			    cm->name);
-			return -1;
-		}
-		cm->inited = true;
-	}
-	return 0;
-}
-
-void
-conf_reopen_modules(const struct pt_config *conf)
-{
-	int	 i;
-
-	for (i = 0; i < conf->nmodules; i++)
-		if (conf->modules[i].mod->mod->reopen != NULL)
-			conf->modules[i].mod->mod->reopen(conf->modules[i].ctx);
-}
-
 void
 conf_free(struct pt_config *conf)
 {
@@ -1084,13 +1054,8 @@ conf_free(struct pt_config *conf)
 		free(conf->listeners[i].to_host);
 	}
 	free(conf->listeners);
+	modlife_drop(conf);
 	for (i = 0; i < conf->nmodules; i++) {
-		struct conf_module *cm = &conf->modules[i];
-
-		if (cm->inited && cm->mod->mod->exit_master != NULL)
-			cm->mod->mod->exit_master(cm->ctx);
-		if (cm->mod != NULL && cm->ctx != NULL)
-			modload_conf_free(cm->mod, cm->ctx);
 		free(conf->modules[i].name);
 		free(conf->modules[i].path);
 	}

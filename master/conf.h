@@ -3,122 +3,9 @@
 #ifndef PT_MASTER_CONF_H
 #define PT_MASTER_CONF_H
 
-#include <stdbool.h>
-#include <sys/types.h>
+#include "common/conf_types.h"
 
-#include <libconfig.h>
-
-#include "common/sockaddr.h"
-
-struct pt_module;
-
-#define CONF_MAX_WORKERS	256
 #define CONF_ERRSZ		1024
-
-enum conf_proto {
-	CONF_PROTO_TCP = 0,
-	CONF_PROTO_HTTP,
-	CONF_PROTO_SOCKS,	/* SOCKS5, and SOCKS4/4a on the same port */
-	CONF_PROTO_AUTO,	/* HTTP or SOCKS, told by the first byte */
-};
-
-enum conf_relay {
-	CONF_RELAY_SPLICE = 0,
-	CONF_RELAY_COPY,
-};
-
-struct conf_listener {
-	char		*address;	/* as written, for logs */
-	struct pt_addr	 addr;
-	enum conf_proto	 proto;
-	char		*to;		/* tcp: target as written */
-	char		*to_host;	/* tcp: its host part */
-	struct pt_addr	 to_addr;	/* tcp: resolved by the master */
-	int		 backlog;
-	int		 line;
-	/* socks5: the address UDP ASSOCIATE replies advertise (NAT), or
-	 * family 0 for the relay socket's own. */
-	struct pt_addr	 udp_advertise;
-	/* The module whose transport wraps the client leg, or NULL. */
-	const struct pt_module	*transport_mod;
-};
-
-struct modload;
-
-struct conf_module {
-	char			*name;
-	char			*path;		/* the .so actually loaded */
-	int			 line;
-	struct modload		*mod;		/* owned by the module loader */
-	void			*ctx;		/* from the module's conf() */
-	bool			 inited;	/* init_master ran */
-};
-
-struct conf_limits {
-	unsigned	 max_connections;	/* per worker */
-	unsigned	 header_timeout_ms;
-	unsigned	 connect_timeout_ms;
-	unsigned	 idle_timeout_ms;
-	/* Connection memory per worker before it stops accepting, in
-	 * bytes; 0: no ceiling; CONF_MEMORY_AUTO: from the machine's memory
-	 * (worker/conn.c). */
-	long long	 worker_memory;
-};
-
-#define CONF_MEMORY_AUTO	(-1LL)
-
-#define CONF_MAX_CONNECT_PORTS	64
-
-struct conf_http {
-	bool		 connect_any;		/* connect_ports = "*" */
-	uint16_t	 connect_ports[CONF_MAX_CONNECT_PORTS];
-	int		 nconnect_ports;
-	bool		 via;
-	unsigned	 max_header_size;
-	unsigned	 upstream_keepalive;	/* idle upstream conns kept */
-	unsigned	 upstream_idle_timeout_ms;
-	/* From the request fully written upstream to the first byte of the
-	 * response (worker/http.c, http_awaiting_response). */
-	unsigned	 response_timeout_ms;
-};
-
-#define CONF_MAX_DNS_SERVERS	32
-
-struct conf_resolver {
-	/* NULL: /etc/resolv.conf. Else rewritten by conf.c as c-ares reads
-	 * it unambiguously: "a.b.c.d:port,[v6]:port,...". */
-	char		*servers;
-	unsigned	 cache_size;
-	unsigned	 min_ttl, max_ttl, negative_ttl;	/* seconds */
-	unsigned	 timeout_ms;
-};
-
-struct pt_config {
-	char			*file;
-	int			 workers;	/* resolved, >= 1 */
-	bool			 workers_auto;
-	bool			 pin;		/* cpu_affinity not "none" */
-	int			 cpus[CONF_MAX_WORKERS];	/* per slot */
-	char			*user, *group;
-	uid_t			 uid;		/* (uid_t)-1: don't switch */
-	gid_t			 gid;
-	char			*pid_file;
-	char			*error_log;
-	int			 log_level;
-	char			*module_dir;
-	unsigned		 shutdown_timeout_ms;
-	bool			 tcp_migrate_req;	/* set the sysctl */
-	struct conf_limits	 limits;
-	struct conf_http	 http;
-	struct conf_resolver	 resolver;
-	enum conf_relay		 relay;
-	unsigned		 buffer_size;
-	struct conf_listener	*listeners;
-	int			 nlisteners;
-	struct conf_module	*modules;
-	int			 nmodules;
-	config_t		 cfg;		/* kept: modules borrow nodes */
-};
 
 /* ---- master/conf.c --------------------------------------------------- */
 
@@ -129,12 +16,8 @@ struct pt_config {
  * may block (file reads, getpwnam, name resolution of forwarding targets).
  */
 struct pt_config	*conf_load(const char *file, char err[CONF_ERRSZ]);
-/* Runs every module's init_master for <conf> (once per configuration the
- * master adopts; conf_free runs exit_master). 0, or -1 with <err> set. */
-int			 conf_init_modules(struct pt_config *conf,
-			    char err[CONF_ERRSZ]);
-/* Runs every module's reopen hook in the master (SIGUSR1). */
-void			 conf_reopen_modules(const struct pt_config *conf);
+/* Frees <conf> (NULL is fine); its modules get exit_master, when
+ * init_master ran, and conf_free (common/modlife.c). */
 void			 conf_free(struct pt_config *conf);
 /* CPUs usable by this process: sched_getaffinity() limited by the cgroup
  * quota. Fills <cpus_out> (at most <max>) and returns how many. */

@@ -22,6 +22,7 @@
 #include "common/counters.h"
 #include "common/log.h"
 #include "master/conf.h"
+#include "common/modlife.h"
 #include "master/listen.h"
 #include "master/signal.h"
 #include "master/spawn.h"
@@ -263,7 +264,7 @@ main(int argc, char *argv[])
 		fatal("%s", err);
 	if ((rc = counters_map(CONF_MAX_WORKERS)) < 0)
 		fatal("mapping counters: %s", strerror(-rc));
-	if (conf_init_modules(conf, err) < 0)
+	if (modlife_init_master(conf, err, sizeof(err)) < 0)
 		fatal("%s", err);
 	if (!foreground) {
 		log_set_tee(false);

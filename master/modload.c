@@ -117,49 +117,6 @@ modload_open(const char *name, const char *path, const char *dir,
 }
 
 int
-modload_conf(struct modload *ml, const char *file, const char *dir,
-    const config_setting_t *node, void **ctx_out, const char **errstr)
-{
-	struct pt_modconf	 mc;
-
-	*ctx_out = NULL;
-	if (ml->mod->conf == NULL) {
-		config_setting_t	*m;
-		unsigned		 i;
-
-		/* A module without settings still must not let a typo in
-		 * its block pass unnoticed. */
-		for (i = 0; (m = config_setting_get_elem(node, i)) != NULL;
-		    i++) {
-			if (strcmp(config_setting_name(m), "name") != 0 &&
-			    strcmp(config_setting_name(m), "path") != 0) {
-				snprintf(modload_errbuf, sizeof(modload_errbuf),
-				    "unknown option \"%s\" (this module "
-				    "takes none)", config_setting_name(m));
-				*errstr = modload_errbuf;
-				return -1;
-			}
-		}
-		return 0;
-	}
-	memset(&mc, 0, sizeof(mc));
-	mc.file = file;
-	mc.module_dir = dir;
-	*errstr = "rejected its configuration";
-	if (ml->mod->conf(&mc, node, errstr) != 0)
-		return -1;
-	*ctx_out = mc.ctx;
-	return 0;
-}
-
-void
-modload_conf_free(struct modload *ml, void *ctx)
-{
-	if (ml->mod->conf_free != NULL)
-		ml->mod->conf_free(ctx);
-}
-
-int
 modload_all(struct modload ***all_out)
 {
 	*all_out = modload_list;

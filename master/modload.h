@@ -1,26 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Module loader: dlopen, ABI check, and calls into a module's life cycle. */
+/* Module loader: dlopen and ABI check (the life cycle: common/modlife.c). */
 #ifndef PT_MASTER_MODLOAD_H
 #define PT_MASTER_MODLOAD_H
 
 #include <libconfig.h>
 
 #include "portico/module.h"
-
-#define MODLOAD_MAX	32
-/* Hooks per phase, all modules together: the size of a worker's hook
- * table (worker/phase.c). conf.c refuses a configuration beyond it, so
- * that no worker has to drop one. */
-#define MODLOAD_MAX_HOOKS	64
-
-struct modload {
-	char			*name;
-	char			*path;
-	void			*handle;
-	const struct pt_module	*mod;
-	int			 index;		/* conn ctx slot */
-	int			 master_inited;
-};
+#include "common/conf_types.h"
 
 /* ---- master/modload.c ------------------------------------------------ */
 
@@ -33,12 +19,6 @@ struct modload {
  */
 struct modload	*modload_open(const char *name, const char *path,
 		    const char *dir, const char **errstr);
-/* Runs the module's conf() on <node>; stores its context in *ctx_out.
- * Returns 0, or -1 with *errstr set. */
-int		 modload_conf(struct modload *ml, const char *file,
-		    const char *dir, const config_setting_t *node,
-		    void **ctx_out, const char **errstr);
-void		 modload_conf_free(struct modload *ml, void *ctx);
 /* Every module loaded so far, in load order; returns how many. */
 int		 modload_all(struct modload ***all_out);
 /* dlclose()s every module. Master, at exit only, after every

@@ -29,6 +29,7 @@
 #include "common/counters.h"
 #include "common/log.h"
 #include "master/conf.h"
+#include "common/modlife.h"
 #include "master/modload.h"
 #include "master/signal.h"
 #include "worker/worker.h"
@@ -74,11 +75,15 @@ static void
 spawn_log_totals(void)
 {
 	uint64_t	 t[CTR_COUNT];
+	/* Up to PT_COUNTERS_MAX " name=sum"; the log line is cut at its
+	 * own limit, the counters in registration order. */
+	char		 mods[PT_COUNTERS_MAX * (COUNTERS_NAME_MAX + 23) + 1];
 
 	counters_total(t);
+	counters_fmt_modules(mods, sizeof(mods));
 	pt_log(PT_LOG_NOTICE, "totals: accepted=%llu active=%llu closed=%llu "
 	    "bytes_in=%llu bytes_out=%llu accept_paused=%llu "
-	    "upstream_failed=%llu denied=%llu",
+	    "upstream_failed=%llu denied=%llu%s",
 	    (unsigned long long)t[CTR_ACCEPTED],
 	    (unsigned long long)t[CTR_ACTIVE],
 	    (unsigned long long)t[CTR_CLOSED],
@@ -86,7 +91,7 @@ spawn_log_totals(void)
 	    (unsigned long long)t[CTR_BYTES_OUT],
 	    (unsigned long long)t[CTR_ACCEPT_PAUSED],
 	    (unsigned long long)t[CTR_UPSTREAM_FAILED],
-	    (unsigned long long)t[CTR_DENIED]);
+	    (unsigned long long)t[CTR_DENIED], mods);
 }
 
 static void
@@ -272,7 +277,7 @@ spawn_reload(void)
 		    "configuration", err);
 		return;
 	}
-	if (conf_init_modules(conf, err) < 0 ||
+	if (modlife_init_master(conf, err, sizeof(err)) < 0 ||
 	    listen_open(conf, &ls, spawn_conf, &spawn_ls, err,
 	    sizeof(err)) < 0) {
 		pt_log(PT_LOG_ERR, "reload failed: %s; keeping the running "
@@ -316,7 +321,7 @@ spawn_reopen(void)
 	if (log_open(spawn_conf->error_log, spawn_conf->uid,
 	    spawn_conf->gid) < 0)
 		pt_log(PT_LOG_ERR, "reopening %s failed", spawn_conf->error_log);
-	conf_reopen_modules(spawn_conf);
+	modlife_reopen(spawn_conf);
 	spawn_signal_all(SIGUSR1);
 	pt_log(PT_LOG_NOTICE, "logs reopened");
 }

@@ -18,13 +18,9 @@
 #include "worker/accept.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/conn.h"
-#include "worker/http.h"
-#include "worker/phase.h"
-#include "worker/socks.h"
-#include "worker/tcp.h"
-#include "worker/worker.h"
+#include "worker/proto.h"
 
 /* Accepts per readiness event: enough to amortise epoll_wait, few enough
  * that one busy listener cannot starve established connections. */
@@ -97,64 +93,6 @@ accept_warn(const struct worker_listener *l, int err, const char *what)
 		    l->conf->address);
 }
 
-/* protocol = "auto": the first byte a client sends tells SOCKS (4 or 5,
- * the version) from HTTP (a method's first letter); it is peeked, not
- * read, so the protocol sees the whole stream. */
-static void
-accept_sniff_io(struct loop_io *io, uint32_t events)
-{
-	struct conn_side	*s = (struct conn_side *)io;
-	struct pt_conn		*c = s->conn;
-	unsigned char		 b;
-	ssize_t			 n;
-
-	n = recv(io->fd, &b, 1, MSG_PEEK);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		conn_close(c, n == 0 ? NULL : "read failed");
-		return;
-	}
-	if (b == 4 || b == 5) {
-		/* SOCKS takes the registration as it is and re-arms the
-		 * timer in place; it needs the interest off only while an
-		 * ACCEPT hook may keep it waiting. */
-		if (phase_has_hooks(PT_PHASE_ACCEPT))
-			loop_io_set(io, 0);
-		socks_start(c);
-		return;
-	}
-	pt_timer_stop(&c->c_timer);
-	loop_io_set(io, 0);
-	http_start(c);
-}
-
-static void
-accept_sniff_timeout(struct pt_timer *t, void *arg)
-{
-	conn_close(arg, "nothing sent");
-}
-
-static void
-accept_sniff(struct pt_conn *c)
-{
-	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
-
-	/* Behind a transport (tls) the bytes are not ours to peek: such a
-	 * listener speaks HTTP. */
-	if (c->c_transport != NULL) {
-		http_start(c);
-		return;
-	}
-	if (loop_io_start(&s->io, s->io.fd, EPOLLIN, accept_sniff_io) < 0) {
-		conn_close(c, "epoll_ctl");
-		return;
-	}
-	pt_timer_start(&c->c_timer,
-	    worker_self()->conf->limits.header_timeout_ms,
-	    accept_sniff_timeout, c);
-}
-
 /* Takes one connection; returns false when the listener should be left
  * alone until the next event. */
 static bool
@@ -191,20 +129,7 @@ accept_one(struct worker_listener *l)
 	}
 	if ((c = conn_new(l, fd, &peer)) == NULL)
 		return true;
-	switch (l->conf->proto) {
-	case CONF_PROTO_TCP:
-		conn_start(c, tcp_start);
-		break;
-	case CONF_PROTO_HTTP:
-		conn_start(c, http_start);
-		break;
-	case CONF_PROTO_SOCKS:
-		conn_start(c, socks_start);
-		break;
-	case CONF_PROTO_AUTO:
-		conn_start(c, accept_sniff);
-		break;
-	}
+	conn_start(c, proto_start(l->conf->proto));
 	return true;
 }
 

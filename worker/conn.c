@@ -24,7 +24,7 @@
 #include "common/counters.h"
 #include "common/log.h"
 #include "common/sockaddr.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/accept.h"
 #include "worker/phase.h"
 #include "worker/pool.h"

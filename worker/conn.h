@@ -13,6 +13,7 @@
 
 #include "portico/module.h"
 #include "worker/loop.h"
+#include "worker/target.h"
 
 struct pt_conn;
 struct worker_listener;
@@ -98,6 +99,10 @@ struct pt_conn {
 	void				(*c_dial_done)(struct pt_conn *, int);
 	uint64_t			 c_last_active;
 	struct pt_req			 c_req;
+	/* The dial path (target.c) and how a refusal is answered
+	 * (pt_conn_answer: reset when a phase starts, module strings). */
+	struct target			 c_target;
+	struct pt_answer		 c_answer;
 
 	/* Where the module phase runner stands (phase.c). */
 	enum pt_phase			 c_phase;

@@ -34,15 +34,15 @@
 #include "worker/http.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/buf.h"
-#include "worker/dial.h"
 #include "worker/dns.h"
 #include "worker/http_head.h"
 #include "worker/http_parse.h"
 #include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/relay.h"
+#include "worker/target.h"
 #include "worker/upstream.h"
 #include "worker/worker.h"
 
@@ -50,6 +50,12 @@
 #define HTTP_ROUNDS		32
 #define HTTP_HOST_MAX		256
 #define HTTP_CRED_MAX		256
+
+/* OPTIONS or TRACE with Max-Forwards: 0: the proxy is the last recipient
+ * and answers itself (RFC 9110 7.6.2), once AUTH and ACCESS passed. */
+#define HTTP_LOCAL_NONE		0
+#define HTTP_LOCAL_OPTIONS	1
+#define HTTP_LOCAL_TRACE	2
 
 enum http_stage {
 	HS_REQ_HEAD = 0,	/* waiting for / reading a request head */
@@ -100,9 +106,9 @@ struct http_state {
 	bool			 origin_keep;	/* origin allows reuse */
 	bool			 parked;	/* upstream kept from the last */
 	bool			 resp_wait;	/* c_timer counts response_timeout */
-	struct dns_query	*dns;
-	struct pt_addr		 addrs[DNS_MAX_ADDRS];
-	int			 naddrs, addr_idx, dial_err;
+	uint8_t			 local;		/* HTTP_LOCAL_*: answered here */
+	uint32_t		 head_len;	/* of the request in req.in */
+	struct pt_addr		 addrs[DNS_MAX_ADDRS];	/* target.c's */
 	uint16_t		 port;
 	size_t			 hostlen;
 	char			 host[HTTP_HOST_MAX];
@@ -119,7 +125,6 @@ static void	http_on_event(struct loop_io *io, uint32_t events);
 static void	http_pump(struct pt_conn *c);
 static void	http_on_posted(struct loop_task *t);
 static void	http_next_request(struct pt_conn *c);
-static void	http_upstream_open(struct pt_conn *c);
 static void	http_upstream_close(struct pt_conn *c);
 
 void
@@ -217,8 +222,7 @@ http_state_free(struct pt_conn *c)
 
 	if (h == NULL)
 		return;
-	if (h->dns != NULL)
-		dns_cancel(h->dns);
+	target_stop(c);
 	http_flow_release(&h->req);
 	http_flow_release(&h->resp);
 	pool_put(&http_pool, h);
@@ -406,18 +410,18 @@ http_unpark(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+	const struct pt_addr	*a = target_addr(c);
 
 	if (!h->parked)
 		return;
 	h->parked = false;
 	if (up->io.fd < 0)
 		return;
-	if (up->hup) {
+	if (up->hup || a == NULL) {
 		http_upstream_close(c);
 		return;
 	}
-	upstream_put(h->host, h->hostlen, h->port, &up->io,
-	    &h->addrs[h->addr_idx]);
+	upstream_put(h->host, h->hostlen, h->port, &up->io, a);
 	up->io.fd = -1;
 	up->ready = 0;
 	up->hup = false;
@@ -478,10 +482,13 @@ http_upstream_close(struct pt_conn *c)
  * Answers the current request with <status> (one of ours), unless part of
  * a response already went out, in which case all that is left is to
  * close. After it, the connection closes, except after a 407 to a request
- * without a body, so that a client can retry with credentials.
+ * without a body, so that a client can retry with credentials. A 407
+ * carries a challenge for <realm> ("portico" when NULL); <retry_after>
+ * seconds, when not 0, become Retry-After (429, 503).
  */
 static void
-http_fail(struct pt_conn *c, int status, const char *detail)
+http_fail_answer(struct pt_conn *c, int status, const char *detail,
+    const char *realm, uint32_t retry_after)
 {
 	struct http_state	*h = http_st(c);
 	struct http_flow	*r = &h->resp;
@@ -497,10 +504,7 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 		conn_close(c, detail);
 		return;
 	}
-	if (h->dns != NULL) {
-		dns_cancel(h->dns);
-		h->dns = NULL;
-	}
+	target_stop(c);
 	pt_timer_stop(&c->c_timer);
 	http_unpark(c);
 	http_upstream_close(c);
@@ -521,7 +525,10 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 		conn_close(c, "out of buffers");
 		return;
 	}
-	n = http_head_error(r->out, buf_size(r->out), status, detail, flags);
+	if (status == 407 && realm == NULL)
+		realm = "portico";
+	n = http_head_error(r->out, buf_size(r->out), status, detail, flags,
+	    realm, retry_after);
 	if (n < 0) {
 		conn_close(c, "error response does not fit");
 		return;
@@ -532,6 +539,12 @@ http_fail(struct pt_conn *c, int status, const char *detail)
 	h->stage = HS_REPLY;
 	http_timer(c, http_conf->limits.idle_timeout_ms);
 	http_pump(c);
+}
+
+static void
+http_fail(struct pt_conn *c, int status, const char *detail)
+{
+	http_fail_answer(c, status, detail, NULL, 0);
 }
 
 /* ---- the end of a transaction -------------------------------------- */
@@ -933,6 +946,10 @@ http_credentials(struct pt_conn *c, const struct http_msg *m)
 	unsigned		 acc = 0, bits = 0;
 	size_t			 n = 0;
 
+	/* Nothing of the last request's credentials may reach this one's
+	 * AUTH (keep-alive). */
+	memset(&c->c_req.user, 0, sizeof(c->c_req.user));
+	memset(&c->c_req.password, 0, sizeof(c->c_req.password));
 	a = http_header_find(m, "proxy-authorization");
 	if (a == NULL || a->value.len < 6 ||
 	    strncasecmp(a->value.ptr, "basic ", 6) != 0)
@@ -973,45 +990,75 @@ http_connect_port_allowed(uint16_t port)
 	return false;
 }
 
-/* Answers OPTIONS or TRACE with Max-Forwards: 0 ourselves (RFC 9110
- * 7.6.2): we are the last recipient. */
-static bool
-http_answer_locally(struct pt_conn *c, const struct http_msg *m)
+/*
+ * The head of a TRACE reply: the request head as received (RFC 9110
+ * 9.3.8), less the fields that were for us (Proxy-Authorization holds
+ * the client's credentials; Proxy-* fields are hop-by-hop to the proxy).
+ * The head parsed strictly, so it is whole lines ending in LF. Writes to
+ * <out> when not NULL; returns the length either way.
+ */
+static size_t
+http_trace_copy(const char *head, size_t len, char *out)
+{
+	const char	*p = head, *end = head + len, *lf;
+	size_t		 n = 0, l;
+	bool		 first = true;
+
+	while (p < end) {
+		lf = memchr(p, '\n', (size_t)(end - p));
+		l = lf != NULL ? (size_t)(lf - p) + 1 : (size_t)(end - p);
+		if (first || l < 6 || strncasecmp(p, "proxy-", 6) != 0) {
+			if (out != NULL)
+				memcpy(out + n, p, l);
+			n += l;
+		}
+		first = false;
+		p += l;
+	}
+	return n;
+}
+
+/* Answers OPTIONS or TRACE with Max-Forwards: 0 ourselves: we are the
+ * last recipient. Runs after ACCESS, so it answers only requests the
+ * modules let through. */
+static void
+http_answer_locally(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 	struct http_flow	*r = &h->resp;
+	size_t			 len = 0;
 	int			 n;
 
-	if (m->max_forwards != 0)
-		return false;
-	if (!http_str_ieq(m->method, "OPTIONS") &&
-	    !http_str_ieq(m->method, "TRACE"))
-		return false;
 	if ((r->out = buf_get(BUF_LARGE)) == NULL) {
 		conn_close(c, "out of buffers");
-		return true;
+		return;
 	}
-	if (http_str_ieq(m->method, "OPTIONS"))
+	if (h->local == HTTP_LOCAL_OPTIONS) {
 		n = snprintf(r->out, buf_size(r->out), "HTTP/1.1 200 OK\r\n"
 		    "Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, "
 		    "TRACE, CONNECT\r\nContent-Length: 0\r\n%s\r\n",
 		    h->keep_client ? "" : "Connection: close\r\n");
-	else
+	} else {
+		len = http_trace_copy(h->req.in, h->head_len, NULL);
 		n = snprintf(r->out, buf_size(r->out), "HTTP/1.1 200 OK\r\n"
 		    "Content-Type: message/http\r\nContent-Length: %zu\r\n"
-		    "%s\r\n%.*s", m->head_len, h->keep_client ? "" :
-		    "Connection: close\r\n", (int)m->head_len, h->req.in);
-	if (n < 0 || (size_t)n >= buf_size(r->out)) {
-		conn_close(c, "TRACE reply does not fit");
-		return true;
+		    "%s\r\n", len, h->keep_client ? "" :
+		    "Connection: close\r\n");
 	}
+	if (n < 0 || (size_t)n + len >= buf_size(r->out)) {
+		conn_close(c, "TRACE reply does not fit");
+		return;
+	}
+	if (len > 0)
+		http_trace_copy(h->req.in, h->head_len, r->out + n);
 	r->out_start = 0;
-	r->out_len = (uint32_t)n;
+	r->out_len = (uint32_t)((size_t)n + len);
 	r->head_done = r->body_done = true;
 	c->c_req.status = 200;
-	h->close_after = !h->keep_client || m->body != HTTP_BODY_NONE;
+	h->close_after = !h->keep_client || h->req.body != HTTP_BODY_NONE;
 	h->stage = HS_REPLY;
-	return true;
+	http_timer(c, http_conf->limits.idle_timeout_ms);
+	http_pump(c);
 }
 
 static void	http_on_auth(struct pt_conn *c, enum pt_verdict v);
@@ -1093,9 +1140,13 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 		http_fail(c, 400, "bad chunked request body");
 		return;
 	}
-	if (http_answer_locally(c, m))
-		return;
-	if (!h->is_connect) {
+	h->local = HTTP_LOCAL_NONE;
+	if (m->max_forwards == 0 && http_str_ieq(m->method, "OPTIONS"))
+		h->local = HTTP_LOCAL_OPTIONS;
+	else if (m->max_forwards == 0 && http_str_ieq(m->method, "TRACE"))
+		h->local = HTTP_LOCAL_TRACE;
+	h->head_len = (uint32_t)m->head_len;
+	if (!h->is_connect && h->local == HTTP_LOCAL_NONE) {
 		flags = (http_conf->http.via ? HTTP_HEAD_VIA : 0) |
 		    (h->is_websocket ? HTTP_HEAD_UPGRADE : 0) |
 		    (q->body == HTTP_BODY_CHUNKED ? HTTP_HEAD_CHUNKED : 0);
@@ -1173,196 +1224,116 @@ http_read_request(struct pt_conn *c)
 	}
 }
 
-/* ---- phases, resolution, dialing ------------------------------------ */
+/* ---- phases and the dial path (target.c) ---------------------------- */
 
+/* How a refusal reads on the wire: at ACCEPT there is no request to
+ * answer; a module's ERROR is a 500; a DENY is the module's answer, or
+ * 407 with a challenge at AUTH and 403 elsewhere. */
 static void
-http_on_auth_deny(struct pt_conn *c, enum pt_verdict v)
+http_refuse(struct pt_conn *c, const struct target_refusal *r)
 {
-	counters_add(CTR_DENIED, 1);
-	http_fail(c, v == PT_VERDICT_DENY ? 407 : 500,
-	    v == PT_VERDICT_DENY ? "authentication required" : "module error");
-}
+	const struct pt_answer	*a = r->answer;
+	const char		*detail;
+	int			 status;
 
-static void	http_on_access(struct pt_conn *c, enum pt_verdict v);
-
-static void
-http_on_auth(struct pt_conn *c, enum pt_verdict v)
-{
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
-		http_on_auth_deny(c, v);
+	if (r->phase == PT_PHASE_ACCEPT) {
+		conn_close(c, r->verdict == PT_VERDICT_DENY ?
+		    "denied by module" : "module error");
 		return;
 	}
-	/* The credentials are the proxy's; they never go upstream and
-	 * should not outlive the phase that judged them. */
-	c->c_req.password.ptr = NULL;
-	c->c_req.password.len = 0;
-	phase_run(c, PT_PHASE_ACCESS, http_on_access);
+	if (r->verdict != PT_VERDICT_DENY) {
+		http_fail(c, 500, "module error");
+		return;
+	}
+	status = r->phase == PT_PHASE_AUTH ? 407 : 403;
+	detail = r->why != NULL ? r->why : r->phase == PT_PHASE_AUTH ?
+	    "authentication required" : r->phase == PT_PHASE_DIAL ?
+	    "destination denied by policy" : "denied by policy";
+	if (a->http_status != 0) {
+		/* The module's status speaks for itself in the body; the log
+		 * still gets a reason. */
+		status = a->http_status;
+		if (c->c_req.error == NULL)
+			c->c_req.error = detail;
+		detail = NULL;
+	}
+	http_fail_answer(c, status, detail, a->realm, a->retry_after);
 }
 
-static void	http_on_dns(void *arg, int err, const struct dns_result *res);
-static void	http_resolve(struct pt_conn *c);
-
 static void
-http_on_access(struct pt_conn *c, enum pt_verdict v)
+http_target_fail(struct pt_conn *c, enum target_fail what, int err)
+{
+	if (what == TARGET_FAIL_RESOLVE) {
+		http_fail(c, err == ETIMEDOUT ? 504 : 502, err == ENOENT ?
+		    "cannot resolve the host name" : "name resolution failed");
+		return;
+	}
+	c->c_req.error = strerror(err);
+	http_fail(c, err == ETIMEDOUT ? 504 : 502, err == ETIMEDOUT ?
+	    "connecting to the origin timed out" :
+	    "cannot connect to the origin");
+}
+
+/*
+ * ACCESS passed. What only HTTP has: the CONNECT port rule, requests the
+ * proxy answers itself, and upstream connections kept alive (the parked
+ * one from the last request to the same origin, or one from the worker's
+ * pool), which skip resolve and connect but still run DIAL and
+ * ESTABLISHED.
+ */
+static bool
+http_access_ok(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 	int			 fd;
 
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
-		counters_add(CTR_DENIED, 1);
-		http_fail(c, v == PT_VERDICT_DENY ? 403 : 500,
-		    v == PT_VERDICT_DENY ? "denied by policy" : "module error");
-		return;
-	}
 	if (h->is_connect && !http_connect_port_allowed(h->port)) {
-		counters_add(CTR_DENIED, 1);
-		http_fail(c, 403, "CONNECT to this port is not allowed");
-		return;
+		target_deny(c, PT_PHASE_ACCESS,
+		    "CONNECT to this port is not allowed");
+		return false;
 	}
-	if (h->parked && !h->is_connect && !h->is_websocket &&
-	    !c->c_side[SIDE_UPSTREAM].hup) {
+	if (h->local != HTTP_LOCAL_NONE) {
+		http_answer_locally(c);
+		return false;
+	}
+	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup) {
 		/* Same origin as the last request (http_request_head pooled
 		 * it otherwise). */
 		h->parked = false;
 		h->reused = true;
 		h->req.keep_out = true;
-		h->addrs[0] = h->addrs[h->addr_idx];
-		h->naddrs = 1;
-		h->addr_idx = 0;
-		c->c_side[SIDE_UPSTREAM].ready |= EPOLLOUT;
-		http_upstream_open(c);
-		return;
+		up->ready |= EPOLLOUT;
+		target_reuse(c, target_addr(c));
+		return true;
 	}
 	http_unpark(c);
 	if (!h->is_connect && !h->is_websocket && !h->retried) {
 		fd = upstream_take(h->host, h->hostlen, h->port, &h->addrs[0],
-		    &c->c_side[SIDE_UPSTREAM].io, HTTP_EVENTS, http_on_event);
+		    &up->io, HTTP_EVENTS, http_on_event);
 		if (fd >= 0) {
 			h->reused = true;
 			h->req.keep_out = true;
-			h->naddrs = 1;
-			h->addr_idx = 0;
-			c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
-			c->c_side[SIDE_UPSTREAM].hup = false;
-			http_upstream_open(c);
-			return;
+			up->ready = EPOLLOUT;
+			up->hup = false;
+			target_reuse(c, &h->addrs[0]);
+			return true;
 		}
 	}
 	h->reused = false;
-	http_resolve(c);
-}
-
-static void	http_on_dial_phase(struct pt_conn *c, enum pt_verdict v);
-
-/* Starts resolving the target. The answer may come before dns_resolve
- * returns (a cache hit) and may have closed the connection by then, so
- * the handle is stored only when the query is really pending. */
-static void
-http_resolve(struct pt_conn *c)
-{
-	struct http_state	*h = http_st(c);
-	struct dns_query	*q;
-
-	q = dns_resolve(h->host, h->hostlen, http_on_dns, c);
-	if (q != NULL)
-		h->dns = q;
+	target_known(c, NULL, 0);
+	return true;
 }
 
 static void
-http_on_dns(void *arg, int err, const struct dns_result *res)
-{
-	struct pt_conn		*c = arg;
-	struct http_state	*h = http_st(c);
-
-	h->dns = NULL;
-	if (err != 0) {
-		http_fail(c, err == ETIMEDOUT ? 504 : 502, err == ENOENT ?
-		    "cannot resolve the host name" : "name resolution failed");
-		return;
-	}
-	h->naddrs = dns_addrs_with_port(res, h->port, h->addrs);
-	h->addr_idx = 0;
-	http_upstream_open(c);
-}
-
-/* Runs DIAL for the current address, then connects (or, for a reused
- * connection, goes straight on). */
-static void
-http_upstream_open(struct pt_conn *c)
-{
-	struct http_state	*h = http_st(c);
-	struct pt_addr		*a = &h->addrs[h->addr_idx];
-
-	memcpy(&c->c_req.target, &a->sa, a->len);
-	phase_run(c, PT_PHASE_DIAL, http_on_dial_phase);
-}
-
-static void	http_on_dialed(struct pt_conn *c, int err);
-static void	http_on_established(struct pt_conn *c, enum pt_verdict v);
-
-static void
-http_on_dial_phase(struct pt_conn *c, enum pt_verdict v)
-{
-	struct http_state	*h = http_st(c);
-
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
-		counters_add(CTR_DENIED, 1);
-		http_fail(c, v == PT_VERDICT_DENY ? 403 : 500,
-		    v == PT_VERDICT_DENY ? "destination denied by policy" :
-		    "module error");
-		return;
-	}
-	if (h->reused) {
-		phase_run(c, PT_PHASE_ESTABLISHED, http_on_established);
-		return;
-	}
-	dial_start(c, &h->addrs[h->addr_idx],
-	    http_conf->limits.connect_timeout_ms, http_on_dialed);
-}
-
-static void
-http_on_dialed(struct pt_conn *c, int err)
-{
-	struct http_state	*h = http_st(c);
-
-	if (err != 0) {
-		h->dial_err = err;
-		/* The next address, of the other family first when the
-		 * resolver interleaved them: a dead IPv6 route falls back
-		 * to IPv4 (RFC 8305, sequentially). */
-		if (++h->addr_idx < h->naddrs) {
-			pt_timer_start(&c->c_timer,
-			    http_conf->limits.header_timeout_ms, http_on_timer,
-			    c);
-			http_upstream_open(c);
-			return;
-		}
-		c->c_req.error = strerror(err);
-		http_fail(c, err == ETIMEDOUT ? 504 : 502, err == ETIMEDOUT ?
-		    "connecting to the origin timed out" :
-		    "cannot connect to the origin");
-		return;
-	}
-	c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
-	/* dial.c's timer is gone: ESTABLISHED hooks get header_timeout. */
-	pt_timer_start(&c->c_timer, http_conf->limits.header_timeout_ms,
-	    http_on_timer, c);
-	phase_run(c, PT_PHASE_ESTABLISHED, http_on_established);
-}
-
-static void
-http_on_established(struct pt_conn *c, enum pt_verdict v)
+http_established(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 	struct http_flow	*r = &h->resp;
 	static const char	 ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
-		counters_add(CTR_DENIED, 1);
-		http_fail(c, v == PT_VERDICT_DENY ? 403 : 500,
-		    v == PT_VERDICT_DENY ? "denied by policy" : "module error");
-		return;
-	}
+	if (!c->c_target.reused)
+		c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
 	c->c_last_active = loop_now();
 	http_timer(c, http_conf->limits.idle_timeout_ms);
 	h->resp_wait = false;
@@ -1382,6 +1353,27 @@ http_on_established(struct pt_conn *c, enum pt_verdict v)
 	h->stage = HS_FORWARD;
 	h->resp.head_done = false;
 	http_pump(c);
+}
+
+static const struct target_ops http_target_ops = {
+	.refuse = http_refuse,
+	.fail = http_target_fail,
+	.access_ok = http_access_ok,
+	.established = http_established,
+	.on_timer = http_on_timer,
+};
+
+static void
+http_on_auth(struct pt_conn *c, enum pt_verdict v)
+{
+	/* The credentials are the proxy's; they never go upstream and
+	 * should not outlive the phase that judged them, whatever it
+	 * said (LOG hooks must not see a refused password either). */
+	c->c_req.password.ptr = NULL;
+	c->c_req.password.len = 0;
+	if (target_refused(c, PT_PHASE_AUTH, v))
+		return;
+	target_access(c);
 }
 
 /* ---- the response head ---------------------------------------------- */
@@ -1583,7 +1575,7 @@ http_origin_gone(struct pt_conn *c, const char *why)
 		 * fresh one is reached within header_timeout, and gets its
 		 * own response_timeout once the request is written again. */
 		http_timer(c, http_conf->limits.header_timeout_ms);
-		http_resolve(c);
+		target_resolve(c);
 		return;
 	}
 	http_fail(c, 502, why);
@@ -1816,6 +1808,16 @@ http_on_event(struct loop_io *io, uint32_t events)
 	/* A peer that shut its side (s->hup) makes an idle upstream
 	 * unusable. */
 	conn_side_note_events(s, events);
+	/* The client left while its request waited on a module (AGAIN) or
+	 * on the resolver: nothing may be dialed or sent for it. Only
+	 * then: a FIN that came with the request, or while dialing, is a
+	 * half-close, and the response is still wanted. */
+	if (s == &c->c_side[SIDE_CLIENT] && http_st(c)->stage == HS_WAIT &&
+	    (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
+	    (c->c_waiting || target_resolving(c))) {
+		conn_close(c, "client closed while its request waited");
+		return;
+	}
 	http_pump(c);
 }
 
@@ -1854,7 +1856,9 @@ http_next_request(struct pt_conn *c)
 	memset(&c->c_req.method, 0, sizeof(c->c_req.method));
 	memset(&c->c_req.host, 0, sizeof(c->c_req.host));
 	memset(&c->c_req.user, 0, sizeof(c->c_req.user));
+	memset(&c->c_req.password, 0, sizeof(c->c_req.password));
 	memset(&c->c_req.target, 0, sizeof(c->c_req.target));
+	memset(&c->c_answer, 0, sizeof(c->c_answer));
 	c->c_req.port = 0;
 	c->c_req.status = 0;
 	c->c_req.bytes_in = c->c_req.bytes_out = 0;
@@ -1874,12 +1878,8 @@ http_next_request(struct pt_conn *c)
 static void
 http_on_accept(struct pt_conn *c, enum pt_verdict v)
 {
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
-		counters_add(CTR_DENIED, 1);
-		conn_close(c, v == PT_VERDICT_DENY ? "denied by module" :
-		    "module error");
+	if (target_refused(c, PT_PHASE_ACCEPT, v))
 		return;
-	}
 	http_pump(c);
 }
 
@@ -1902,6 +1902,7 @@ http_start(struct pt_conn *c)
 	c->c_proto_drain = http_on_drain;
 	c->c_budget_resume = http_on_budget;
 	c->c_req.proto = PT_PROTO_HTTP;
+	target_init(c, &http_target_ops, h->addrs);
 	/* No transaction until the first byte of a request arrives. */
 	c->c_logged = true;
 	c->c_side[SIDE_CLIENT].ready = EPOLLIN | EPOLLOUT;

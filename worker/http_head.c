@@ -204,6 +204,7 @@ http_reason(int status)
 	case 407: return "Proxy Authentication Required";
 	case 408: return "Request Timeout";
 	case 414: return "URI Too Long";
+	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
@@ -215,9 +216,33 @@ http_reason(int status)
 	}
 }
 
+/* Longest realm sent: a challenge is one short header line. */
+#define HTTP_REALM_MAX	128
+
+/* Proxy-Authenticate: Basic realm="<realm>", the realm as a
+ * quoted-string (RFC 9110 5.6.4): quotes and backslashes escaped,
+ * control characters (a CR or LF would end the field) dropped. */
+static void
+head_challenge(struct head_out *o, const char *realm)
+{
+	char	 q[2 * HTTP_REALM_MAX];
+	size_t	 n = 0, i;
+
+	for (i = 0; realm[i] != '\0' && i < HTTP_REALM_MAX; i++) {
+		if ((unsigned char)realm[i] < 0x20 || realm[i] == 0x7f)
+			continue;
+		if (realm[i] == '"' || realm[i] == '\\')
+			q[n++] = '\\';
+		q[n++] = realm[i];
+	}
+	head_puts(o, "Proxy-Authenticate: Basic realm=\"");
+	head_put(o, q, n);
+	head_puts(o, "\"\r\n");
+}
+
 ssize_t
 http_head_error(char *out, size_t cap, int status, const char *detail,
-    unsigned flags)
+    unsigned flags, const char *realm, uint32_t retry_after)
 {
 	struct head_out	 o = { out, 0, cap, false };
 	char		 body[256];
@@ -231,7 +256,9 @@ http_head_error(char *out, size_t cap, int status, const char *detail,
 	head_puts(&o, "Content-Type: text/plain\r\n");
 	head_printf(&o, "Content-Length: %d\r\n", n);
 	if (flags & HTTP_HEAD_AUTH)
-		head_puts(&o, "Proxy-Authenticate: Basic realm=\"portico\"\r\n");
+		head_challenge(&o, realm != NULL ? realm : "portico");
+	if (retry_after > 0)
+		head_printf(&o, "Retry-After: %u\r\n", (unsigned)retry_after);
 	head_trailer_fields(&o, NULL, flags & ~(unsigned)HTTP_HEAD_CHUNKED);
 	head_put(&o, "\r\n", 2);
 	/* A response to HEAD has the length of the body it would have had

@@ -33,10 +33,13 @@ ssize_t	 http_head_request(char *out, size_t cap, const struct http_msg *m,
 ssize_t	 http_head_response(char *out, size_t cap, const struct http_msg *m,
 	    unsigned flags);
 /* Writes a complete response of our own: <status>, a one-line text body
- * naming the problem (<detail>, may be NULL), Content-Length. Length or
- * -1. */
+ * naming the problem (<detail>, may be NULL), Content-Length; with
+ * HTTP_HEAD_AUTH a Basic challenge for <realm> (quoted by this function;
+ * "portico" when NULL), and Retry-After when <retry_after> is not 0.
+ * Length or -1. */
 ssize_t	 http_head_error(char *out, size_t cap, int status,
-	    const char *detail, unsigned flags);
+	    const char *detail, unsigned flags, const char *realm,
+	    uint32_t retry_after);
 /* The reason phrase for <status> ("Bad Gateway"). */
 const char *http_reason(int status);
 

@@ -30,6 +30,10 @@ static struct pt_timer	**loop_heap;
 static unsigned		 loop_heap_len;
 static unsigned		 loop_heap_cap;
 static struct loop_task	*loop_posted;
+/* The batch loop_once is delivering, so loop_io_forget can drop events
+ * of an io whose owner frees it before the batch ends. */
+static struct epoll_event	*loop_batch;
+static int			 loop_batch_len;
 
 int
 loop_init(void)
@@ -112,6 +116,16 @@ loop_io_stop(struct loop_io *io)
 	epoll_ctl(loop_epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	io->added = false;
 	io->events = 0;
+}
+
+void
+loop_io_forget(struct loop_io *io)
+{
+	int	 i;
+
+	for (i = 0; i < loop_batch_len; i++)
+		if (loop_batch[i].data.ptr == io)
+			loop_batch[i].data.ptr = NULL;
 }
 
 void
@@ -332,14 +346,19 @@ loop_once(void)
 	if (n < 0 && errno != EINTR)
 		return -errno;
 	loop_update_time();
+	loop_batch = evs;
+	loop_batch_len = n;
 	for (i = 0; i < n; i++) {
 		io = evs[i].data.ptr;
 		/* An earlier callback of this batch may have stopped it; its
 		 * memory stays valid until the end of the iteration because
-		 * connections are freed late (conn_reap). */
-		if (io->added)
+		 * connections are freed late (conn_reap). A module's io may
+		 * be freed at once: pt_io_stop forgot it (NULL). */
+		if (io != NULL && io->added)
 			io->fn(io, evs[i].events);
 	}
+	loop_batch = NULL;
+	loop_batch_len = 0;
 	loop_run_timers();
 	loop_run_posted();
 	return 0;

@@ -47,6 +47,9 @@ int		 loop_io_move(struct loop_io *from, struct loop_io *to,
 		    uint32_t events, loop_io_fn fn);
 /* Stops watching (before the owner closes the fd). Idempotent. */
 void		 loop_io_stop(struct loop_io *io);
+/* Drops <io>'s events still to be delivered in the current batch, for an
+ * owner that frees it before the round ends (a module's pt_io). */
+void		 loop_io_forget(struct loop_io *io);
 /*
  * Closes <io>'s descriptor (if >= 0) and forgets its registration without
  * an EPOLL_CTL_DEL: epoll drops a descriptor when the last reference to

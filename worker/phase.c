@@ -14,8 +14,7 @@
 
 #include "worker/phase.h"
 #include "common/log.h"
-#include "master/conf.h"
-#include "master/modload.h"
+#include "common/conf_types.h"
 
 /* conf.c refuses configurations with more hooks in a phase. */
 #define PHASE_MAX_HOOKS	MODLOAD_MAX_HOOKS
@@ -160,6 +159,8 @@ phase_run(struct pt_conn *c, enum pt_phase phase, conn_phase_done_fn done)
 	c->c_phase = phase;
 	c->c_hook = 0;
 	c->c_phase_done = done;
+	/* An answer a module set is for the verdict that ends its phase. */
+	memset(&c->c_answer, 0, sizeof(c->c_answer));
 	if (phase_nhooks[phase] == 0) {
 		phase_finish(c, PT_VERDICT_CONTINUE);
 		return;
@@ -186,49 +187,5 @@ pt_conn_resume(struct pt_conn *c, enum pt_verdict v)
 		phase_walk(c);
 	} else {
 		phase_finish(c, v);
-	}
-}
-
-int
-phase_init_worker(const struct pt_config *conf, struct pt_worker *w)
-{
-	const struct pt_module	*m;
-	int			 i;
-
-	for (i = 0; i < conf->nmodules; i++) {
-		m = conf->modules[i].mod->mod;
-		if (m->init_worker != NULL &&
-		    m->init_worker(w, conf->modules[i].ctx) != 0) {
-			pt_log(PT_LOG_ERR, "module \"%s\": init_worker failed",
-			    m->name);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-void
-phase_exit_worker(const struct pt_config *conf, struct pt_worker *w)
-{
-	const struct pt_module	*m;
-	int			 i;
-
-	for (i = conf->nmodules - 1; i >= 0; i--) {
-		m = conf->modules[i].mod->mod;
-		if (m->exit_worker != NULL)
-			m->exit_worker(w, conf->modules[i].ctx);
-	}
-}
-
-void
-phase_reopen(const struct pt_config *conf)
-{
-	const struct pt_module	*m;
-	int			 i;
-
-	for (i = 0; i < conf->nmodules; i++) {
-		m = conf->modules[i].mod->mod;
-		if (m->reopen != NULL)
-			m->reopen(conf->modules[i].ctx);
 	}
 }

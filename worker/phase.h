@@ -29,11 +29,5 @@ bool		 phase_any_hooks(void);
  */
 void		 phase_run(struct pt_conn *c, enum pt_phase phase,
 		    conn_phase_done_fn done);
-/* Runs the init_worker / exit_worker hooks. */
-int		 phase_init_worker(const struct pt_config *conf,
-		    struct pt_worker *w);
-void		 phase_exit_worker(const struct pt_config *conf,
-		    struct pt_worker *w);
-void		 phase_reopen(const struct pt_config *conf);
 
 #endif

@@ -36,7 +36,7 @@
 #include "worker/relay.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/buf.h"
 #include "worker/worker.h"
 

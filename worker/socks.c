@@ -28,15 +28,15 @@
 #include "worker/socks.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/conf_types.h"
 #include "worker/accept.h"
 #include "worker/buf.h"
-#include "worker/dial.h"
 #include "worker/dns.h"
 #include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/relay.h"
 #include "worker/socks_parse.h"
+#include "worker/target.h"
 #include "worker/udp_assoc.h"
 #include "worker/worker.h"
 
@@ -72,9 +72,7 @@ struct socks_state {
 	uint16_t		 port;
 	char			 host[256];
 	char			 cred[512];
-	struct dns_query	*dns;
-	struct pt_addr		 addrs[DNS_MAX_ADDRS];
-	int			 naddrs, addr_idx;
+	struct pt_addr		 addrs[DNS_MAX_ADDRS];	/* target.c's */
 	struct udp_assoc	*assoc;
 };
 
@@ -124,8 +122,7 @@ socks_state_free(struct pt_conn *c)
 
 	if (s == NULL)
 		return;
-	if (s->dns != NULL)
-		dns_cancel(s->dns);
+	target_stop(c);
 	udp_assoc_free(s->assoc);
 	buf_put(s->in);
 	pool_put(&socks_pool, s);
@@ -181,10 +178,7 @@ socks_fail(struct pt_conn *c, uint8_t rep, const char *why)
 	c->c_req.status = s->v4 ? 0x5b : rep;
 	if (why != NULL && c->c_req.error == NULL)
 		c->c_req.error = why;
-	if (s->dns != NULL) {
-		dns_cancel(s->dns);
-		s->dns = NULL;
-	}
+	target_stop(c);
 	if (s->v4)
 		n = socks4_fmt_reply(b, false, 0, NULL);
 	else
@@ -214,24 +208,51 @@ socks_errno_reply(int err)
 	}
 }
 
-static bool
-socks_denied(struct pt_conn *c, enum pt_verdict v)
+/* ---- after the request: the dial path (target.c) ------------------- */
+
+static void	socks_on_timer(struct pt_timer *t, void *arg);
+
+/* A refusal at AUTH is the RFC 1929 status (the module's socks_reply
+ * when it set one); at ACCESS and after, the request's reply. */
+static void
+socks_refuse(struct pt_conn *c, const struct target_refusal *r)
 {
-	if (v != PT_VERDICT_DENY && v != PT_VERDICT_ERROR)
-		return false;
-	counters_add(CTR_DENIED, 1);
-	socks_fail(c, v == PT_VERDICT_DENY ? SOCKS5_NOT_ALLOWED :
-	    SOCKS5_FAILURE, v == PT_VERDICT_DENY ? "denied by policy" :
-	    "module error");
-	return true;
+	uint8_t		 st[2] = { 0x01, 0x01 };
+	bool		 deny = r->verdict == PT_VERDICT_DENY;
+
+	switch (r->phase) {
+	case PT_PHASE_ACCEPT:
+		conn_close(c, deny ? "denied by module" : "module error");
+		return;
+	case PT_PHASE_AUTH:
+		if (deny && r->answer->socks_reply != 0)
+			st[1] = r->answer->socks_reply;
+		c->c_req.status = st[1];
+		if (c->c_req.error == NULL)
+			c->c_req.error = "authentication failed";
+		socks_reply(c, st, sizeof(st), SN_CLOSE);
+		return;
+	default:
+		socks_fail(c, !deny ? SOCKS5_FAILURE :
+		    r->answer->socks_reply != 0 ? r->answer->socks_reply :
+		    SOCKS5_NOT_ALLOWED, deny ? "denied by policy" :
+		    "module error");
+		return;
+	}
 }
 
-/* ---- after the request: phases, resolve, dial ------------------------ */
-
-static void	socks_on_dialed(struct pt_conn *c, int err);
+static void
+socks_target_fail(struct pt_conn *c, enum target_fail what, int err)
+{
+	if (what == TARGET_FAIL_RESOLVE)
+		socks_fail(c, SOCKS5_HOST_UNREACH, err == ENOENT ?
+		    "cannot resolve the host name" : "name resolution failed");
+	else
+		socks_fail(c, socks_errno_reply(err), strerror(err));
+}
 
 static void
-socks_on_established(struct pt_conn *c, enum pt_verdict v)
+socks_established(struct pt_conn *c)
 {
 	struct socks_state	*s = socks_st(c);
 	struct sockaddr_storage	 bound;
@@ -239,8 +260,6 @@ socks_on_established(struct pt_conn *c, enum pt_verdict v)
 	uint8_t			 b[32];
 	size_t			 n;
 
-	if (socks_denied(c, v))
-		return;
 	/* The reply names the address the origin sees us connect from
 	 * (RFC 1928 6: BND.ADDR, BND.PORT). */
 	if (getsockname(c->c_side[SIDE_UPSTREAM].io.fd,
@@ -254,65 +273,6 @@ socks_on_established(struct pt_conn *c, enum pt_verdict v)
 		n = socks5_fmt_reply(b, SOCKS5_OK, (struct sockaddr *)&bound);
 	}
 	socks_reply(c, b, n, SN_TUNNEL);
-}
-
-static void
-socks_on_dial_phase(struct pt_conn *c, enum pt_verdict v)
-{
-	struct socks_state	*s = socks_st(c);
-
-	if (socks_denied(c, v))
-		return;
-	dial_start(c, &s->addrs[s->addr_idx],
-	    socks_conf->limits.connect_timeout_ms, socks_on_dialed);
-}
-
-static void
-socks_dial_next(struct pt_conn *c)
-{
-	struct socks_state	*s = socks_st(c);
-	struct pt_addr		*a = &s->addrs[s->addr_idx];
-
-	memcpy(&c->c_req.target, &a->sa, a->len);
-	phase_run(c, PT_PHASE_DIAL, socks_on_dial_phase);
-}
-
-static void	socks_on_timer(struct pt_timer *t, void *arg);
-
-static void
-socks_on_dialed(struct pt_conn *c, int err)
-{
-	struct socks_state	*s = socks_st(c);
-
-	pt_timer_start(&c->c_timer, socks_conf->limits.header_timeout_ms,
-	    socks_on_timer, c);
-	if (err != 0) {
-		/* The other family next, as for HTTP (RFC 8305, in turn). */
-		if (++s->addr_idx < s->naddrs) {
-			socks_dial_next(c);
-			return;
-		}
-		socks_fail(c, socks_errno_reply(err), strerror(err));
-		return;
-	}
-	phase_run(c, PT_PHASE_ESTABLISHED, socks_on_established);
-}
-
-static void
-socks_on_dns(void *arg, int err, const struct dns_result *res)
-{
-	struct pt_conn		*c = arg;
-	struct socks_state	*s = socks_st(c);
-
-	s->dns = NULL;
-	if (err != 0) {
-		socks_fail(c, SOCKS5_HOST_UNREACH, err == ENOENT ?
-		    "cannot resolve the host name" : "name resolution failed");
-		return;
-	}
-	s->naddrs = dns_addrs_with_port(res, s->port, s->addrs);
-	s->addr_idx = 0;
-	socks_dial_next(c);
 }
 
 /* A spent budget of the association got more (conn.c). */
@@ -350,44 +310,34 @@ socks_start_udp(struct pt_conn *c)
 	socks_reply(c, b, n, SN_UDP);
 }
 
-static void
-socks_on_access(struct pt_conn *c, enum pt_verdict v)
+/* ACCESS passed: UDP ASSOCIATE opens a relay instead of dialing. */
+static bool
+socks_access_ok(struct pt_conn *c)
 {
-	struct socks_state	*s = socks_st(c);
-	struct dns_query	*q;
-
-	if (socks_denied(c, v))
-		return;
-	if (s->udp) {
-		socks_start_udp(c);
-		return;
-	}
-	if (s->naddrs > 0) {
-		socks_dial_next(c);
-		return;
-	}
-	/* A cache hit answers before dns_resolve returns (and may have
-	 * closed the connection): keep the handle only when pending. */
-	q = dns_resolve(s->host, strlen(s->host), socks_on_dns, c);
-	if (q != NULL)
-		s->dns = q;
+	if (!socks_st(c)->udp)
+		return true;
+	socks_start_udp(c);
+	return false;
 }
+
+static const struct target_ops socks_target_ops = {
+	.refuse = socks_refuse,
+	.fail = socks_target_fail,
+	.access_ok = socks_access_ok,
+	.established = socks_established,
+	.on_timer = socks_on_timer,
+};
 
 static void
 socks_on_auth(struct pt_conn *c, enum pt_verdict v)
 {
-	static const uint8_t	 ok[2] = { 0x01, 0x00 }, no[2] = { 0x01, 0x01 };
+	static const uint8_t	 ok[2] = { 0x01, 0x00 };
 
 	/* The password is the proxy's business only, and only for AUTH. */
 	c->c_req.password.ptr = NULL;
 	c->c_req.password.len = 0;
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
-		counters_add(CTR_DENIED, 1);
-		c->c_req.status = 0x01;
-		c->c_req.error = "authentication failed";
-		socks_reply(c, no, sizeof(no), SN_CLOSE);
+	if (target_refused(c, PT_PHASE_AUTH, v))
 		return;
-	}
 	socks_reply_then(c, ok, sizeof(ok), SN_READ, SS_REQUEST);
 }
 
@@ -401,13 +351,13 @@ socks_take_dest(struct pt_conn *c, const struct socks_dest *d)
 	const struct sockaddr_in6	*sin6;
 
 	s->port = d->port;
-	s->naddrs = 0;
+	target_known(c, NULL, 0);
 	if (d->atyp == SOCKS_ATYP_DOMAIN) {
 		memcpy(s->host, d->name.ptr, d->name.len);
 		s->host[d->name.len] = '\0';
 	} else {
 		s->addrs[0] = d->addr;
-		s->naddrs = 1;
+		target_known(c, s->addrs, 1);
 		/* The host as a name: the address alone, without port and
 		 * brackets. */
 		if (d->addr.sa.ss_family == AF_INET6) {
@@ -439,7 +389,7 @@ static void
 socks_request(struct pt_conn *c)
 {
 	socks_st(c)->stage = SS_WAIT;
-	phase_run(c, PT_PHASE_ACCESS, socks_on_access);
+	target_access(c);
 }
 
 /* ---- the handshake -------------------------------------------------- */
@@ -782,12 +732,8 @@ socks_on_timer(struct pt_timer *t, void *arg)
 static void
 socks_on_accept(struct pt_conn *c, enum pt_verdict v)
 {
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR) {
-		counters_add(CTR_DENIED, 1);
-		conn_close(c, v == PT_VERDICT_DENY ? "denied by module" :
-		    "module error");
+	if (target_refused(c, PT_PHASE_ACCEPT, v))
 		return;
-	}
 	socks_watch(c, EPOLLIN);
 }
 
@@ -804,6 +750,7 @@ socks_start(struct pt_conn *c)
 	c->c_proto = s;
 	c->c_proto_free = socks_state_free;
 	c->c_req.proto = PT_PROTO_SOCKS5;
+	target_init(c, &socks_target_ops, s->addrs);
 	pt_timer_start(&c->c_timer, socks_conf->limits.header_timeout_ms,
 	    socks_on_timer, c);
 	phase_run(c, PT_PHASE_ACCEPT, socks_on_accept);

@@ -28,10 +28,12 @@
 #include "worker/worker.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "master/conf.h"
+#include "common/modlife.h"
+#include "common/conf_types.h"
 #include "worker/accept.h"
 #include "worker/conn.h"
 #include "worker/loop.h"
+#include "worker/modloop.h"
 #include "worker/phase.h"
 #include "worker/buf.h"
 #include "worker/dns.h"
@@ -48,6 +50,8 @@ static struct pt_worker	*worker_cur;
 static struct loop_io	 worker_sigio;
 static struct pt_timer	 worker_drain_timer;
 static char		 worker_role[32];
+/* The process's CPUs before worker_pin narrowed them (pt_worker_cpuset). */
+static cpu_set_t	 worker_cpus;
 
 struct pt_worker *
 worker_self(void)
@@ -81,8 +85,17 @@ static void
 worker_pin(const struct pt_config *conf, int slot)
 {
 	cpu_set_t	 set;
+	long		 n, i;
 
 	worker.cpu = -1;
+	/* Recorded before pinning so a module thread can run elsewhere; if
+	 * the kernel will not say, every online CPU is the best guess. */
+	if (sched_getaffinity(0, sizeof(worker_cpus), &worker_cpus) < 0) {
+		CPU_ZERO(&worker_cpus);
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		for (i = 0; i < n && i < CPU_SETSIZE; i++)
+			CPU_SET(i, &worker_cpus);
+	}
 	if (!conf->pin)
 		return;
 	CPU_ZERO(&set);
@@ -93,6 +106,13 @@ worker_pin(const struct pt_config *conf, int slot)
 		return;
 	}
 	worker.cpu = conf->cpus[slot];
+}
+
+int
+pt_worker_cpuset(cpu_set_t *out)
+{
+	*out = worker_cpus;
+	return CPU_COUNT(out);
 }
 
 static void
@@ -142,7 +162,7 @@ worker_on_signal(struct loop_io *io, uint32_t events)
 			if (log_reopen() < 0)
 				pt_log(PT_LOG_ERR, "reopening the error log "
 				    "failed");
-			phase_reopen(worker.conf);
+			modlife_reopen(worker.conf);
 			break;
 		default:
 			break;
@@ -237,6 +257,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	size_t		 modctx;
 	unsigned	 maxconn;
 	struct dns_conf	 dns;
+	int		 rc;
 
 	snprintf(worker_role, sizeof(worker_role), "worker %d", slot);
 	log_set_role(worker_role);
@@ -257,6 +278,8 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	if (loop_init() < 0)
 		fatal("epoll_create1: %s", strerror(errno));
 	worker_signals();
+	if ((rc = modloop_init()) < 0)
+		fatal("post eventfd: %s", strerror(-rc));
 	modctx = phase_init(conf);
 	maxconn = worker_max_connections(conf);
 	conn_pool_init(maxconn, modctx, worker_memory(conf, nslots));
@@ -275,20 +298,22 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	dns.timeout_ms = conf->resolver.timeout_ms;
 	if (dns_init(&dns) < 0)
 		fatal("resolver initialisation failed");
-	if (phase_init_worker(conf, &worker) < 0)
+	if (modlife_init_worker(conf, &worker) < 0)
 		fatal("module initialisation failed");
 	if (accept_start(conf->listeners, mine, conf->nlisteners) < 0)
 		fatal("watching listeners: %s", strerror(errno));
-	pt_log(PT_LOG_NOTICE, "worker %d started on cpu %d", slot, worker.cpu);
+	/* The role prefix ("worker N: ") already names the worker. */
+	pt_log(PT_LOG_NOTICE, "started on cpu %d", worker.cpu);
 
 	while (!worker.stopping || conn_count() > 0) {
 		if (loop_once() < 0)
 			fatal("epoll_wait: %s", strerror(errno));
 		conn_reap();
 	}
-	phase_exit_worker(conf, &worker);
+	modlife_exit_worker(conf, &worker);
+	modloop_fini();
 	relay_fini();
-	pt_log(PT_LOG_INFO, "worker %d exiting", slot);
+	pt_log(PT_LOG_INFO, "exiting");
 	/* _exit: the master's atexit handlers and stdio buffers belong to
 	 * the master, not to this copy of it. */
 	_exit(0);

@@ -254,7 +254,9 @@ enum pt_log_level {
 	PT_LOG_DEBUG = 7
 };
 
-/* Master and worker: one line to the error log. */
+/* Master and worker: one line to the error log, with one write(). Safe
+ * from any thread, a module's own threads included (no shared buffer);
+ * not from a signal handler. */
 PT_API void	pt_log(int level, const char *fmt, ...)
 		    __attribute__((format(printf, 2, 3)));
 /* Same, with ": strerror(err)" appended; <err> is a positive errno. */
@@ -302,7 +304,14 @@ PT_API void	 pt_timer_stop(struct pt_timer *t);
  * triggered). The module owns the storage and keeps it valid until
  * pt_io_stop(); it closes the descriptor itself, after pt_io_stop().
  * <fn> runs on the loop with the epoll events (EPOLLIN, EPOLLOUT,
- * EPOLLERR, EPOLLHUP). Worker thread only.
+ * EPOLLERR, EPOLLHUP). Worker thread only, from init_worker to
+ * exit_worker (stop everything there).
+ * <events> may hold EPOLLIN, EPOLLOUT, EPOLLPRI and EPOLLRDHUP (others:
+ * -EINVAL); 0 keeps the registration but waits only for errors and
+ * hang-ups. Zero the structure before the first pt_io_start();
+ * pt_io_modify() on a stopped io is -EINVAL, pt_io_stop() on one a
+ * no-op. The storage may be freed or reused as soon as pt_io_stop()
+ * returns, even from another io's callback.
  */
 struct pt_io;
 typedef void (*pt_io_fn)(struct pt_io *io, uint32_t events, void *arg);
@@ -325,7 +334,11 @@ PT_API void	 pt_io_stop(struct pt_io *io);
  * The module owns <p> and must not touch it again until <fn> runs. Safe
  * from any thread of the worker process, and from a signal handler; with
  * pt_log it is the only call allowed off the worker thread. Posting a
- * pending <p> again is undefined.
+ * pending <p> again is undefined. Posts run in the order they were made
+ * (per posting thread); <fn> may post <p> again. No allocation: a module
+ * embeds one pt_post per outstanding piece of work. Threads a module
+ * starts are its own: start them in init_worker, and stop and join them
+ * in exit_worker; posts made after exit_worker began never run.
  */
 struct pt_post;
 typedef void (*pt_post_fn)(void *arg);
@@ -343,6 +356,12 @@ PT_API void	 pt_post(struct pt_post *p, pt_post_fn fn, void *arg);
  * pthread_create(), or with pthread_setaffinity_np() from the thread:
  * threads otherwise inherit the worker's pin. Worker thread, from
  * init_worker on. Returns how many CPUs are set.
+ *
+ *	cpu_set_t set; pthread_attr_t a;
+ *	pt_worker_cpuset(&set);
+ *	pthread_attr_init(&a);
+ *	pthread_attr_setaffinity_np(&a, sizeof(set), &set);
+ *	pthread_create(&th, &a, run, arg);
  */
 #ifdef CPU_SETSIZE
 PT_API int	 pt_worker_cpuset(cpu_set_t *out);
@@ -473,7 +492,9 @@ PT_API void	 pt_conn_budget_add(struct pt_conn *conn, enum pt_dir dir,
  */
 #define PT_COUNTERS_MAX	64
 PT_API int	 pt_counter_register(const char *name);
-/* Worker: adds <delta> to this worker slot's counter <id>. */
+/* Worker thread: adds <delta> to this worker slot's counter <id> (an id
+ * the master registered before forking; others are ignored). A worker
+ * that registers gets -EPERM. */
 PT_API void	 pt_counter_add(int id, int64_t delta);
 
 #endif /* PORTICO_MODULE_H */

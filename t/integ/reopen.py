@@ -80,7 +80,7 @@ def main(t):
     t.check(bool(got), "SIGUSR1: a later 'respawning' line goes to the "
             "new file", lambda: ["worker 1: %s" % victim] +
             ptest.tail(read(log), 20))
-    t.check(bool(p.wait_log(r"worker \d+ started", path=log)),
+    t.check(bool(p.wait_log(r"worker \d+: started", path=log)),
             "SIGUSR1: workers started later log to the new file",
             lambda: ptest.tail(read(log), 20))
     time.sleep(0.3)

@@ -72,10 +72,13 @@ def main(t):
     for slot, c in sorted(cpus.items()):
         if not c:
             continue
-        rx = r"worker %d started on cpu %d\b" % (slot, c[0])
+        rx = r"worker %d: started on cpu %d\b" % (slot, c[0])
         t.check(bool(p.wait_log(rx)),
-                "the log says 'worker %d started on cpu %d'" % (slot, c[0]),
+                "the log says 'worker %d: started on cpu %d'" % (slot, c[0]),
                 t.log_details(p))
+    twice = p.log_lines(r"worker (\d+): worker \1\b")
+    t.check(not twice, "no line names its worker twice",
+            lambda: twice[:5])
     ok, why = ptest.echo_once(port)
     t.check(ok, "the forwarder works", why)
 

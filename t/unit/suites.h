@@ -19,6 +19,10 @@ void	register_pool_suite(void);
 void	register_http_parse_suite(void);
 void	register_dns_suite(void);
 void	register_socks_parse_suite(void);
+/* ---- t/unit/test_modloop.c ------------------------------------------- */
+void	register_modloop_suite(void);
+/* ---- t/unit/test_counters.c ------------------------------------------ */
+void	register_counters_suite(void);
 /* ---- t/unit/test_budget.c -------------------------------------------- */
 void	register_budget_suite(void);
 
@@ -30,6 +34,8 @@ void	register_budget_suite(void);
 	register_http_parse_suite,					\
 	register_dns_suite,						\
 	register_socks_parse_suite,					\
+	register_modloop_suite,						\
+	register_counters_suite,						\
 	register_budget_suite
 
 #endif

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * common/counters.c, the module half: pt_counter_register's name registry
+ * (same name, same id; bad names and names beyond PT_COUNTERS_MAX
+ * refused) and pt_counter_add landing in the shared slots the master
+ * totals. The registry is a process-wide singleton: each test starts from
+ * counters_forget_names(), and the one that plays a worker runs last.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+
+#include "common/counters.h"
+#include "t/unit/check.h"
+#include "t/unit/suites.h"
+
+static void
+test_counters_same_name_same_id(void)
+{
+	int	 a, b;
+
+	counters_forget_names();
+	a = pt_counter_register("auth_ok");
+	b = pt_counter_register("auth_failed");
+	CU_ASSERT(a >= 0);
+	CU_ASSERT(b >= 0);
+	CU_ASSERT_NOT_EQUAL(a, b);
+	/* A reload registers again. */
+	CU_ASSERT_EQUAL(pt_counter_register("auth_ok"), a);
+	CU_ASSERT_EQUAL(pt_counter_register("auth_failed"), b);
+}
+
+static void
+test_counters_bad_names_refused(void)
+{
+	static const char *const bad[] = {
+		"", "Upper", "with-dash", "sp ace", "dot.ted", "tab\t",
+		"caf\xc3\xa9",
+		"a_name_of_thirty_two_bytes_xxxxx",	/* 32 */
+	};
+	size_t	 i;
+
+	counters_forget_names();
+	CU_ASSERT_EQUAL(pt_counter_register(NULL), -EINVAL);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECKF(pt_counter_register(bad[i]) == -EINVAL,
+		    "\"%s\" was accepted", bad[i]);
+	CHECKF(pt_counter_register("a_name_of_thirty_one_bytes_xxxx") >= 0,
+	    "a 31-byte name was refused");
+	CU_ASSERT(pt_counter_register("0_digits_9") >= 0);
+}
+
+static void
+test_counters_limit(void)
+{
+	char	 name[32];
+	int	 i, id;
+
+	counters_forget_names();
+	for (i = 0; i < PT_COUNTERS_MAX; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		id = pt_counter_register(name);
+		CHECKF(id == i, "%s got id %d", name, id);
+	}
+	CU_ASSERT_EQUAL(pt_counter_register("one_too_many"), -ENOSPC);
+	/* Names already there are still found when full. */
+	CU_ASSERT_EQUAL(pt_counter_register("c0"), 0);
+	CU_ASSERT_EQUAL(pt_counter_register("c63"), PT_COUNTERS_MAX - 1);
+}
+
+static void
+test_counters_add_shows_in_totals_and_workers_cannot_register(void)
+{
+	char	 buf[PT_COUNTERS_MAX * 64];
+	int	 a, b;
+
+	counters_forget_names();
+	a = pt_counter_register("posts");
+	b = pt_counter_register("resumes");
+	CU_ASSERT_FATAL(a >= 0 && b >= 0);
+	CU_ASSERT_EQUAL_FATAL(counters_map(2), 0);
+	counters_use_slot(0);
+	pt_counter_add(a, 5);
+	counters_use_slot(1);
+	pt_counter_add(a, 2);
+	pt_counter_add(b, 7);
+	pt_counter_add(b, -3);
+	pt_counter_add(PT_COUNTERS_MAX, 1);	/* ignored */
+	pt_counter_add(-1, 1);
+	counters_fmt_modules(buf, sizeof(buf));
+	CHECKF(strcmp(buf, " posts=7 resumes=4") == 0, "totals \"%s\"", buf);
+	/* Cut at a whole " name=sum", never in the middle of one. */
+	counters_fmt_modules(buf, 12);
+	CHECKF(strcmp(buf, " posts=7") == 0, "cut totals \"%s\"", buf);
+	/* A worker (counters_use_slot ran) may add but not register. */
+	CU_ASSERT_EQUAL(pt_counter_register("late"), -EPERM);
+	CU_ASSERT_EQUAL(pt_counter_register("posts"), -EPERM);
+}
+
+void
+register_counters_suite(void)
+{
+	CU_pSuite	 s;
+
+	if ((s = CU_add_suite("counters", NULL, NULL)) == NULL)
+		return;
+	CU_add_test(s, "same_name_same_id", test_counters_same_name_same_id);
+	CU_add_test(s, "bad_names_refused", test_counters_bad_names_refused);
+	CU_add_test(s, "limit", test_counters_limit);
+	CU_add_test(s, "add_shows_in_totals_and_workers_cannot_register",
+	    test_counters_add_shows_in_totals_and_workers_cannot_register);
+}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The dial path, written once for HTTP, CONNECT, WebSocket, SOCKS and
+ * TCP: ACCESS, then the target's addresses (given, or resolved from
+ * c_req.host), then for each address in turn DIAL and connect, and
+ * ESTABLISHED on the first that connects. Between the steps c_timer
+ * bounds the hooks with limits.header_timeout (the protocol's callback
+ * says what a timeout means for it); dial.c replaces it with
+ * limits.connect_timeout while a connect is in progress.
+ *
+ * Every refusal goes through here as well, whatever the phase: it is
+ * counted and logged in one place, the module's answer (pt_conn_answer)
+ * is handed over, and the protocol's ops decide the bytes on its wire.
+ * What is not here: parsing, the protocol's own answers, and what a
+ * protocol does once its upstream leg is open.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "worker/target.h"
+#include "common/conf_types.h"
+#include "common/counters.h"
+#include "common/log.h"
+#include "worker/conn.h"
+#include "worker/dial.h"
+#include "worker/dns.h"
+#include "worker/phase.h"
+#include "worker/worker.h"
+
+static const char *const target_phase_names[PT_PHASE_COUNT] = {
+	[PT_PHASE_ACCEPT] = "ACCEPT",
+	[PT_PHASE_AUTH] = "AUTH",
+	[PT_PHASE_ACCESS] = "ACCESS",
+	[PT_PHASE_DIAL] = "DIAL",
+	[PT_PHASE_ESTABLISHED] = "ESTABLISHED",
+	[PT_PHASE_LOG] = "LOG",
+	[PT_PHASE_DATAGRAM] = "DATAGRAM",
+	[PT_PHASE_CLOSE] = "CLOSE",
+};
+
+void
+target_init(struct pt_conn *c, const struct target_ops *ops,
+    struct pt_addr *store)
+{
+	struct target	*t = &c->c_target;
+
+	memset(t, 0, sizeof(*t));
+	t->ops = ops;
+	t->store = store;
+}
+
+void
+target_known(struct pt_conn *c, const struct pt_addr *addrs, int n)
+{
+	struct target	*t = &c->c_target;
+
+	t->addrs = addrs;
+	t->naddrs = n;
+	t->idx = 0;
+	t->reused = false;
+}
+
+void
+target_reuse(struct pt_conn *c, const struct pt_addr *a)
+{
+	target_known(c, a, 1);
+	c->c_target.reused = true;
+}
+
+const struct pt_addr *
+target_addr(const struct pt_conn *c)
+{
+	const struct target	*t = &c->c_target;
+
+	return t->idx < t->naddrs ? &t->addrs[t->idx] : NULL;
+}
+
+bool
+target_resolving(const struct pt_conn *c)
+{
+	return c->c_target.dns != NULL;
+}
+
+void
+target_stop(struct pt_conn *c)
+{
+	struct target	*t = &c->c_target;
+
+	if (t->dns != NULL) {
+		dns_cancel(t->dns);
+		t->dns = NULL;
+	}
+}
+
+/* ---- refusals ------------------------------------------------------- */
+
+static void
+target_refuse(struct pt_conn *c, enum pt_phase phase, enum pt_verdict v,
+    const char *why)
+{
+	static const struct pt_answer	 none;
+	struct target_refusal		 r;
+
+	r.phase = phase;
+	r.verdict = v;
+	r.why = why;
+	/* A module's answer goes with its DENY only: an ERROR is a failure
+	 * of the module, and the core's own refusals have their reason. */
+	r.answer = v == PT_VERDICT_DENY && why == NULL ? &c->c_answer : &none;
+	if (v == PT_VERDICT_DENY) {
+		counters_add(CTR_DENIED, 1);
+		if (r.answer->reason != NULL)
+			c->c_req.error = r.answer->reason;
+		else if (why != NULL && c->c_req.error == NULL)
+			c->c_req.error = why;
+	}
+	pt_clog(c, PT_LOG_DEBUG, "%s: %s%s%s", target_phase_names[phase],
+	    v == PT_VERDICT_DENY ? "denied" : "module error",
+	    c->c_req.error != NULL ? ": " : "",
+	    c->c_req.error != NULL ? c->c_req.error : "");
+	c->c_target.ops->refuse(c, &r);
+}
+
+bool
+target_refused(struct pt_conn *c, enum pt_phase phase, enum pt_verdict v)
+{
+	if (v != PT_VERDICT_DENY && v != PT_VERDICT_ERROR)
+		return false;
+	target_refuse(c, phase, v, NULL);
+	return true;
+}
+
+void
+target_deny(struct pt_conn *c, enum pt_phase phase, const char *why)
+{
+	target_refuse(c, phase, PT_VERDICT_DENY, why);
+}
+
+void
+pt_conn_answer(struct pt_conn *c, const struct pt_answer *a)
+{
+	if (a == NULL) {
+		memset(&c->c_answer, 0, sizeof(c->c_answer));
+		return;
+	}
+	c->c_answer = *a;
+	/* Only a refusal's status makes sense here; anything else keeps
+	 * the core's default for the phase. */
+	if (a->http_status < 400 || a->http_status > 599)
+		c->c_answer.http_status = 0;
+}
+
+/* ---- the path ------------------------------------------------------- */
+
+static void	target_dial_phase(struct pt_conn *c);
+
+/* Hooks get header_timeout between the steps, as before ACCESS. */
+static void
+target_timer(struct pt_conn *c)
+{
+	pt_timer_start(&c->c_timer,
+	    worker_self()->conf->limits.header_timeout_ms,
+	    c->c_target.ops->on_timer, c);
+}
+
+static void
+target_on_established(struct pt_conn *c, enum pt_verdict v)
+{
+	if (target_refused(c, PT_PHASE_ESTABLISHED, v))
+		return;
+	c->c_target.ops->established(c);
+}
+
+static void
+target_on_dialed(struct pt_conn *c, int err)
+{
+	struct target	*t = &c->c_target;
+
+	if (err != 0 && t->idx + 1 >= t->naddrs) {
+		t->ops->fail(c, TARGET_FAIL_CONNECT, err);
+		return;
+	}
+	/* dial.c's timer is gone: the next DIAL or the ESTABLISHED hooks
+	 * get header_timeout. */
+	target_timer(c);
+	if (err != 0) {
+		/* The next address, of the other family first when the
+		 * resolver interleaved them: a dead IPv6 route falls back
+		 * to IPv4 (RFC 8305, in turn). */
+		t->idx++;
+		target_dial_phase(c);
+		return;
+	}
+	phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
+}
+
+static void
+target_on_dial(struct pt_conn *c, enum pt_verdict v)
+{
+	struct target	*t = &c->c_target;
+
+	if (target_refused(c, PT_PHASE_DIAL, v))
+		return;
+	if (t->reused) {
+		phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
+		return;
+	}
+	dial_start(c, &t->addrs[t->idx],
+	    worker_self()->conf->limits.connect_timeout_ms, target_on_dialed);
+}
+
+/* DIAL sees the address about to be tried in c_req.target. */
+static void
+target_dial_phase(struct pt_conn *c)
+{
+	const struct pt_addr	*a = target_addr(c);
+
+	memcpy(&c->c_req.target, &a->sa, a->len);
+	phase_run(c, PT_PHASE_DIAL, target_on_dial);
+}
+
+static void
+target_on_dns(void *arg, int err, const struct dns_result *res)
+{
+	struct pt_conn	*c = arg;
+	struct target	*t = &c->c_target;
+
+	t->dns = NULL;
+	if (err == 0 && (t->naddrs = dns_addrs_with_port(res, c->c_req.port,
+	    t->store)) == 0)
+		err = ENOENT;
+	if (err != 0) {
+		t->naddrs = 0;
+		t->ops->fail(c, TARGET_FAIL_RESOLVE, err);
+		return;
+	}
+	t->addrs = t->store;
+	t->idx = 0;
+	target_dial_phase(c);
+}
+
+void
+target_resolve(struct pt_conn *c)
+{
+	struct target		*t = &c->c_target;
+	struct dns_query	*q;
+
+	t->addrs = NULL;
+	t->naddrs = t->idx = 0;
+	t->reused = false;
+	/* The answer may come before dns_resolve returns (a literal, a
+	 * cache hit) and may have closed the connection by then: keep the
+	 * handle only when the query is really pending. */
+	q = dns_resolve(c->c_req.host.ptr, c->c_req.host.len, target_on_dns, c);
+	if (q != NULL)
+		t->dns = q;
+}
+
+static void
+target_on_access(struct pt_conn *c, enum pt_verdict v)
+{
+	struct target	*t = &c->c_target;
+
+	if (target_refused(c, PT_PHASE_ACCESS, v))
+		return;
+	if (t->ops->access_ok != NULL && !t->ops->access_ok(c))
+		return;
+	if (t->naddrs > 0)
+		target_dial_phase(c);
+	else
+		target_resolve(c);
+}
+
+void
+target_access(struct pt_conn *c)
+{
+	phase_run(c, PT_PHASE_ACCESS, target_on_access);
+}

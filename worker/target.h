@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The dial path, once for every protocol: ACCESS -> resolve -> DIAL ->
+ * connect (the next address on failure) -> ESTABLISHED, and how a refusal
+ * at any phase is counted and handed to the protocol to answer.
+ */
+#ifndef PT_WORKER_TARGET_H
+#define PT_WORKER_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "portico/module.h"
+#include "common/sockaddr.h"
+
+struct pt_conn;
+struct dns_query;
+
+/* Why the dial path gave up without a verdict. */
+enum target_fail {
+	TARGET_FAIL_RESOLVE = 0,	/* the name did not resolve */
+	TARGET_FAIL_CONNECT,		/* no address could be connected */
+};
+
+/* A phase refused: what the protocol needs to answer it. */
+struct target_refusal {
+	enum pt_phase		 phase;
+	enum pt_verdict		 verdict;	/* DENY or ERROR */
+	/* The refusing module's answer (pt_conn_answer), zero fields
+	 * where it set none; all zero for ERROR and for the core's own
+	 * refusals. */
+	const struct pt_answer	*answer;
+	/* The core's reason when the core refused (a CONNECT port), else
+	 * NULL. */
+	const char		*why;
+};
+
+/*
+ * What a protocol supplies: only how an outcome becomes bytes on its
+ * wire. Every callback owns the connection from there on (it may close
+ * it). Static tables, one per protocol.
+ */
+struct target_ops {
+	/* A phase said DENY or ERROR (already counted and logged). */
+	void	(*refuse)(struct pt_conn *c, const struct target_refusal *r);
+	/* Resolving or connecting failed; <err> is a positive errno
+	 * (ENOENT: no such name, ETIMEDOUT: timed out). */
+	void	(*fail)(struct pt_conn *c, enum target_fail what, int err);
+	/*
+	 * Optional: ACCESS passed. Returns true to go on with the dial
+	 * path, false when the protocol took the connection elsewhere (an
+	 * answer of its own, a UDP relay, a refusal with target_deny).
+	 * It may call target_reuse() to skip resolve and connect.
+	 */
+	bool	(*access_ok)(struct pt_conn *c);
+	/* ESTABLISHED passed: the upstream leg is connected. */
+	void	(*established)(struct pt_conn *c);
+	/* c_timer's callback while hooks run between the dial steps
+	 * (armed for limits.header_timeout, as the protocol does before
+	 * ACCESS). */
+	pt_timer_fn on_timer;
+};
+
+/*
+ * Embedded in struct pt_conn (c_target). Invariants: addrs[0..naddrs)
+ * are the addresses to try, in order, idx the one being tried (or the
+ * one connected); addrs == NULL with naddrs == 0 until the target is
+ * known; a pending resolve holds <dns> (cancelled by target_stop).
+ */
+struct target {
+	const struct target_ops	*ops;
+	const struct pt_addr	*addrs;
+	/* DNS_MAX_ADDRS slots for resolved addresses (protocol state), or
+	 * NULL for a protocol that never resolves (tcp). */
+	struct pt_addr		*store;
+	struct dns_query	*dns;
+	int			 naddrs, idx;
+	bool			 reused;	/* upstream leg already open */
+};
+
+/* ---- worker/target.c ------------------------------------------------- */
+
+/* Starts a connection's dial state for protocol <ops>, resolving into
+ * <store> (or NULL: addresses are always given). Before ACCEPT runs. */
+void	 target_init(struct pt_conn *c, const struct target_ops *ops,
+	    struct pt_addr *store);
+/* The target's addresses are known (a fixed target, an IP literal):
+ * <n> at <addrs>, owned by the caller and stable until the connection
+ * closes or the next target_known/target_reuse. */
+void	 target_known(struct pt_conn *c, const struct pt_addr *addrs, int n);
+/* The upstream leg is already connected to <a> (an HTTP keep-alive
+ * upstream): the dial path runs DIAL and ESTABLISHED, not connect(). */
+void	 target_reuse(struct pt_conn *c, const struct pt_addr *a);
+/* Runs ACCESS, then the rest of the path as the verdicts allow. The
+ * host and port to reach are c_req.host and c_req.port. */
+void	 target_access(struct pt_conn *c);
+/* Resolves c_req.host again, then DIAL, connect and ESTABLISHED (an
+ * HTTP retry on a fresh connection). */
+void	 target_resolve(struct pt_conn *c);
+/* The address being tried, or connected to; NULL before any. */
+const struct pt_addr *target_addr(const struct pt_conn *c);
+/* Whether a resolve is pending. */
+bool	 target_resolving(const struct pt_conn *c);
+/* Cancels a pending resolve; the path is not resumed. Idempotent. */
+void	 target_stop(struct pt_conn *c);
+/*
+ * For a protocol's own phases (ACCEPT, AUTH): when <v> is DENY or ERROR,
+ * counts and logs the refusal, hands it to ops->refuse and returns true;
+ * else returns false. The one place a refusal is counted (CTR_DENIED:
+ * DENY only, a module's ERROR is not a denial).
+ */
+bool	 target_refused(struct pt_conn *c, enum pt_phase phase,
+	    enum pt_verdict v);
+/* The core refuses at <phase> for reason <why> (static text): counted
+ * and answered as a module's DENY without an answer. */
+void	 target_deny(struct pt_conn *c, enum pt_phase phase, const char *why);
+
+#endif
