@@ -11,7 +11,10 @@ through two portico instances, relay.method "splice" and "copy":
 - a CONNECT tunnel, download and upload;
 - a SOCKS5 tunnel, download and upload;
 - an HTTP body, download (GET) and upload (POST);
-- and once, a SOCKS5 UDP association, both ways (payload bytes).
+- and once, a SOCKS5 UDP association, both ways (payload bytes), and
+  two downloads on one HTTP keep-alive connection, each held to the rate
+  on its own (the module lifts the budget at LOG and starts a full bucket
+  at the next ESTABLISHED).
 Each measured rate, (bytes - burst) / (last byte - first byte), taken
 where the bytes arrive (the client for downloads, the origin for
 uploads), is within 1% of 1 MiB/s, and every byte arrives intact.
@@ -92,10 +95,10 @@ class Meter:
             return 0.0
         return (self.n - BURST) / (self.last - self.first)
 
-    def describe(self):
+    def describe(self, tolerance=TOLERANCE):
         return "%d bytes in %.3f s: %.0f B/s (want %d +- %d%%)" % (
             self.n, (self.last or 0) - (self.first or 0), self.rate(),
-            RATE, int(TOLERANCE * 100))
+            RATE, int(tolerance * 100))
 
 
 class Origin(ptest._Server):
@@ -132,6 +135,19 @@ class Origin(ptest._Server):
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
                       b"Connection: close\r\n\r\n" % self.nbytes)
             send_payload(c, self.nbytes)
+        elif self.mode == "http-get-ka":
+            # Keep-alive: one body per request until the client leaves.
+            buf = b""
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = c.recv(4096)
+                    if not data:
+                        return
+                    buf += data
+                buf = buf.split(b"\r\n\r\n", 1)[1]
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+                          b"\r\n" % self.nbytes)
+                send_payload(c, self.nbytes)
         elif self.mode == "http-post":
             _, rest = self._head(c)
             if rest:
@@ -384,6 +400,57 @@ UDP_SECONDS = 8
 # from the next refill): 1 KiB in 8 MiB is far below this.
 UDP_TOLERANCE = 0.01
 
+class KeepAliveStream:
+    """Two GETs of KA_BYTES on one keep-alive connection: the module
+    lifts the budget at each LOG and sets a full bucket at the next
+    ESTABLISHED, so each response alone is held to the rate (and the
+    second request is not stuck behind the first one's spent budget)."""
+
+    def __init__(self, name, proxy_port):
+        self.name = name
+        self.proxy_port = proxy_port
+        self.error = None
+        self.origin = Origin("http-get-ka", KA_BYTES)
+        self.meters = [Meter(), Meter()]
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        s = None
+        addr = self.origin.address.encode()
+        try:
+            s = ptest.connect(self.proxy_port, timeout=ptest.bound(30))
+            for m in self.meters:
+                s.sendall(b"GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n"
+                          % (addr, addr))
+                status, rest = read_head(s)
+                if status != 200:
+                    raise OSError("GET answered %d" % status)
+                if rest:
+                    m.feed(rest)
+                m.drain(s, KA_BYTES)
+        except Exception as e:
+            self.error = "%s: %s" % (type(e).__name__, e)
+        finally:
+            if s is not None:
+                s.close()
+
+    def check(self, t):
+        digest = payload_digest(KA_BYTES)
+        for i, m in enumerate(self.meters):
+            t.diag("%s, response %d: %s" % (self.name, i + 1,
+                                             m.describe(KA_TOLERANCE)))
+            t.check(self.error is None and m.n == KA_BYTES and
+                    m.h.hexdigest() == digest and
+                    abs(m.rate() - RATE) <= KA_TOLERANCE * RATE,
+                    "%s, response %d: intact, within %d%% of 1 MiB/s" % (
+                        self.name, i + 1, int(KA_TOLERANCE * 100)),
+                    lambda: "error=%s" % self.error)
+
+
+KA_BYTES = BURST + 4 * RATE
+# 4 s each: a refill tick (20 ms) is 0.5% of it.
+KA_TOLERANCE = 0.02
+
 KINDS = ["connect-down", "connect-up", "socks-down", "socks-up",
          "http-down", "http-up"]
 
@@ -453,6 +520,10 @@ def main(t):
             streams.append(st)
         if method == "copy":
             streams.append(UdpStream("UDP association", sp))
+        else:
+            st = KeepAliveStream("%s keep-alive" % method, hp)
+            t.servers.append(st.origin)
+            streams.append(st)
     cpu0 = {m: sum(ptest.cpu_seconds(w) for w in p.workers().values())
             for m, p in procs.items()}
     began = time.monotonic()
