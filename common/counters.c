@@ -32,7 +32,7 @@ static int			 counters_mcount;
 
 static const char *const counters_names[CTR_COUNT] = {
 	"accepted", "active", "closed", "bytes_in", "bytes_out",
-	"accept_paused", "upstream_failed", "denied",
+	"accept_paused", "upstream_failed", "denied", "udp_denied",
 };
 
 int

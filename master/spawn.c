@@ -83,7 +83,7 @@ spawn_log_totals(void)
 	counters_fmt_modules(mods, sizeof(mods));
 	pt_log(PT_LOG_NOTICE, "totals: accepted=%llu active=%llu closed=%llu "
 	    "bytes_in=%llu bytes_out=%llu accept_paused=%llu "
-	    "upstream_failed=%llu denied=%llu%s",
+	    "upstream_failed=%llu denied=%llu udp_denied=%llu%s",
 	    (unsigned long long)t[CTR_ACCEPTED],
 	    (unsigned long long)t[CTR_ACTIVE],
 	    (unsigned long long)t[CTR_CLOSED],
@@ -91,7 +91,8 @@ spawn_log_totals(void)
 	    (unsigned long long)t[CTR_BYTES_OUT],
 	    (unsigned long long)t[CTR_ACCEPT_PAUSED],
 	    (unsigned long long)t[CTR_UPSTREAM_FAILED],
-	    (unsigned long long)t[CTR_DENIED], mods);
+	    (unsigned long long)t[CTR_DENIED],
+	    (unsigned long long)t[CTR_UDP_DENIED], mods);
 }
 
 static void

@@ -189,3 +189,37 @@ pt_conn_resume(struct pt_conn *c, enum pt_verdict v)
 		phase_finish(c, v);
 	}
 }
+
+enum pt_verdict
+phase_run_now(struct pt_conn *c, enum pt_phase phase)
+{
+	const struct phase_hook	*h;
+	enum pt_phase		 saved_phase = c->c_phase;
+	int			 saved_hook = c->c_hook, i;
+	enum pt_verdict		 v = PT_VERDICT_CONTINUE;
+
+	/* c_phase is what phase-bound calls (pt_req_header) look at. */
+	c->c_phase = phase;
+	for (i = 0; i < phase_nhooks[phase]; i++) {
+		h = &phase_hooks[phase][i];
+		c->c_hook = i;
+		v = h->fn(c, &c->c_req, h->modctx);
+		if (v == PT_VERDICT_CONTINUE)
+			continue;
+		if (v == PT_VERDICT_AGAIN)
+			/* Nothing can wait here: a datagram is not kept
+			 * while a module thinks. */
+			v = PT_VERDICT_DENY;
+		else if (v != PT_VERDICT_ALLOW && v != PT_VERDICT_DENY &&
+		    v != PT_VERDICT_ERROR) {
+			pt_clog(c, PT_LOG_ERR, "module hook returned %d",
+			    (int)v);
+			v = PT_VERDICT_ERROR;
+		}
+		break;
+	}
+	c->c_phase = saved_phase;
+	c->c_hook = saved_hook;
+	return v;
+}
+

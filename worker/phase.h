@@ -29,5 +29,13 @@ bool		 phase_any_hooks(void);
  */
 void		 phase_run(struct pt_conn *c, enum pt_phase phase,
 		    conn_phase_done_fn done);
+/*
+ * Runs the hooks of <phase> to the end before returning, for phases that
+ * cannot wait (DATAGRAM): returns CONTINUE (all passed), ALLOW, DENY or
+ * ERROR. A hook that answers AGAIN there counts as DENY (and the walk
+ * stops); no pt_conn_resume() is expected for it. The connection's own
+ * phase walk (c_phase, c_hook) is left as it was.
+ */
+enum pt_verdict	 phase_run_now(struct pt_conn *c, enum pt_phase phase);
 
 #endif

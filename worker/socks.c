@@ -502,6 +502,8 @@ socks_parse_one(struct pt_conn *c)
 			return false;
 		}
 		s->udp = r.cmd == SOCKS5_CMD_UDP;
+		if (s->udp)
+			c->c_req.proto = PT_PROTO_UDP;
 		socks_take_dest(c, &r.dest);
 		socks_consume(s, r.len);
 		socks_request(c);

@@ -17,6 +17,13 @@
  * while a name is looked up one datagram waits (later ones are dropped:
  * UDP loses, clients retry), and cached names cost nothing.
  *
+ * With a module hooking PT_PHASE_DATAGRAM every destination is judged
+ * before a datagram goes there: an address once, a name twice (the name
+ * before it is resolved, then the name with the address it resolved to),
+ * so a rule on the destination address holds for names too. Verdicts
+ * are kept in a small cache in the association (least recently used
+ * goes first), so a destination costs hooks once, not per datagram.
+ *
  * Nothing here allocates per association or per datagram once the worker
  * has warmed up: associations and parked datagrams come from per-worker
  * pools (worker/pool.h), the batch buffers are made once.
@@ -45,6 +52,7 @@
 #include "common/log.h"
 #include "worker/dns.h"
 #include "worker/loop.h"
+#include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/socks_parse.h"
 
@@ -54,8 +62,38 @@
 #define UDP_SLOT	(UDP_HDR_MAX + UDP_DGRAM_MAX + 256)
 /* Parked datagrams kept free after a burst of lookups: each is 64 KiB. */
 #define UDP_PEND_KEEP	8
+/* Destinations whose DATAGRAM verdict an association remembers. A client
+ * talking to more at once gets the oldest judged again: hooks cost more,
+ * nothing is let through unjudged. */
+#define UDP_DEST_CACHE	8
+#define UDP_NAME_MAX	255
+
+/* udp_dest.flags */
+#define UDP_DEST_USED		0x01
+#define UDP_DEST_OK		0x02	/* the address check passed */
+#define UDP_DEST_NAME_OK	0x04	/* name: the name check passed */
+#define UDP_DEST_ADDR		0x08	/* name: addr holds the address judged */
 
 struct udp_assoc;
+
+/*
+ * One judged destination: an address and port (name_len 0), or a name and
+ * port with the verdict on the name and, once it resolved, the address it
+ * resolved to and the verdict on both. A name that resolves to another
+ * address later is judged again with it.
+ */
+struct udp_dest {
+	uint32_t		 used;		/* dest_clock at last use */
+	uint16_t		 port;		/* host order */
+	uint8_t			 flags;
+	uint8_t			 name_len;
+	sa_family_t		 family;	/* of ip */
+	union {
+		struct in_addr	 v4;
+		struct in6_addr	 v6;
+	}			 ip;
+	char			 name[UDP_NAME_MAX];
+};
 
 struct udp_remote {
 	struct loop_io		 io;		/* first: epoll hands it back */
@@ -80,7 +118,15 @@ struct udp_assoc {
 	const char		*cur;
 	size_t			 cur_len;
 	uint16_t		 cur_port;
+	/* The name of the parked (pend: stored after its data) or current
+	 * (cur: in the batch buffer) datagram, for the check after it
+	 * resolves. */
+	const char		*cur_name;
+	uint8_t			 name_len;
 	unsigned		 dropped;
+	unsigned		 denied;	/* datagrams DATAGRAM refused */
+	uint32_t		 dest_clock;
+	struct udp_dest		 dests[UDP_DEST_CACHE];
 	struct loop_task	 reap;		/* back to the pool, later */
 };
 
@@ -175,6 +221,219 @@ udp_assoc_budget(struct udp_assoc *a)
 		loop_io_set(&a->rio[i].io, udp_events(a, PT_DIR_DOWN));
 }
 
+/* ---- the DATAGRAM check ------------------------------------------- */
+
+/* Does entry <e> hold the address of <ss>? */
+static bool
+udp_dest_ip_is(const struct udp_dest *e, const struct sockaddr_storage *ss)
+{
+	if (e->family != ss->ss_family)
+		return false;
+	if (e->family == AF_INET)
+		return e->ip.v4.s_addr ==
+		    ((const struct sockaddr_in *)ss)->sin_addr.s_addr;
+	return e->family == AF_INET6 && memcmp(&e->ip.v6,
+	    &((const struct sockaddr_in6 *)ss)->sin6_addr,
+	    sizeof(e->ip.v6)) == 0;
+}
+
+static void
+udp_dest_ip_set(struct udp_dest *e, const struct sockaddr_storage *ss)
+{
+	e->family = ss->ss_family;
+	if (e->family == AF_INET6)
+		e->ip.v6 = ((const struct sockaddr_in6 *)ss)->sin6_addr;
+	else
+		e->ip.v4 = ((const struct sockaddr_in *)ss)->sin_addr;
+}
+
+/*
+ * Runs the DATAGRAM hooks on the association's request with host, port
+ * and target naming one destination (<target> NULL: a name not resolved
+ * yet, target's family AF_UNSPEC), then puts the association's own values
+ * back. <host> must stay valid during the call only. Returns true when
+ * the destination may have datagrams.
+ */
+static bool
+udp_judge(struct udp_assoc *a, const char *host, size_t host_len,
+    uint16_t port, const struct sockaddr_storage *target)
+{
+	struct pt_req		*req = &a->conn->c_req;
+	struct pt_str		 saved_host = req->host;
+	uint16_t		 saved_port = req->port;
+	struct sockaddr_storage	 saved_target = req->target;
+	struct sockaddr_in	*sin;
+	enum pt_verdict		 v;
+
+	req->host.ptr = host;
+	req->host.len = host_len;
+	req->port = port;
+	memset(&req->target, 0, sizeof(req->target));
+	if (target != NULL && target->ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)target)->
+	    sin6_addr)) {
+		/* ::ffff:10.0.0.1 reaches 10.0.0.1 through the IPv6 socket:
+		 * the hooks see the IPv4 address, so a rule on it holds. */
+		sin = (struct sockaddr_in *)&req->target;
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, (const uint8_t *)&((const struct
+		    sockaddr_in6 *)target)->sin6_addr + 12, 4);
+	} else if (target != NULL) {
+		memcpy(&req->target, target, target->ss_family == AF_INET6 ?
+		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	}
+	if (target != NULL)
+		((struct sockaddr_in *)&req->target)->sin_port = htons(port);
+	v = phase_run_now(a->conn, PT_PHASE_DATAGRAM);
+	req->host = saved_host;
+	req->port = saved_port;
+	req->target = saved_target;
+	if (v == PT_VERDICT_CONTINUE || v == PT_VERDICT_ALLOW)
+		return true;
+	counters_add(CTR_DENIED, 1);
+	return false;
+}
+
+/* The cache entry for <name> (NULL: the address <addr>) and <port>, or
+ * NULL. */
+static struct udp_dest *
+udp_dest_find(struct udp_assoc *a, const char *name, size_t name_len,
+    const struct sockaddr_storage *addr, uint16_t port)
+{
+	struct udp_dest	*e;
+	int		 i;
+
+	for (i = 0; i < UDP_DEST_CACHE; i++) {
+		e = &a->dests[i];
+		if (!(e->flags & UDP_DEST_USED) || e->port != port ||
+		    e->name_len != (name != NULL ? name_len : 0))
+			continue;
+		if (name != NULL ? memcmp(e->name, name, name_len) == 0 :
+		    udp_dest_ip_is(e, addr)) {
+			e->used = ++a->dest_clock;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* A free entry, or the one used least recently, emptied. */
+static struct udp_dest *
+udp_dest_take(struct udp_assoc *a)
+{
+	struct udp_dest	*e = &a->dests[0];
+	int		 i;
+
+	for (i = 0; i < UDP_DEST_CACHE; i++) {
+		if (!(a->dests[i].flags & UDP_DEST_USED)) {
+			e = &a->dests[i];
+			break;
+		}
+		if (a->dests[i].used < e->used)
+			e = &a->dests[i];
+	}
+	memset(e, 0, offsetof(struct udp_dest, name));
+	e->flags = UDP_DEST_USED;
+	e->used = ++a->dest_clock;
+	return e;
+}
+
+/* May datagrams go to address <to> (its port ignored), port <port>? The
+ * hooks see host as the address in text, as for a SOCKS request. */
+static bool
+udp_addr_allowed(struct udp_assoc *a, const struct sockaddr_storage *to,
+    uint16_t port)
+{
+	struct udp_dest	*e;
+	char		 host[INET6_ADDRSTRLEN];
+	const void	*ip;
+
+	if (!phase_has_hooks(PT_PHASE_DATAGRAM))
+		return true;
+	if ((e = udp_dest_find(a, NULL, 0, to, port)) != NULL)
+		return (e->flags & UDP_DEST_OK) != 0;
+	ip = to->ss_family == AF_INET6 ?
+	    (const void *)&((const struct sockaddr_in6 *)to)->sin6_addr :
+	    (const void *)&((const struct sockaddr_in *)to)->sin_addr;
+	if (inet_ntop(to->ss_family, ip, host, sizeof(host)) == NULL)
+		return false;
+	e = udp_dest_take(a);
+	e->port = port;
+	udp_dest_ip_set(e, to);
+	if (udp_judge(a, host, strlen(host), port, to))
+		e->flags |= UDP_DEST_OK;
+	return (e->flags & UDP_DEST_OK) != 0;
+}
+
+/* The entry for name <name> and <port>, judged on the name (before any
+ * lookup) when it was not in the cache. */
+static struct udp_dest *
+udp_name_dest(struct udp_assoc *a, const char *name, size_t len,
+    uint16_t port)
+{
+	struct udp_dest	*e;
+
+	if ((e = udp_dest_find(a, name, len, NULL, port)) != NULL)
+		return e;
+	e = udp_dest_take(a);
+	e->port = port;
+	e->name_len = (uint8_t)len;
+	memcpy(e->name, name, len);
+	if (udp_judge(a, name, len, port, NULL))
+		e->flags |= UDP_DEST_NAME_OK;
+	return e;
+}
+
+/* May datagrams to name <name> go out at all (the lookup is skipped when
+ * not)? */
+static bool
+udp_name_allowed(struct udp_assoc *a, const char *name, size_t len,
+    uint16_t port)
+{
+	if (!phase_has_hooks(PT_PHASE_DATAGRAM))
+		return true;
+	return (udp_name_dest(a, name, len, port)->flags &
+	    UDP_DEST_NAME_OK) != 0;
+}
+
+/* May datagrams to name <name> go to <to>, the address it resolved to?
+ * Judged with host the name and target the address; the entry may have
+ * been evicted while the name resolved, and is then judged anew. */
+static bool
+udp_resolved_allowed(struct udp_assoc *a, const char *name, size_t len,
+    uint16_t port, const struct sockaddr_storage *to)
+{
+	struct udp_dest	*e;
+
+	if (!phase_has_hooks(PT_PHASE_DATAGRAM))
+		return true;
+	e = udp_name_dest(a, name, len, port);
+	if (!(e->flags & UDP_DEST_NAME_OK))
+		return false;
+	if ((e->flags & UDP_DEST_ADDR) && udp_dest_ip_is(e, to))
+		return (e->flags & UDP_DEST_OK) != 0;
+	udp_dest_ip_set(e, to);
+	e->flags |= UDP_DEST_ADDR;
+	e->flags &= (uint8_t)~UDP_DEST_OK;
+	if (udp_judge(a, name, len, port, to))
+		e->flags |= UDP_DEST_OK;
+	return (e->flags & UDP_DEST_OK) != 0;
+}
+
+/* One datagram dropped because its destination was refused: counted for
+ * the totals and for the association's LOG. */
+static void
+udp_denied(struct udp_assoc *a)
+{
+	a->denied++;
+	counters_add(CTR_UDP_DENIED, 1);
+	if (a->conn->c_req.error == NULL)
+		a->conn->c_req.error = "datagrams to a denied destination "
+		    "dropped";
+}
+
+/* ---- sockets -------------------------------------------------------- */
+
 /* The remote-facing socket for <family>, opened on first use. */
 static int
 udp_remote_fd(struct udp_assoc *a, int family)
@@ -264,21 +523,34 @@ udp_flush(struct udp_assoc *a)
 	}
 }
 
+/* Sends a datagram to name <name>:<port> to the first address it
+ * resolved to, once the DATAGRAM check on that address passed. */
 static void
 udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
-    const char *data, size_t len, uint16_t port)
+    const char *name, size_t name_len, const char *data, size_t len,
+    uint16_t port)
 {
 	struct sockaddr_storage	 to;
+	ssize_t			 n;
 	int			 fd;
 
 	if (res == NULL || res->naddrs == 0)
 		return;
 	memcpy(&to, &res->addrs[0].sa, res->addrs[0].len);
+	if (!udp_resolved_allowed(a, name, name_len, port, &to)) {
+		udp_denied(a);
+		return;
+	}
 	((struct sockaddr_in *)&to)->sin_port = htons(port);
 	fd = udp_remote_fd(a, to.ss_family);
-	if (fd >= 0)
-		sendto(fd, data, len, MSG_DONTWAIT, (struct sockaddr *)&to,
-		    res->addrs[0].len);
+	n = fd < 0 ? -1 : sendto(fd, data, len, MSG_DONTWAIT,
+	    (struct sockaddr *)&to, res->addrs[0].len);
+	if (n < 0) {
+		a->dropped++;
+		return;
+	}
+	a->conn->c_req.bytes_in += (uint64_t)n;
+	counters_add(CTR_BYTES_IN, n);
 }
 
 static void
@@ -299,13 +571,14 @@ udp_on_dns(void *arg, int err, const struct dns_result *res)
 		/* Answered at once (cache or literal): the datagram is
 		 * still in the batch buffer. */
 		if (err == 0)
-			udp_send_resolved(a, res, a->cur, a->cur_len,
-			    a->cur_port);
+			udp_send_resolved(a, res, a->cur_name, a->name_len,
+			    a->cur, a->cur_len, a->cur_port);
 		a->cur = NULL;
 		return;
 	}
 	if (err == 0 && a->pend != NULL)
-		udp_send_resolved(a, res, a->pend, a->pend_len, a->pend_port);
+		udp_send_resolved(a, res, a->pend + a->pend_len, a->name_len,
+		    a->pend, a->pend_len, a->pend_port);
 	udp_pend_release(a);
 }
 
@@ -317,6 +590,11 @@ udp_to_name(struct udp_assoc *a, const struct socks_dest *d, const char *data,
 {
 	struct dns_query	*q;
 
+	if (!udp_name_allowed(a, d->name.ptr, d->name.len, d->port)) {
+		/* Refused by name: not even looked up. */
+		udp_denied(a);
+		return;
+	}
 	if (a->dns != NULL) {
 		a->dropped++;
 		return;
@@ -324,11 +602,15 @@ udp_to_name(struct udp_assoc *a, const struct socks_dest *d, const char *data,
 	a->cur = data;
 	a->cur_len = len;
 	a->cur_port = d->port;
+	a->cur_name = d->name.ptr;
+	a->name_len = (uint8_t)d->name.len;
 	q = dns_resolve(d->name.ptr, d->name.len, udp_on_dns, a);
 	if (q == NULL)
 		return;
-	/* Pending: keep a copy, the batch buffer is reused. Out of pooled
-	 * buffers, the datagram is lost like any UDP datagram. */
+	/* Pending: keep a copy, the batch buffer is reused; the name goes
+	 * after the data (both came in one datagram of at most
+	 * UDP_DGRAM_MAX bytes, so they fit). Out of pooled buffers, the
+	 * datagram is lost like any UDP datagram. */
 	a->cur = NULL;
 	a->dns = q;
 	if ((a->pend = pool_get(&udp_pend_pool)) == NULL) {
@@ -338,6 +620,7 @@ udp_to_name(struct udp_assoc *a, const struct socks_dest *d, const char *data,
 		return;
 	}
 	memcpy(a->pend, data, len);
+	memcpy(a->pend + len, d->name.ptr, d->name.len);
 	a->pend_len = len;
 	a->pend_port = d->port;
 }
@@ -413,6 +696,8 @@ udp_on_client(struct loop_io *io, uint32_t events)
 		paid += len - h.len;
 		if (h.dest.atyp == SOCKS_ATYP_DOMAIN)
 			udp_to_name(a, &h.dest, p + h.len, len - h.len);
+		else if (!udp_addr_allowed(a, &h.dest.addr.sa, h.dest.port))
+			udp_denied(a);
 		else
 			udp_queue(a, (const struct sockaddr_storage *)
 			    &h.dest.addr.sa, h.dest.addr.len, p + h.len,
@@ -558,6 +843,9 @@ udp_assoc_free(struct udp_assoc *a)
 	if (a->dropped > 0)
 		pt_log(PT_LOG_INFO, "UDP association: %u datagrams dropped "
 		    "(foreign source, fragment or malformed)", a->dropped);
+	if (a->denied > 0)
+		pt_clog(a->conn, PT_LOG_INFO, "UDP association: %u datagrams "
+		    "to denied destinations dropped", a->denied);
 	udp_pend_release(a);
 	/* Not back to the pool yet: the epoll batch being run may still
 	 * hold an event for cio or rio, and loop_once reads its loop_io

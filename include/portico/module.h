@@ -53,7 +53,17 @@ enum pt_phase {
 	/* 1.1: each new destination of a UDP association, synchronous:
 	 * host, port and target name the datagram's destination while the
 	 * hooks run; AGAIN counts as DENY. The verdict is kept per
-	 * association and destination, so each destination is judged once. */
+	 * association and destination, so each destination is judged once.
+	 * proto is PT_PROTO_UDP. An address is judged with host its text
+	 * and target set. A name is judged twice: before it is resolved
+	 * (host the name, target.ss_family AF_UNSPEC: a hook judging by
+	 * address answers CONTINUE then), and with target the address it
+	 * resolved to; both must pass. DENY, ERROR or AGAIN drops the
+	 * datagrams to that destination (counted, the association goes on;
+	 * no pt_conn_resume follows an AGAIN here, and pt_conn_answer has
+	 * no effect). The cache is small: a client talking to many
+	 * destinations at once may see one judged again. Worker thread;
+	 * the strings seen last for the hook call only. */
 	PT_PHASE_DATAGRAM,
 	/* 1.1: once per client connection, after its last LOG, before its
 	 * memory goes back to the pool. The verdict is ignored. */
