@@ -64,6 +64,15 @@ struct conf_listener {
 	struct pt_addr	 udp_advertise;
 	/* The module whose transport wraps the client leg, or NULL. */
 	const struct pt_module	*transport_mod;
+	/* Modules that do not apply here (their listener_conf said 1):
+	 * bit i stands for modules[i]; phase.c skips their hooks. */
+	uint32_t		 mod_skip;
+	/* Per module, in modules[] order: listener_conf()'s state, or
+	 * NULL (pt_conn_listener_ctx). NULL when no module has any. */
+	void			**mod_lctx;
+	/* A credentials-checking module applies: SOCKS5 offers only
+	 * username/password unless pt_conn_need_credentials() says not. */
+	bool			 need_credentials;
 };
 
 struct conf_module {

@@ -49,11 +49,51 @@ modlife_conf(struct conf_module *cm, const struct pt_config *conf,
 	memset(&mc, 0, sizeof(mc));
 	mc.file = conf->file;
 	mc.module_dir = conf->module_dir;
+	mc.listener_idx = -1;		/* for listener_conf() only */
 	*errstr = "rejected its configuration";
 	if (m->conf(&mc, node, errstr) != 0)
 		return -1;
 	cm->ctx = mc.ctx;
 	return 0;
+}
+
+int
+modlife_listener_conf(struct conf_module *cm, const struct pt_config *conf,
+    int idx, const config_setting_t *node, void **lctx_out,
+    const char **errstr)
+{
+	const struct pt_module	*m = cm->mod->mod;
+	struct pt_modconf	 mc;
+	int			 rc;
+
+	*lctx_out = NULL;
+	if (m->listener_conf == NULL)
+		return 0;
+	memset(&mc, 0, sizeof(mc));
+	mc.file = conf->file;
+	mc.module_dir = conf->module_dir;
+	mc.ctx = cm->ctx;
+	mc.listener_idx = idx;
+	mc.listener = conf->listeners[idx].address;
+	*errstr = "rejected the listener's options";
+	rc = m->listener_conf(&mc, node, cm->ctx, lctx_out, errstr);
+	if (rc < 0 || rc > 1) {
+		*lctx_out = NULL;
+		return -1;
+	}
+	/* A module that does not apply keeps no state there. */
+	if (rc == 1) {
+		modlife_listener_conf_free(cm, *lctx_out);
+		*lctx_out = NULL;
+	}
+	return rc;
+}
+
+void
+modlife_listener_conf_free(struct conf_module *cm, void *lctx)
+{
+	if (lctx != NULL && cm->mod->mod->listener_conf_free != NULL)
+		cm->mod->mod->listener_conf_free(lctx);
 }
 
 int
@@ -80,7 +120,8 @@ void
 modlife_drop(struct pt_config *conf)
 {
 	struct conf_module	*cm;
-	int			 i;
+	struct conf_listener	*l;
+	int			 i, j;
 
 	for (i = 0; i < conf->nmodules; i++) {
 		cm = &conf->modules[i];
@@ -90,6 +131,15 @@ modlife_drop(struct pt_config *conf)
 		if (cm->inited && cm->mod->mod->exit_master != NULL)
 			cm->mod->mod->exit_master(cm->ctx);
 		cm->inited = false;
+		/* Made after conf(), released before conf_free: a
+		 * listener's state may point into the module's. */
+		for (j = 0; j < conf->nlisteners; j++) {
+			l = &conf->listeners[j];
+			if (l->mod_lctx == NULL)
+				continue;
+			modlife_listener_conf_free(cm, l->mod_lctx[i]);
+			l->mod_lctx[i] = NULL;
+		}
 		if (cm->ctx != NULL && cm->mod->mod->conf_free != NULL)
 			cm->mod->mod->conf_free(cm->ctx);
 		cm->ctx = NULL;

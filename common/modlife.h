@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Every call into a module's life cycle (struct pt_module: conf,
- * conf_free, init_master, init_worker, exit_worker, reopen, exit_master),
+ * listener_conf, init_master, init_worker, exit_worker, reopen,
+ * exit_master, listener_conf_free, conf_free),
  * in one place, in the order a configuration lives through them. Loading
  * (dlopen, ABI check) is master/modload.c; hooks are worker/phase.c.
  */
@@ -27,6 +28,22 @@ struct pt_worker;
 int	 modlife_conf(struct conf_module *cm, const struct pt_config *conf,
 	    const config_setting_t *node, const char **errstr);
 /*
+ * Master, while loading <conf>, after every module's conf(): module
+ * <cm>'s listener_conf() for listener <idx> (conf->listeners[idx], whose
+ * address names it to the module), with <node>, the listener's group
+ * named after the module, or NULL. Returns 0 (the module applies; its
+ * state, or NULL, in *lctx_out), 1 (it does not apply) or -1 with
+ * *errstr set (the caller adds file and line). A module without
+ * listener_conf applies everywhere. The states stored in
+ * conf_listener.mod_lctx are released by modlife_drop.
+ */
+int	 modlife_listener_conf(struct conf_module *cm,
+	    const struct pt_config *conf, int idx,
+	    const config_setting_t *node, void **lctx_out,
+	    const char **errstr);
+/* Releases one state listener_conf() made (NULL is fine). */
+void	 modlife_listener_conf_free(struct conf_module *cm, void *lctx);
+/*
  * Master, once per configuration it adopts (start-up, each good reload),
  * before forking: every module's init_master, in configuration order.
  * 0, or -1 with "FILE:LINE: module ...: initialisation failed" in <err>;
@@ -37,7 +54,8 @@ int	 modlife_init_master(struct pt_config *conf, char *err, size_t errsz);
 /*
  * Master, when it drops <conf> (replaced by a reload, at exit, or a
  * configuration that failed to load): exit_master where init_master ran,
- * then conf_free, module by module.
+ * then listener_conf_free for each listener's state, then conf_free,
+ * module by module.
  */
 void	 modlife_drop(struct pt_config *conf);
 /* Worker, after privileges are dropped and before the loop: every

@@ -339,6 +339,122 @@ conf_transport(struct conf_ctx *cc, config_setting_t *s,
 	return conf_err(cc, m, "module \"%s\" is not in \"modules\"", name);
 }
 
+/* conf_listener.mod_skip has a bit per module of a configuration. */
+_Static_assert(MODLOAD_MAX <= 32, "mod_skip holds MODLOAD_MAX bits");
+
+/* The loaded module named <name>, or NULL. */
+static struct conf_module *
+conf_module_named(struct pt_config *conf, const char *name)
+{
+	int	 i;
+
+	for (i = 0; i < conf->nmodules; i++)
+		if (strcmp(conf->modules[i].name, name) == 0)
+			return &conf->modules[i];
+	return NULL;
+}
+
+/*
+ * A listener's members: its own keys, and groups named after modules
+ * that take listener options (tls = { ... }). A group named after a
+ * module that is not loaded, or that takes none, is refused: an option
+ * that silently does nothing is a policy not applied.
+ */
+static int
+conf_listener_keys_check(struct conf_ctx *cc, const config_setting_t *s)
+{
+	struct conf_module	*cm;
+	config_setting_t	*m;
+	const char		*name;
+	int			 i;
+
+	for (i = 0; (m = config_setting_get_elem(s, (unsigned)i)) != NULL;
+	    i++) {
+		name = config_setting_name(m);
+		if (name == NULL || conf_key_known(name, conf_listener_keys))
+			continue;
+		if ((cm = conf_module_named(cc->conf, name)) != NULL) {
+			if (cm->mod->mod->listener_conf == NULL)
+				return conf_err(cc, m, "module \"%s\" takes "
+				    "no listener options", name);
+			if (config_setting_type(m) != CONFIG_TYPE_GROUP)
+				return conf_err(cc, m, "expected a group "
+				    "{ ... } of module \"%s\"'s options",
+				    name);
+			continue;
+		}
+		if (config_setting_type(m) == CONFIG_TYPE_GROUP)
+			return conf_err(cc, m, "no module \"%s\" in "
+			    "\"modules\" for these listener options", name);
+		return conf_err(cc, m, "unknown option");
+	}
+	return 0;
+}
+
+/* A 1.0 module had no flags to say it checks credentials: its AUTH hook
+ * said so (SOCKS5 then offered username/password only). */
+static bool
+conf_module_credentials(const struct pt_module *m)
+{
+	const struct pt_hook	*h;
+
+	if (m->flags & PT_MODF_CREDENTIALS)
+		return true;
+	if (m->abi_minor > 0)
+		return false;
+	for (h = m->hooks; h != NULL && h->fn != NULL; h++)
+		if (h->phase == PT_PHASE_AUTH)
+			return true;
+	return false;
+}
+
+/*
+ * Asks every module with listener_conf whether it applies to listener
+ * <l>, with the listener's group named after it: which modules' hooks
+ * run for its connections (mod_skip), their per-listener state
+ * (mod_lctx), and whether SOCKS5 asks for credentials there.
+ */
+static int
+conf_listener_modules(struct conf_ctx *cc, config_setting_t *s,
+    struct conf_listener *l)
+{
+	struct pt_config	*conf = cc->conf;
+	struct conf_module	*cm;
+	config_setting_t	*node;
+	const char		*errstr;
+	void			*lctx;
+	int			 i, rc;
+
+	for (i = 0; i < conf->nmodules; i++) {
+		cm = &conf->modules[i];
+		node = config_setting_get_member(s, cm->name);
+		rc = modlife_listener_conf(cm, conf, (int)(l - conf->listeners),
+		    node, &lctx, &errstr);
+		if (rc < 0)
+			return conf_err(cc, node != NULL ? node : s,
+			    "module \"%s\": %s", cm->name, errstr);
+		if (lctx != NULL && l->mod_lctx == NULL &&
+		    (l->mod_lctx = calloc((size_t)conf->nmodules,
+		    sizeof(*l->mod_lctx))) == NULL) {
+			modlife_listener_conf_free(cm, lctx);
+			return conf_err(cc, NULL, "out of memory");
+		}
+		if (lctx != NULL)
+			l->mod_lctx[i] = lctx;
+		if (rc == 1) {
+			l->mod_skip |= (uint32_t)1 << i;
+			if (l->transport_mod == cm->mod->mod)
+				return conf_err(cc, config_setting_get_member(s,
+				    "transport"), "module \"%s\" does not "
+				    "apply to this listener", cm->name);
+			continue;
+		}
+		if (conf_module_credentials(cm->mod->mod))
+			l->need_credentials = true;
+	}
+	return 0;
+}
+
 static int
 conf_listener(struct conf_ctx *cc, config_setting_t *s,
     struct conf_listener *l)
@@ -352,7 +468,7 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	l->line = (int)config_setting_source_line(s);
 	if (config_setting_type(s) != CONFIG_TYPE_GROUP)
 		return conf_err(cc, s, "listener: expected a group { ... }");
-	if (conf_check_keys(cc, s, conf_listener_keys) < 0)
+	if (conf_listener_keys_check(cc, s) < 0)
 		return -1;
 	if ((m = config_setting_get_member(s, "address")) == NULL)
 		return conf_err(cc, s, "listener: missing \"address\"");
@@ -413,7 +529,9 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 			return conf_err(cc, m, "\"%s\": %s",
 			    config_setting_get_string(m), errstr);
 	}
-	return conf_transport(cc, s, l);
+	if (conf_transport(cc, s, l) < 0)
+		return -1;
+	return conf_listener_modules(cc, s, l);
 }
 
 static int
@@ -1048,13 +1166,15 @@ conf_free(struct pt_config *conf)
 
 	if (conf == NULL)
 		return;
+	/* First: it releases the listeners' module states too. */
+	modlife_drop(conf);
 	for (i = 0; i < conf->nlisteners; i++) {
+		free(conf->listeners[i].mod_lctx);
 		free(conf->listeners[i].address);
 		free(conf->listeners[i].to);
 		free(conf->listeners[i].to_host);
 	}
 	free(conf->listeners);
-	modlife_drop(conf);
 	for (i = 0; i < conf->nmodules; i++) {
 		free(conf->modules[i].name);
 		free(conf->modules[i].path);

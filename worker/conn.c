@@ -183,6 +183,8 @@ conn_new(const struct worker_listener *l, int fd,
 		getsockname(fd, (struct sockaddr *)&c->c_req.local, &len);
 	}
 	c->c_req.start_ms = loop_now();
+	c->c_mod_skip = l->conf->mod_skip;
+	c->c_need_creds = l->conf->need_credentials;
 	if (l->conf->transport_mod != NULL) {
 		c->c_transport = l->conf->transport_mod->transport;
 		c->c_tctx = pt_conn_ctx(c, l->conf->transport_mod);
@@ -369,6 +371,9 @@ conn_has_unread(struct pt_conn *c)
 	int	 fd = c->c_side[SIDE_CLIENT].io.fd;
 	char	 b;
 
+	/* Bytes a transport already took from the socket are unread too. */
+	if (conn_pending(c, &c->c_side[SIDE_CLIENT]) > 0)
+		return true;
 	/* Behind a transport (tls) the peeked byte is a record, not a
 	 * request byte; it still means the client is talking. */
 	return fd >= 0 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
@@ -462,6 +467,22 @@ conn_sendv(struct pt_conn *c, struct conn_side *s, const struct iovec *iov,
 	msg.msg_iovlen = (size_t)n;
 	r = sendmsg(s->io.fd, &msg, MSG_NOSIGNAL);
 	return r < 0 ? -errno : r;
+}
+
+size_t
+conn_pending(struct pt_conn *c, struct conn_side *s)
+{
+	const struct pt_transport	*t = conn_transport(c, s);
+
+	if (t == NULL || t->pending == NULL || s->io.fd < 0)
+		return 0;
+	return t->pending(c, c->c_tctx);
+}
+
+bool
+conn_readable(struct pt_conn *c, struct conn_side *s)
+{
+	return (s->ready & EPOLLIN) || conn_pending(c, s) > 0;
 }
 
 int

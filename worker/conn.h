@@ -66,6 +66,10 @@ struct relay_dir {
 					 * the pipe: read again after a write */
 	bool		 pipe_big;	/* the pipe was grown (relay.c) */
 	bool		 done;		/* EOF read and passed on */
+	/* The destination's transport could not pass the EOF on yet
+	 * (shutdown said -EAGAIN) since shut_since (relay.c). */
+	bool		 shut_wait;
+	uint64_t	 shut_since;
 };
 
 /*
@@ -108,9 +112,14 @@ struct pt_conn {
 	enum pt_phase			 c_phase;
 	int				 c_hook;
 	conn_phase_done_fn		 c_phase_done;
+	/* The listener's modules that do not apply (conf_listener). */
+	uint32_t			 c_mod_skip;
 	bool				 c_waiting;	/* a hook said AGAIN */
 	bool				 c_logged;
 	bool				 c_reap_queued;
+	/* SOCKS5 asks for credentials: the listener's default, or what an
+	 * ACCEPT hook said (pt_conn_need_credentials). */
+	bool				 c_need_creds;
 
 	/* Client leg only; the upstream leg is always plain. */
 	const struct pt_transport	*c_transport;	/* NULL: plain */
@@ -203,10 +212,25 @@ ssize_t		 conn_recvv(struct pt_conn *c, struct conn_side *s,
 /* Gathers <n> buffers into one send (a transport gets the first). */
 ssize_t		 conn_sendv(struct pt_conn *c, struct conn_side *s,
 		    const struct iovec *iov, int n);
-/* Passes EOF on (shutdown for writing). 0 or -errno. */
+/*
+ * Passes EOF on (shutdown for writing). 0 or -errno; -EAGAIN from a
+ * transport that must write first (a TLS close_notify into a full
+ * socket): call again once the socket is writable (relay.c bounds the
+ * wait).
+ */
 int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
 /*
- * Whether the client has sent bytes still waiting in the kernel: a peek,
+ * Bytes the side's transport holds that conn_recv() returns without the
+ * socket becoming readable (SSL_pending): they raise no epoll event, so
+ * a reader drains them before it waits for one. 0 on a plain side.
+ */
+size_t		 conn_pending(struct pt_conn *c, struct conn_side *s);
+/* May a read on <s> find bytes now: epoll said so, or its transport
+ * holds some. */
+bool		 conn_readable(struct pt_conn *c, struct conn_side *s);
+/*
+ * Whether the client has sent bytes still waiting in the kernel, or
+ * held by its transport (conn_pending): a peek,
  * because on an edge-triggered socket the EPOLLIN may sit later in this
  * epoll batch or in the next one. False at EOF, on an error, or when the
  * client leg is closed. Worker only.

@@ -631,12 +631,13 @@ http_src_dir(const struct pt_conn *c, const struct conn_side *src)
 	return src == &c->c_side[SIDE_CLIENT] ? PT_DIR_UP : PT_DIR_DOWN;
 }
 
-/* May <src> be read now: readiness noted, and budget left (without it
- * the socket is not read, and pt_conn_budget_add resumes the pump). */
+/* May <src> be read now: readiness noted or bytes in its transport, and
+ * budget left (without it the socket is not read, and
+ * pt_conn_budget_add resumes the pump). */
 static bool
-http_may_read(const struct pt_conn *c, const struct conn_side *src)
+http_may_read(struct pt_conn *c, struct conn_side *src)
 {
-	return (src->ready & EPOLLIN) &&
+	return conn_readable(c, src) &&
 	    c->c_budget[http_src_dir(c, src)].left != 0;
 }
 
@@ -879,6 +880,30 @@ http_head_ready(struct http_flow *f)
 	return ready;
 }
 
+/* What a transport took from the socket and hands out in pieces raises
+ * no epoll event: it is read into the flow's buffer while there is room
+ * and budget (relay.c does the same; http_count_read charges it). Bytes
+ * added; a failure waits for the next read. */
+static ssize_t
+http_flow_read_pending(struct pt_conn *c, struct http_flow *f,
+    struct conn_side *src)
+{
+	ssize_t	 n, total = 0;
+
+	while (f->in_len < buf_size(f->in) && conn_pending(c, src) > 0 &&
+	    c->c_budget[http_src_dir(c, src)].left != 0) {
+		n = conn_recv(c, src, f->in + f->in_len,
+		    conn_budget_cap(c, http_src_dir(c, src),
+		    buf_size(f->in) - f->in_len));
+		if (n <= 0)
+			break;
+		f->in_len += (uint32_t)n;
+		http_count_read(c, src, n);
+		total += n;
+	}
+	return total;
+}
+
 /* Reads from <src> into flow <f>'s input. Bytes read, 0 at EOF, -EAGAIN,
  * or another -errno. */
 static ssize_t
@@ -910,6 +935,8 @@ http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
 		f->in_len += (uint32_t)n;
 		http_count_read(c, src, n);
 	}
+	if (n > 0 && !http_plain(c, src))
+		n += http_flow_read_pending(c, f, src);
 	return n;
 }
 

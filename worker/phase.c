@@ -15,6 +15,7 @@
 #include "worker/phase.h"
 #include "common/log.h"
 #include "common/conf_types.h"
+#include "worker/accept.h"
 
 /* conf.c refuses configurations with more hooks in a phase. */
 #define PHASE_MAX_HOOKS	MODLOAD_MAX_HOOKS
@@ -23,6 +24,7 @@ struct phase_hook {
 	pt_hook_fn		 fn;
 	int			 priority;
 	void			*modctx;	/* the module's conf() result */
+	uint32_t		 mod_bit;	/* in conf_listener.mod_skip */
 };
 
 struct phase_mod {
@@ -36,7 +38,8 @@ static struct phase_mod		phase_mods[MODLOAD_MAX];
 static int			phase_nmods;
 
 static void
-phase_add(enum pt_phase p, pt_hook_fn fn, int priority, void *modctx)
+phase_add(enum pt_phase p, pt_hook_fn fn, int priority, void *modctx,
+    uint32_t mod_bit)
 {
 	struct phase_hook	*h = phase_hooks[p];
 	int			 i;
@@ -51,6 +54,7 @@ phase_add(enum pt_phase p, pt_hook_fn fn, int priority, void *modctx)
 	h[i].fn = fn;
 	h[i].priority = priority;
 	h[i].modctx = modctx;
+	h[i].mod_bit = mod_bit;
 	phase_nhooks[p]++;
 }
 
@@ -72,7 +76,7 @@ phase_init(const struct pt_config *conf)
 		for (h = m->hooks; h != NULL && h->fn != NULL; h++)
 			if ((unsigned)h->phase < PT_PHASE_COUNT)
 				phase_add(h->phase, h->fn, h->priority,
-				    conf->modules[i].ctx);
+				    conf->modules[i].ctx, (uint32_t)1 << i);
 	}
 	return total;
 }
@@ -107,6 +111,27 @@ pt_conn_ctx(struct pt_conn *c, const struct pt_module *mod)
 	return NULL;
 }
 
+void *
+pt_conn_listener_ctx(struct pt_conn *c, const struct pt_module *mod)
+{
+	void	**lctx = c->c_listener->conf->mod_lctx;
+	int	  i;
+
+	if (lctx == NULL)
+		return NULL;
+	/* phase_mods follows the configuration's module order. */
+	for (i = 0; i < phase_nmods; i++)
+		if (phase_mods[i].mod == mod)
+			return lctx[i];
+	return NULL;
+}
+
+void
+pt_conn_need_credentials(struct pt_conn *c, bool need)
+{
+	c->c_need_creds = need;
+}
+
 static void
 phase_finish(struct pt_conn *c, enum pt_verdict v)
 {
@@ -127,6 +152,11 @@ phase_walk(struct pt_conn *c)
 
 	while (c->c_hook < phase_nhooks[p]) {
 		h = &phase_hooks[p][c->c_hook];
+		/* A module that does not apply to the listener. */
+		if (c->c_mod_skip & h->mod_bit) {
+			c->c_hook++;
+			continue;
+		}
 		v = h->fn(c, &c->c_req, h->modctx);
 		switch (v) {
 		case PT_VERDICT_CONTINUE:
@@ -202,6 +232,9 @@ phase_run_now(struct pt_conn *c, enum pt_phase phase)
 	c->c_phase = phase;
 	for (i = 0; i < phase_nhooks[phase]; i++) {
 		h = &phase_hooks[phase][i];
+		/* A module that does not apply to the listener. */
+		if (c->c_mod_skip & h->mod_bit)
+			continue;
 		c->c_hook = i;
 		v = h->fn(c, &c->c_req, h->modctx);
 		if (v == PT_VERDICT_CONTINUE)

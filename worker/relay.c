@@ -72,6 +72,11 @@ static struct relay_pipe relay_pipes[RELAY_PIPES_KEPT];
 static int		 relay_npipes, relay_nbig;
 
 static void	relay_on_event(struct loop_io *io, uint32_t events);
+static void	relay_on_timer(struct pt_timer *t, void *arg);
+
+/* How often a transport's close that said -EAGAIN is tried again when
+ * no EPOLLOUT edge comes first (relay_on_timer). */
+#define RELAY_SHUT_RETRY_MS	50
 
 void
 relay_init(bool splice)
@@ -335,6 +340,33 @@ relay_iov_cap(struct iovec *iov, int niov, size_t max)
 }
 
 /*
+ * A transport may hand out what it took from the socket in pieces, and
+ * the rest raises no epoll event: reads it into the ring while it holds
+ * some, there is room and the budget allows (<max>), so a tunnel never
+ * waits for an event that will not come. Bytes added; a failure is left
+ * for the next read.
+ */
+static ssize_t
+relay_read_pending(struct pt_conn *c, struct relay_dir *r,
+    struct conn_side *src, size_t max)
+{
+	struct iovec	 iov[2];
+	ssize_t		 n, total = 0;
+
+	while (max > 0 && conn_pending(c, src) > 0 &&
+	    relay_ring_room(r, iov) > 0) {
+		n = conn_recv(c, src, iov[0].iov_base,
+		    iov[0].iov_len < max ? iov[0].iov_len : max);
+		if (n <= 0)
+			break;
+		r->tail += (uint32_t)n;
+		total += n;
+		max -= (size_t)n;
+	}
+	return total;
+}
+
+/*
  * Reads at most <max> bytes (the budget, > 0) from side <src> into the
  * direction's pipe or ring: bytes read, 0 at EOF, or -errno (-EAGAIN:
  * nothing to read, or no room). Clears src's EPOLLIN only when the socket
@@ -402,6 +434,8 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 		src->ready &= ~(uint32_t)EPOLLIN;
 	if (n > 0)
 		r->tail += (uint32_t)n;
+	if (n > 0 && !relay_plain(c, src))
+		n += relay_read_pending(c, r, src, max - (size_t)n);
 	return n;
 }
 
@@ -445,12 +479,28 @@ relay_step(struct pt_conn *c, enum conn_side_id d)
 		}
 	}
 	if (relay_pending(r) == 0 && src->rd_eof) {
+		/* A transport that must write its close first (TLS
+		 * close_notify) is called again when the socket is writable
+		 * (relay_on_timer bounds the wait). */
 		relay_dir_idle(r);
-		r->done = true;
+		if (r->shut_wait && !(dst->ready & EPOLLOUT))
+			return 0;
 		n = conn_shutdown_wr(c, dst);
+		if (n == -EAGAIN) {
+			dst->ready &= ~(uint32_t)EPOLLOUT;
+			if (!r->shut_wait) {
+				r->shut_wait = true;
+				r->shut_since = loop_now();
+				pt_timer_start(&c->c_timer, RELAY_SHUT_RETRY_MS,
+				    relay_on_timer, c);
+			}
+			return 0;
+		}
+		r->done = true;
+		r->shut_wait = false;
 		return n < 0 ? (int)n : 1;
 	}
-	if (!src->rd_eof && (src->ready & EPOLLIN) && relay_has_room(r) &&
+	if (!src->rd_eof && conn_readable(c, src) && relay_has_room(r) &&
 	    budget != 0) {
 		n = relay_read(c, r, src, budget < SIZE_MAX ? (size_t)budget :
 		    SIZE_MAX);
@@ -539,14 +589,46 @@ relay_on_event(struct loop_io *io, uint32_t events)
 	relay_pump(s->conn);
 }
 
+/*
+ * A direction whose EOF waits for its destination's transport to close
+ * (shutdown said -EAGAIN), or -1. The leg is writable again either with
+ * an EPOLLOUT edge (a full socket drained) or, when the transport waited
+ * for something of its own, without one: the timer tries again every
+ * RELAY_SHUT_RETRY_MS, for header_timeout at most, like the opening
+ * handshake (conn_start).
+ */
+static int
+relay_shut_waiting(const struct pt_conn *c)
+{
+	if (c->c_dir[SIDE_UPSTREAM].shut_wait)
+		return SIDE_UPSTREAM;
+	if (c->c_dir[SIDE_CLIENT].shut_wait)
+		return SIDE_CLIENT;
+	return -1;
+}
+
 static void
 relay_on_timer(struct pt_timer *t, void *arg)
 {
 	struct pt_conn	*c = arg;
 	uint64_t	 idle = worker_self()->conf->limits.idle_timeout_ms;
 	uint64_t	 quiet = loop_now() - c->c_last_active;
+	int		 d;
 
 	(void)t;
+	if ((d = relay_shut_waiting(c)) >= 0) {
+		if (loop_now() - c->c_dir[d].shut_since >=
+		    worker_self()->conf->limits.header_timeout_ms) {
+			conn_close(c, "transport shutdown timed out");
+			return;
+		}
+		/* Armed before the pump, which may close the connection. */
+		pt_timer_start(&c->c_timer, RELAY_SHUT_RETRY_MS,
+		    relay_on_timer, c);
+		c->c_side[1 - d].ready |= EPOLLOUT;
+		relay_pump(c);
+		return;
+	}
 	/* Activity only stamps c_last_active; the deadline moves here, once
 	 * per timeout period at most, instead of on every read. */
 	if (quiet < idle) {

@@ -7,9 +7,11 @@
  * becomes a tunnel in relay.c (CONNECT) or the control connection of a
  * UDP relay (udp_assoc.c, UDP ASSOCIATE).
  *
- * Choices: BIND is answered 0x07 (command not supported); when a module
- * hooks AUTH only username/password is offered, and SOCKS4 (which has no
- * password) is refused; without one, no-auth is preferred and a client
+ * Choices: BIND is answered 0x07 (command not supported); when the
+ * connection needs credentials (a PT_MODF_CREDENTIALS module applies to
+ * the listener, unless an ACCEPT hook said otherwise with
+ * pt_conn_need_credentials) only username/password is offered, and SOCKS4
+ * (which has no password) is refused; else no-auth is preferred and a client
  * that offers only username/password is accepted with its credentials
  * shown to the modules. Every failure is answered with its reply code,
  * then the connection closes.
@@ -19,6 +21,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -130,17 +133,37 @@ socks_state_free(struct pt_conn *c)
 }
 
 static void
+socks_on_posted(struct loop_task *t)
+{
+	struct pt_conn	*c = (struct pt_conn *)((char *)t -
+			    offsetof(struct pt_conn, c_post));
+
+	/* Closed, or handed to the relay, since it was posted. */
+	if (c->c_state != CONN_CLOSED && c->c_state != CONN_RELAY &&
+	    socks_st(c) != NULL)
+		socks_on_io(&c->c_side[SIDE_CLIENT].io, EPOLLIN);
+}
+
+static void
 socks_watch(struct pt_conn *c, uint32_t events)
 {
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
 
 	if (!cl->io.added) {
-		if (loop_io_start(&cl->io, cl->io.fd, events, socks_on_io) < 0)
+		if (loop_io_start(&cl->io, cl->io.fd, events,
+		    socks_on_io) < 0) {
 			conn_close(c, "epoll_ctl");
-		return;
+			return;
+		}
+	} else {
+		cl->io.fn = socks_on_io;
+		loop_io_set(&cl->io, events);
 	}
-	cl->io.fn = socks_on_io;
-	loop_io_set(&cl->io, events);
+	/* Bytes a transport already took from the socket (the client's
+	 * next message behind the one just read) raise no event: read
+	 * them after this round, as if the socket were readable. */
+	if ((events & EPOLLIN) && conn_pending(c, cl) > 0)
+		loop_post(&c->c_post, socks_on_posted);
 }
 
 /* ---- replies -------------------------------------------------------- */
@@ -408,7 +431,7 @@ socks_parse_one(struct pt_conn *c)
 	uint8_t			 b[2];
 	size_t			 i;
 	int			 rc;
-	bool			 auth = phase_has_hooks(PT_PHASE_AUTH);
+	bool			 auth = c->c_need_creds;
 
 	switch (s->stage) {
 	case SS_GREETING:
@@ -443,8 +466,8 @@ socks_parse_one(struct pt_conn *c)
 			return false;
 		}
 		c->c_req.proto = PT_PROTO_SOCKS5;
-		/* With an AUTH module only username/password will do;
-		 * without, no-auth wins when offered. */
+		/* Needing credentials, only username/password will do;
+		 * else no-auth wins when offered. */
 		s->method = SOCKS5_METHOD_REFUSED;
 		for (i = 0; i < g.nmethods; i++) {
 			if (g.methods[i] == SOCKS5_METHOD_NONE && !auth)

@@ -167,12 +167,15 @@ struct pt_transport {
 			    const void *buf, size_t len, uint32_t *want_out);
 	/* 0 when done, -EAGAIN when it must write first (a TLS
 	 * close_notify; *want is then not available, so the core waits for
-	 * EPOLLOUT and calls again), or another -errno. */
+	 * EPOLLOUT and calls again: on the next EPOLLOUT edge, or after
+	 * 50 ms without one, for header_timeout at most, then closes the
+	 * connection), or another -errno. */
 	int		(*shutdown)(struct pt_conn *, int fd, void *tctx);
 	void		(*free)(struct pt_conn *, void *tctx);
 	/* 1.1, optional: bytes the transport holds that read() can return
 	 * without the socket becoming readable (SSL_pending). The core
-	 * reads again while it is non-zero before waiting for an event. */
+	 * reads again while it is non-zero before waiting for an event.
+	 * Worker thread, after the handshake; cheap, never blocking. */
 	size_t		(*pending)(struct pt_conn *, void *tctx);
 	void		*reserved[3];
 };
@@ -192,7 +195,9 @@ struct pt_modconf {
 /* pt_module.flags */
 /* The module checks credentials: a SOCKS5 listener it applies to offers
  * username/password (RFC 1929) and, unless pt_conn_need_credentials()
- * says otherwise for a connection, only that. */
+ * says otherwise for a connection, only that. A module built for ABI 1.0
+ * counts as having it when it hooks AUTH (what 1.0 did, for every
+ * listener). */
 #define PT_MODF_CREDENTIALS	0x01
 
 struct pt_module {
@@ -442,7 +447,12 @@ PT_API bool	 pt_req_tag(struct pt_conn *conn, const char *name,
  * listener.
  */
 PT_API void	 pt_conn_need_credentials(struct pt_conn *conn, bool need);
-/* The listener state listener_conf() made for <mod>, or NULL. */
+/* The listener state listener_conf() made for <mod> (usually the
+ * caller's own descriptor), or NULL when it made none or <mod> is not
+ * loaded. Worker thread, any hook or transport call; the state belongs
+ * to the module (listener_conf_free releases it in the master) and
+ * stays valid for the connection's life; treat it as read-only, as
+ * every worker shares the configuration it forked with. */
 PT_API void	*pt_conn_listener_ctx(struct pt_conn *conn,
 		    const struct pt_module *mod);
 

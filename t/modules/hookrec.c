@@ -416,6 +416,9 @@ PT_API const struct pt_module HOOKREC_MODULE = {
 	.abi_minor = PT_ABI_MINOR,
 	.build_sig = PT_BUILD_SIG,
 	.name = HOOKREC_NAME,
+	/* It plays the credentials checker: SOCKS5 listeners ask for a
+	 * username and password (t/integ/socks_replies.py). */
+	.flags = PT_MODF_CREDENTIALS,
 	.conf = hookrec_conf,
 	.conf_free = hookrec_conf_free,
 	.init_worker = hookrec_init_worker,
