@@ -11,6 +11,8 @@ through two portico instances, relay.method "splice" and "copy":
 - a CONNECT tunnel, download and upload;
 - a SOCKS5 tunnel, download and upload;
 - an HTTP body, download (GET) and upload (POST);
+- a CONNECT upload through the transport bufwire, which holds what it
+  read and hands it out in pieces (pending bytes, read under the budget);
 - and once, a SOCKS5 UDP association, both ways (payload bytes), and
   two downloads on one HTTP keep-alive connection, each held to the rate
   on its own (the module lifts the budget at LOG and starts a full bucket
@@ -171,8 +173,12 @@ def read_head(s):
     return int(head.split(b" ", 2)[1]), rest
 
 
-def connect_tunnel(proxy, origin):
+def connect_tunnel(proxy, origin, bufwire=False):
     s = ptest.connect(proxy, timeout=ptest.bound(30))
+    if bufwire:
+        s.sendall(b"BUF1")
+        if ptest.recv_exact(s, 2) != b"OK":
+            raise OSError("bufwire handshake refused")
     s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (
         origin.address.encode(), origin.address.encode()))
     status, rest = read_head(s)
@@ -216,8 +222,9 @@ class Stream:
         s = None
         try:
             proto = self.kind.split("-")[0]
-            if proto == "connect":
-                s, rest = connect_tunnel(self.proxy_port, self.origin)
+            if proto in ("connect", "bufwire"):
+                s, rest = connect_tunnel(self.proxy_port, self.origin,
+                                         proto == "bufwire")
             elif proto == "socks":
                 s, rest = socks_tunnel(self.proxy_port, self.origin)
             else:
@@ -451,12 +458,16 @@ KA_BYTES = BURST + 4 * RATE
 # 4 s each: a refill tick (20 ms) is 0.5% of it.
 KA_TOLERANCE = 0.02
 
+# bufwire: a CONNECT upload through a transport that holds what it read
+# and hands it out in pieces (its pending bytes are read under the
+# budget too); never spliced, whatever relay.method says.
 KINDS = ["connect-down", "connect-up", "socks-down", "socks-up",
-         "http-down", "http-up"]
+         "http-down", "http-up", "bufwire-up"]
 
 
 def start(t, method, except_port):
     http_port, socks_port = ptest.free_port(), ptest.free_port()
+    buf_port = ptest.free_port()
     conf = """
 workers = 1;
 error_log = "%(tmp)s/error-%(m)s.log";
@@ -465,19 +476,22 @@ pid_file = "%(tmp)s/portico-%(m)s.pid";
 shutdown_timeout = 5;
 listeners = (
   { address = "127.0.0.1:%(hp)d"; protocol = "http"; },
-  { address = "127.0.0.1:%(sp)d"; protocol = "socks5"; }
+  { address = "127.0.0.1:%(sp)d"; protocol = "socks5"; },
+  { address = "127.0.0.1:%(bp)d"; protocol = "http";
+    transport = "bufwire"; bufwire = { piece = 1000; }; }
 );
 relay = { method = "%(m)s"; };
 http = { connect_ports = "*"; };
 modules = (
   { name = "ratelimit"; path = "%(moddir)s/ratelimit.so";
     rate = %(rate)d; burst = %(burst)d; tick_ms = 20;
-    except_port = %(xp)d; }
+    except_port = %(xp)d; },
+  { name = "bufwire"; path = "%(moddir)s/bufwire.so"; }
 );
 """ % dict(tmp=t.tmp, m=method, hp=http_port, sp=socks_port,
-           moddir=ptest.TESTMODDIR, rate=RATE, burst=BURST, xp=except_port)
+           bp=buf_port, moddir=ptest.TESTMODDIR, rate=RATE, burst=BURST, xp=except_port)
     p = t.portico(conf, conf_name="%s.conf" % method)
-    return p, http_port, socks_port
+    return p, http_port, socks_port, buf_port
 
 
 def unlimited(t, method, http_port, fast):
@@ -511,10 +525,10 @@ def main(t):
     procs = {}
     streams = []
     for method in ("splice", "copy"):
-        p, hp, sp = start(t, method, fast.port)
+        p, hp, sp, bp = start(t, method, fast.port)
         procs[method] = p
         for kind in KINDS:
-            port = sp if kind.startswith("socks") else hp
+            port = {"socks": sp, "bufwire": bp}.get(kind.split("-")[0], hp)
             st = Stream("%s %s" % (method, kind), kind, port)
             t.servers.append(st.origin)
             streams.append(st)
