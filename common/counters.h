@@ -19,7 +19,7 @@ enum counter_id {
 	CTR_BYTES_OUT,		/* upstream -> client payload */
 	CTR_ACCEPT_PAUSED,	/* accept() paused: out of fds or conns */
 	CTR_UPSTREAM_FAILED,	/* connect to the target failed or timed out */
-	CTR_DENIED,		/* a module said DENY */
+	CTR_DENIED,		/* a module, or connect_ports, said DENY */
 	CTR_UDP_DENIED,		/* datagrams to a destination DATAGRAM denied */
 	CTR_COUNT
 };

@@ -177,6 +177,27 @@ sockaddr_port(const struct sockaddr *sa)
 	return 0;
 }
 
+void
+sockaddr_unmap(const struct sockaddr *in, struct pt_addr *out)
+{
+	const struct sockaddr_in6	*sin6 = (const void *)in;
+	struct sockaddr_in		*sin = (void *)&out->sa;
+
+	memset(&out->sa, 0, sizeof(out->sa));
+	if (in->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = sin6->sin6_port;
+		memcpy(&sin->sin_addr, sin6->sin6_addr.s6_addr + 12, 4);
+		out->len = sizeof(*sin);
+		return;
+	}
+	out->len = in->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+	    in->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(out->sa);
+	memcpy(&out->sa, in, out->len);
+}
+
 bool
 sockaddr_equal(const struct pt_addr *a, const struct pt_addr *b)
 {

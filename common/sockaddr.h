@@ -42,5 +42,12 @@ int	sockaddr_resolve(const char *text, struct pt_addr *out,
 char	*sockaddr_fmt(const struct sockaddr *sa, char *buf, size_t bufsz);
 bool	 sockaddr_equal(const struct pt_addr *a, const struct pt_addr *b);
 uint16_t sockaddr_port(const struct sockaddr *sa);
+/*
+ * Copies an IPv4 or IPv6 address into <out>, an IPv4-mapped IPv6 one
+ * (::ffff:10.0.0.1) as the IPv4 address it reaches, port kept: rules on
+ * IPv4 addresses then hold whichever way a client wrote it. Any other
+ * family is copied as it is, with its own length.
+ */
+void	 sockaddr_unmap(const struct sockaddr *in, struct pt_addr *out);
 
 #endif

@@ -115,6 +115,9 @@ struct pt_conn {
 	/* The listener's modules that do not apply (conf_listener). */
 	uint32_t			 c_mod_skip;
 	bool				 c_waiting;	/* a hook said AGAIN */
+	/* A hook said AGAIN since the protocol last cleared it (HTTP: per
+	 * request), so the client may have left meanwhile (target.c). */
+	bool				 c_waited;
 	bool				 c_logged;
 	bool				 c_reap_queued;
 	/* SOCKS5 asks for credentials: the listener's default, or what an

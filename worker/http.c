@@ -1173,6 +1173,8 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 	else if (m->max_forwards == 0 && http_str_ieq(m->method, "TRACE"))
 		h->local = HTTP_LOCAL_TRACE;
 	h->head_len = (uint32_t)m->head_len;
+	/* A wait at ACCEPT or for an earlier request is not this one's. */
+	c->c_waited = false;
 	if (!h->is_connect && h->local == HTTP_LOCAL_NONE) {
 		flags = (http_conf->http.via ? HTTP_HEAD_VIA : 0) |
 		    (h->is_websocket ? HTTP_HEAD_UPGRADE : 0) |
@@ -1324,7 +1326,8 @@ http_access_ok(struct pt_conn *c)
 		http_answer_locally(c);
 		return false;
 	}
-	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup) {
+	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup &&
+	    target_addr(c) != NULL) {
 		/* Same origin as the last request (http_request_head pooled
 		 * it otherwise). */
 		h->parked = false;
@@ -1382,10 +1385,26 @@ http_established(struct pt_conn *c)
 	http_pump(c);
 }
 
+/*
+ * The request waited (a hook, the resolver) and is about to be dialed. A
+ * client whose FIN came with its request raised no event since: it is
+ * seen here, before anything goes out for it. Without a wait a FIN is a
+ * half-close, and the response is still wanted (http_strict).
+ */
+static bool
+http_may_dial(struct pt_conn *c)
+{
+	if (!c->c_side[SIDE_CLIENT].hup)
+		return true;
+	conn_close(c, "client closed while its request waited");
+	return false;
+}
+
 static const struct target_ops http_target_ops = {
 	.refuse = http_refuse,
 	.fail = http_target_fail,
 	.access_ok = http_access_ok,
+	.may_dial = http_may_dial,
 	.established = http_established,
 	.on_timer = http_on_timer,
 };

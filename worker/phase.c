@@ -168,6 +168,7 @@ phase_walk(struct pt_conn *c)
 				break;
 			}
 			c->c_waiting = true;
+			c->c_waited = true;
 			return;
 		case PT_VERDICT_ALLOW:
 		case PT_VERDICT_DENY:

@@ -83,6 +83,12 @@ target_resolving(const struct pt_conn *c)
 	return c->c_target.dns != NULL;
 }
 
+bool
+target_waited(const struct pt_conn *c)
+{
+	return c->c_waited || c->c_target.resolved_late;
+}
+
 void
 target_stop(struct pt_conn *c)
 {
@@ -200,24 +206,39 @@ static void
 target_on_dial(struct pt_conn *c, enum pt_verdict v)
 {
 	struct target	*t = &c->c_target;
+	struct pt_addr	 to;
 
 	if (target_refused(c, PT_PHASE_DIAL, v))
+		return;
+	/* Only after a wait: the client had no time to leave otherwise,
+	 * and the common path costs nothing more. */
+	if (t->ops->may_dial != NULL && target_waited(c) &&
+	    !t->ops->may_dial(c))
 		return;
 	if (t->reused) {
 		phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
 		return;
 	}
-	dial_start(c, &t->addrs[t->idx],
-	    worker_self()->conf->limits.connect_timeout_ms, target_on_dialed);
+	/* What DIAL judged is what we connect to. */
+	sockaddr_unmap((const struct sockaddr *)&c->c_req.target, &to);
+	dial_start(c, &to, worker_self()->conf->limits.connect_timeout_ms,
+	    target_on_dialed);
 }
 
-/* DIAL sees the address about to be tried in c_req.target. */
+/*
+ * DIAL sees the address about to be tried in c_req.target, an IPv4-mapped
+ * IPv6 address (::ffff:10.0.0.1, from a SOCKS5 request or an IPv6 literal)
+ * as the IPv4 address it reaches, so that a rule on 10/8 holds however the
+ * client wrote it; the connect then uses that IPv4 address.
+ */
 static void
 target_dial_phase(struct pt_conn *c)
 {
-	const struct pt_addr	*a = target_addr(c);
+	struct pt_addr	 shown;
 
-	memcpy(&c->c_req.target, &a->sa, a->len);
+	sockaddr_unmap((const struct sockaddr *)&target_addr(c)->sa, &shown);
+	memset(&c->c_req.target, 0, sizeof(c->c_req.target));
+	memcpy(&c->c_req.target, &shown.sa, shown.len);
 	phase_run(c, PT_PHASE_DIAL, target_on_dial);
 }
 
@@ -227,6 +248,9 @@ target_on_dns(void *arg, int err, const struct dns_result *res)
 	struct pt_conn	*c = arg;
 	struct target	*t = &c->c_target;
 
+	/* Pending means the answer came from the loop, later. */
+	if (t->dns != NULL)
+		t->resolved_late = true;
 	t->dns = NULL;
 	if (err == 0 && (t->naddrs = dns_addrs_with_port(res, c->c_req.port,
 	    t->store)) == 0)
@@ -276,5 +300,6 @@ target_on_access(struct pt_conn *c, enum pt_verdict v)
 void
 target_access(struct pt_conn *c)
 {
+	c->c_target.resolved_late = false;
 	phase_run(c, PT_PHASE_ACCESS, target_on_access);
 }

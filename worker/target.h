@@ -53,6 +53,13 @@ struct target_ops {
 	 * It may call target_reuse() to skip resolve and connect.
 	 */
 	bool	(*access_ok)(struct pt_conn *c);
+	/*
+	 * Optional: about to connect (or to use a reused upstream) after
+	 * the path waited on a hook or the resolver (target_waited()).
+	 * Returns false when the protocol ended the connection instead
+	 * (its client left meanwhile).
+	 */
+	bool	(*may_dial)(struct pt_conn *c);
 	/* ESTABLISHED passed: the upstream leg is connected. */
 	void	(*established)(struct pt_conn *c);
 	/* c_timer's callback while hooks run between the dial steps
@@ -76,6 +83,7 @@ struct target {
 	struct dns_query	*dns;
 	int			 naddrs, idx;
 	bool			 reused;	/* upstream leg already open */
+	bool			 resolved_late;	/* the resolver made us wait */
 };
 
 /* ---- worker/target.c ------------------------------------------------- */
@@ -101,6 +109,9 @@ void	 target_resolve(struct pt_conn *c);
 const struct pt_addr *target_addr(const struct pt_conn *c);
 /* Whether a resolve is pending. */
 bool	 target_resolving(const struct pt_conn *c);
+/* Whether this dial path waited, on a hook (c_waited) or on the
+ * resolver, since ACCESS started (or the protocol's last transaction). */
+bool	 target_waited(const struct pt_conn *c);
 /* Cancels a pending resolve; the path is not resumed. Idempotent. */
 void	 target_stop(struct pt_conn *c);
 /*

@@ -262,28 +262,20 @@ udp_judge(struct udp_assoc *a, const char *host, size_t host_len,
 	struct pt_str		 saved_host = req->host;
 	uint16_t		 saved_port = req->port;
 	struct sockaddr_storage	 saved_target = req->target;
-	struct sockaddr_in	*sin;
+	struct pt_addr		 shown;
 	enum pt_verdict		 v;
 
 	req->host.ptr = host;
 	req->host.len = host_len;
 	req->port = port;
 	memset(&req->target, 0, sizeof(req->target));
-	if (target != NULL && target->ss_family == AF_INET6 &&
-	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)target)->
-	    sin6_addr)) {
+	if (target != NULL) {
 		/* ::ffff:10.0.0.1 reaches 10.0.0.1 through the IPv6 socket:
 		 * the hooks see the IPv4 address, so a rule on it holds. */
-		sin = (struct sockaddr_in *)&req->target;
-		sin->sin_family = AF_INET;
-		memcpy(&sin->sin_addr, (const uint8_t *)&((const struct
-		    sockaddr_in6 *)target)->sin6_addr + 12, 4);
-	} else if (target != NULL) {
-		memcpy(&req->target, target, target->ss_family == AF_INET6 ?
-		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-	}
-	if (target != NULL)
+		sockaddr_unmap((const struct sockaddr *)target, &shown);
+		req->target = shown.sa;
 		((struct sockaddr_in *)&req->target)->sin_port = htons(port);
+	}
 	v = phase_run_now(a->conn, PT_PHASE_DATAGRAM);
 	req->host = saved_host;
 	req->port = saved_port;

@@ -398,9 +398,21 @@ struct pt_answer {
 	/* 407: Proxy-Authenticate: Basic realm="<realm>" (default
 	 * "portico"); quotes and backslashes are escaped by the core. */
 	const char	*realm;
-	uint8_t		 socks_reply;	/* SOCKS5 REP code, or 0 */
+	/* SOCKS5 REP code, or 0; a DENY at AUTH sends it as the RFC 1929
+	 * status instead (any non-zero status is a failure). SOCKS4 has
+	 * one refusal code (0x5b) and ignores it. */
+	uint8_t		 socks_reply;
 	const char	*reason;	/* short, for the log (req->error) */
 };
+/*
+ * Copies <a> (NULL: back to the defaults). Worker thread, from a hook or
+ * from the loop callback that then calls pt_conn_resume(DENY). The answer
+ * holds for the verdict that ends the current phase: the core forgets it
+ * when the next phase starts and between HTTP keep-alive requests. It
+ * shapes DENY only (an ERROR is 500, SOCKS5 0x01); an http_status outside
+ * 400-599 keeps the default. A refusal at ACCEPT closes the connection
+ * (no request to answer yet) and uses only <reason>.
+ */
 PT_API void	 pt_conn_answer(struct pt_conn *conn,
 		    const struct pt_answer *a);
 

@@ -106,6 +106,10 @@ def main(t):
                "127.0.0.1:%d" % echo.port, os.urandom(1000))
     one_tunnel(t, p, port, rec, seen, "localhost", echo.port,
                "127.0.0.1:%d" % echo.port, os.urandom(777))
+    # an IPv4-mapped IPv6 address reaches DIAL (and the connect) as the
+    # IPv4 address it names, so a rule on 127/8 or 10/8 holds for it
+    one_tunnel(t, p, port, rec, seen, "::ffff:127.0.0.1", echo.port,
+               "127.0.0.1:%d" % echo.port, os.urandom(555))
     if echo6:
         one_tunnel(t, p, port, rec, seen, "::1", echo6.port,
                    "[::1]:%d" % echo6.port, os.urandom(4321))

@@ -23,6 +23,8 @@ void	register_socks_parse_suite(void);
 void	register_modloop_suite(void);
 /* ---- t/unit/test_counters.c ------------------------------------------ */
 void	register_counters_suite(void);
+/* ---- t/unit/test_http_head.c ----------------------------------------- */
+void	register_http_head_suite(void);
 /* ---- t/unit/test_budget.c -------------------------------------------- */
 void	register_budget_suite(void);
 
@@ -35,7 +37,8 @@ void	register_budget_suite(void);
 	register_dns_suite,						\
 	register_socks_parse_suite,					\
 	register_modloop_suite,						\
-	register_counters_suite,						\
+	register_counters_suite,					\
+	register_http_head_suite,					\
 	register_budget_suite
 
 #endif

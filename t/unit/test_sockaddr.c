@@ -322,6 +322,42 @@ test_sockaddr_resolve_takes_numeric_addresses_as_is(void)
 	CU_ASSERT_EQUAL(sockaddr_resolve("2001:db8::7:80", &a, &errstr), -1);
 }
 
+/* A rule on 10/8 must see ::ffff:10.0.0.1 as 10.0.0.1; other IPv6
+ * addresses, IPv4-compatible ones included, stay what they are. */
+static void
+test_sockaddr_unmap_shows_mapped_as_ipv4(void)
+{
+	static const struct {
+		const char	*in, *want;
+	} cases[] = {
+		{ "[::ffff:10.0.0.1]:80", "10.0.0.1:80" },
+		{ "[::ffff:127.0.0.1]:65535", "127.0.0.1:65535" },
+		{ "[::ffff:169.254.169.254]:1", "169.254.169.254:1" },
+		{ "10.1.2.3:443", "10.1.2.3:443" },
+		{ "[::1]:80", "[::1]:80" },
+		{ "[::10.0.0.1]:80", "[::10.0.0.1]:80" },
+		{ "[::fffe:10.0.0.1]:80", "[::fffe:a00:1]:80" },
+	};
+	struct pt_addr	 a, out;
+	const char	*errstr;
+	char		 buf[64];
+	size_t		 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CU_ASSERT_EQUAL_FATAL(sockaddr_parse(cases[i].in, &a, &errstr),
+		    0);
+		memset(&out, 0xa5, sizeof(out));
+		sockaddr_unmap((struct sockaddr *)&a.sa, &out);
+		sockaddr_fmt((struct sockaddr *)&out.sa, buf, sizeof(buf));
+		CHECKF(strcmp(buf, cases[i].want) == 0,
+		    "unmap(%s) gave %s, want %s", cases[i].in, buf,
+		    cases[i].want);
+		CHECKF(out.len == (out.sa.ss_family == AF_INET ?
+		    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)),
+		    "unmap(%s): length %u", cases[i].in, (unsigned)out.len);
+	}
+}
+
 void
 register_sockaddr_suite(void)
 {
@@ -349,4 +385,6 @@ register_sockaddr_suite(void)
 	    test_sockaddr_equal_matches_table);
 	CU_add_test(s, "resolve_takes_numeric_addresses_as_is",
 	    test_sockaddr_resolve_takes_numeric_addresses_as_is);
+	CU_add_test(s, "unmap_shows_mapped_as_ipv4",
+	    test_sockaddr_unmap_shows_mapped_as_ipv4);
 }
