@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <stdio.h>
@@ -175,6 +176,8 @@ conn_new(const struct worker_listener *l, int fd,
 	c->c_side[SIDE_CLIENT].io.fd = fd;
 	c->c_dir[0].pipe_r = c->c_dir[0].pipe_w = -1;
 	c->c_dir[1].pipe_r = c->c_dir[1].pipe_w = -1;
+	c->c_budget[PT_DIR_UP].left = c->c_budget[PT_DIR_DOWN].left =
+	    UINT64_MAX;
 	c->c_req.peer = *peer;
 	c->c_req.listener = l->conf->name;
 	c->c_req.listener_idx = l->conf->idx;
@@ -330,15 +333,24 @@ conn_on_trim(struct pt_timer *t, void *arg)
 void
 conn_reap(void)
 {
-	struct pt_conn	*c;
+	struct pt_conn	*c, *later = NULL;
 	bool		 freed = false;
 
 	while ((c = conn_reap_list) != NULL) {
 		conn_reap_list = c->c_reap_next;
+		/* A task posted while the posted tasks ran (a pump that
+		 * spent a budget, then closed) runs in the next round, in
+		 * this memory: wait for it. */
+		if (c->c_budget_task.posted || c->c_post.posted) {
+			c->c_reap_next = later;
+			later = c;
+			continue;
+		}
 		req_names_clear(c);
 		pool_put(&conn_pool, c);
 		freed = true;
 	}
+	conn_reap_list = later;
 	if (conn_mem_hit && pool_bytes_total() < conn_mem_ceiling) {
 		conn_mem_hit = false;
 		freed = true;
@@ -509,6 +521,126 @@ void
 pt_conn_close(struct pt_conn *c, const char *reason)
 {
 	conn_close(c, reason);
+}
+
+/* ---- byte budgets ---------------------------------------------------- */
+
+/*
+ * The readers (relay.c, http.c, udp_assoc.c) cap each read with
+ * conn_budget_cap and charge it with conn_budget_take; this is the rest:
+ * the module's calls and the deferred work. The spent callback is not
+ * called from inside a pump (it could close the connection under it) but
+ * from c_budget_task, after this round's events; the same task resumes
+ * the protocol's pump when a spent budget gets more, since the bytes
+ * left in the kernel raise no new edge.
+ */
+
+static void
+conn_budget_on_task(struct loop_task *t)
+{
+	struct pt_conn		*c = (struct pt_conn *)((char *)t -
+				    offsetof(struct pt_conn, c_budget_task));
+	struct conn_budget	*b;
+	unsigned		 due = c->c_budget_due;
+	int			 d;
+
+	c->c_budget_due = 0;
+	for (d = PT_DIR_UP; d <= PT_DIR_DOWN; d++) {
+		b = &c->c_budget[d];
+		/* Topped up since (by the module's own timer): not spent. */
+		if (c->c_state == CONN_CLOSED || !(due & CONN_BUDGET_SPENT(d)) ||
+		    b->left != 0 || b->spent == NULL)
+			continue;
+		b->spent(c, (enum pt_dir)d, b->arg);
+	}
+	/* A callback that added at once resumes now, not a round later. */
+	due |= c->c_budget_due & CONN_BUDGET_RESUME;
+	c->c_budget_due &= (uint8_t)~CONN_BUDGET_RESUME;
+	if ((due & CONN_BUDGET_RESUME) && c->c_state != CONN_CLOSED &&
+	    c->c_budget_resume != NULL)
+		c->c_budget_resume(c);
+}
+
+static void
+conn_budget_post(struct pt_conn *c, unsigned what)
+{
+	c->c_budget_due |= (uint8_t)what;
+	loop_post(&c->c_budget_task, conn_budget_on_task);
+}
+
+void
+conn_budget_charge(struct pt_conn *c, int d, uint64_t n)
+{
+	struct conn_budget	*b = &c->c_budget[d];
+
+	if (n == 0)
+		return;
+	if (n >= b->left) {
+		b->debt += n - b->left;
+		b->left = 0;
+		conn_budget_post(c, CONN_BUDGET_SPENT(d));
+		return;
+	}
+	b->left -= n;
+}
+
+/* Gives direction <d> <bytes> more (UINT64_MAX: no limit), the debt
+ * first; resumes the pump when it was spent. */
+static void
+conn_budget_give(struct pt_conn *c, int d, uint64_t bytes)
+{
+	struct conn_budget	*b = &c->c_budget[d];
+	bool			 was_spent = b->left == 0;
+	uint64_t		 pay;
+
+	if (bytes == UINT64_MAX) {
+		b->left = UINT64_MAX;
+		b->debt = 0;
+	} else {
+		pay = bytes < b->debt ? bytes : b->debt;
+		b->debt -= pay;
+		bytes -= pay;
+		/* Saturates below UINT64_MAX: adding never lifts the limit
+		 * by accident. */
+		if (b->left != UINT64_MAX)
+			b->left = bytes < UINT64_MAX - 1 - b->left ?
+			    b->left + bytes : UINT64_MAX - 1;
+	}
+	if (was_spent && b->left != 0 && c->c_state != CONN_CLOSED)
+		conn_budget_post(c, CONN_BUDGET_RESUME);
+}
+
+void
+pt_conn_budget_set(struct pt_conn *c, enum pt_dir dir, uint64_t bytes,
+    pt_budget_fn spent, void *arg)
+{
+	struct conn_budget	*b;
+
+	if ((unsigned)dir > PT_DIR_DOWN || c->c_state == CONN_CLOSED)
+		return;
+	b = &c->c_budget[dir];
+	b->spent = spent;
+	b->arg = arg;
+	if (bytes == 0) {
+		b->left = 0;
+		b->debt = 0;
+		conn_budget_post(c, CONN_BUDGET_SPENT(dir));
+		return;
+	}
+	b->debt = 0;
+	if (b->left != 0)
+		b->left = bytes;
+	else
+		conn_budget_give(c, dir, bytes);
+}
+
+void
+pt_conn_budget_add(struct pt_conn *c, enum pt_dir dir, uint64_t bytes)
+{
+	if ((unsigned)dir > PT_DIR_DOWN || bytes == 0 ||
+	    c->c_state == CONN_CLOSED)
+		return;
+	conn_budget_give(c, dir, bytes);
 }
 
 uint64_t

@@ -73,6 +73,24 @@ struct relay_dir {
 	uint64_t	 shut_since;
 };
 
+/*
+ * The byte budget of one direction (pt_conn_budget_set): how many more
+ * bytes the core may read from that direction's source. UINT64_MAX, the
+ * default, is no limit: readers cap their length with conn_budget_cap (a
+ * minimum, no branch) and charge with conn_budget_take (one compare that
+ * fails), so an unlimited connection pays nothing more. Index
+ * [PT_DIR_UP] is the client's side, as c_dir[SIDE_CLIENT] (doc/internals.md
+ * section 11).
+ */
+struct conn_budget {
+	uint64_t	 left;
+	/* A datagram cannot be read in part: UDP may read past the budget,
+	 * and the next pt_conn_budget_add pays this first. */
+	uint64_t	 debt;
+	pt_budget_fn	 spent;
+	void		*arg;
+};
+
 typedef void (*conn_phase_done_fn)(struct pt_conn *c, enum pt_verdict v);
 
 struct pt_conn {
@@ -122,9 +140,21 @@ struct pt_conn {
 	struct req_names		*c_names;
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
+	/* Byte budgets [PT_DIR_UP], [PT_DIR_DOWN]; c_budget_task calls the
+	 * spent callbacks and, when a spent budget gets more, the protocol's
+	 * c_budget_resume (its pump: no socket event will come for bytes
+	 * already waiting in the kernel). */
+	struct conn_budget		 c_budget[2];
+	struct loop_task		 c_budget_task;
+	uint8_t				 c_budget_due;	/* CONN_BUDGET_* */
+	void				(*c_budget_resume)(struct pt_conn *);
 	/* Module per-connection state follows, at offsets from phase.c. */
 	unsigned char			 c_modctx[];
 };
+
+/* c_budget_due: what c_budget_task has to do. */
+#define CONN_BUDGET_SPENT(d)	(1u << (d))	/* call c_budget[d].spent */
+#define CONN_BUDGET_RESUME	4u		/* call c_budget_resume */
 
 /* ---- worker/conn.c --------------------------------------------------- */
 
@@ -222,6 +252,28 @@ bool		 conn_has_unread(struct pt_conn *c);
  * the next system call tells what happened; a side with a transport is
  * tried both ways on any event. Worker only. */
 void		 conn_side_note_events(struct conn_side *s, uint32_t events);
+/* A budget of <d> (PT_DIR_*) that is not unlimited took <n> bytes: may
+ * post c_budget_task (conn_budget_take's slow path). Worker only. */
+void		 conn_budget_charge(struct pt_conn *c, int d, uint64_t n);
+
+/* How many of <len> bytes direction <d> may read now: <len> when it has
+ * no limit, 0 when its budget is spent. */
+static inline size_t
+conn_budget_cap(const struct pt_conn *c, int d, size_t len)
+{
+	uint64_t	 left = c->c_budget[d].left;
+
+	return left < len ? (size_t)left : len;
+}
+
+/* <n> bytes were read from direction <d>'s source. */
+static inline void
+conn_budget_take(struct pt_conn *c, int d, uint64_t n)
+{
+	if (__builtin_expect(c->c_budget[d].left != UINT64_MAX, 0))
+		conn_budget_charge(c, d, n);
+}
+
 /* Tells every connection the worker is draining. A protocol may close
  * only a connection idle between two transactions of its client, never
  * one whose first request has not arrived yet. */

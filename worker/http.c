@@ -665,12 +665,31 @@ http_flow_splices(const struct pt_conn *c, const struct http_flow *f)
 	    f->remaining >= HTTP_SPLICE_MIN);
 }
 
-/* <n> bytes were read from <src>: the connection is active, and what the
- * client sent counts as bytes_in. */
+/* The budget a read from <src> spends: PT_DIR_UP from the client. */
+static int
+http_src_dir(const struct pt_conn *c, const struct conn_side *src)
+{
+	return src == &c->c_side[SIDE_CLIENT] ? PT_DIR_UP : PT_DIR_DOWN;
+}
+
+/* May <src> be read now: readiness noted or bytes in its transport, and
+ * budget left (without it the socket is not read, and
+ * pt_conn_budget_add resumes the pump). */
+static bool
+http_may_read(struct pt_conn *c, struct conn_side *src)
+{
+	return conn_readable(c, src) &&
+	    c->c_budget[http_src_dir(c, src)].left != 0;
+}
+
+/* <n> bytes were read from <src>: the connection is active, the
+ * direction's budget pays for them, and what the client sent counts as
+ * bytes_in. */
 static void
 http_count_read(struct pt_conn *c, struct conn_side *src, ssize_t n)
 {
 	c->c_last_active = loop_now();
+	conn_budget_take(c, http_src_dir(c, src), (uint64_t)n);
 	if (src == &c->c_side[SIDE_CLIENT]) {
 		c->c_req.bytes_in += (uint64_t)n;
 		counters_add(CTR_BYTES_IN, n);
@@ -688,7 +707,8 @@ http_flow_splice_in(struct pt_conn *c, struct http_flow *f,
 
 	if (f->body == HTTP_BODY_LENGTH)
 		len = (size_t)f->remaining;
-	n = relay_splice_in(d, src->io.fd, len);
+	n = relay_splice_in(d, src->io.fd,
+	    conn_budget_cap(c, http_src_dir(c, src), len));
 	if (n == -EAGAIN) {
 		/* Socket empty, or pipe full: only an empty pipe tells. */
 		if (d->pipe_fill == 0)
@@ -903,17 +923,19 @@ http_head_ready(struct http_flow *f)
 
 /* What a transport took from the socket and hands out in pieces raises
  * no epoll event: it is read into the flow's buffer while there is room
- * (relay.c does the same). Bytes added; a failure waits for the next
- * read. */
+ * and budget (relay.c does the same; http_count_read charges it). Bytes
+ * added; a failure waits for the next read. */
 static ssize_t
 http_flow_read_pending(struct pt_conn *c, struct http_flow *f,
     struct conn_side *src)
 {
 	ssize_t	 n, total = 0;
 
-	while (f->in_len < buf_size(f->in) && conn_pending(c, src) > 0) {
+	while (f->in_len < buf_size(f->in) && conn_pending(c, src) > 0 &&
+	    c->c_budget[http_src_dir(c, src)].left != 0) {
 		n = conn_recv(c, src, f->in + f->in_len,
-		    buf_size(f->in) - f->in_len);
+		    conn_budget_cap(c, http_src_dir(c, src),
+		    buf_size(f->in) - f->in_len));
 		if (n <= 0)
 			break;
 		f->in_len += (uint32_t)n;
@@ -936,7 +958,9 @@ http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
 			return -ENOBUFS;
 		f->in_start = f->in_fwd = f->in_raw = f->in_len = 0;
 	}
-	want = buf_size(f->in) - f->in_len;
+	/* Capped by the budget, a full read says nothing of the socket. */
+	want = conn_budget_cap(c, http_src_dir(c, src),
+	    buf_size(f->in) - f->in_len);
 	n = conn_recv(c, src, f->in + f->in_len, want);
 	/* A short read from a plain socket emptied its queue: edge-triggered
 	 * epoll reports the next byte, so no recv needs to hit EAGAIN to
@@ -1322,7 +1346,7 @@ http_read_request(struct pt_conn *c)
 				return;
 			}
 		}
-		if (!conn_readable(c, cl))
+		if (!http_may_read(c, cl))
 			return;
 		n = http_flow_read(c, q, cl);
 		if (n == -EAGAIN) {
@@ -1739,7 +1763,7 @@ http_pump_request_body(struct pt_conn *c)
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
 	ssize_t			 n;
 
-	if (!http_client_wants_read(h) || !conn_readable(c, cl))
+	if (!http_client_wants_read(h) || !http_may_read(c, cl))
 		return 0;
 	n = http_flow_fill(c, &h->req, cl);
 	if (n == -EAGAIN)
@@ -1765,7 +1789,7 @@ http_pump_response(struct pt_conn *c)
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 	ssize_t			 n;
 
-	if (!http_upstream_wants_read(h) || !(up->ready & EPOLLIN))
+	if (!http_upstream_wants_read(h) || !http_may_read(c, up))
 		return 0;
 	n = http_flow_fill(c, r, up);
 	if (n == -EAGAIN)
@@ -1939,6 +1963,14 @@ http_on_posted(struct loop_task *t)
 		http_pump(c);
 }
 
+/* A spent budget got more (conn.c's c_budget_task). */
+static void
+http_on_budget(struct pt_conn *c)
+{
+	if (c->c_state != CONN_CLOSED && c->c_state != CONN_RELAY)
+		http_pump(c);
+}
+
 static void
 http_on_event(struct loop_io *io, uint32_t events)
 {
@@ -2048,6 +2080,7 @@ http_start(struct pt_conn *c)
 	c->c_proto_free = http_state_free;
 	c->c_proto_close = http_on_close;
 	c->c_proto_drain = http_on_drain;
+	c->c_budget_resume = http_on_budget;
 	c->c_req.proto = PT_PROTO_HTTP;
 	target_init(c, &http_target_ops, h->addrs);
 	/* ACCEPT is part of the first transaction: a refusal there is

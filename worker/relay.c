@@ -326,36 +326,55 @@ relay_write(struct pt_conn *c, struct relay_dir *r, struct conn_side *dst)
 	return n;
 }
 
+/* Shortens <iov> to <max> bytes (max > 0); returns its new count. */
+static int
+relay_iov_cap(struct iovec *iov, int niov, size_t max)
+{
+	if (iov[0].iov_len >= max) {
+		iov[0].iov_len = max;
+		return 1;
+	}
+	if (niov == 2 && iov[1].iov_len > max - iov[0].iov_len)
+		iov[1].iov_len = max - iov[0].iov_len;
+	return niov;
+}
+
 /*
  * A transport may hand out what it took from the socket in pieces, and
  * the rest raises no epoll event: reads it into the ring while it holds
- * some and there is room, so a tunnel never waits for an event that
- * will not come. Bytes added; a failure is left for the next read.
+ * some, there is room and the budget allows (<max>), so a tunnel never
+ * waits for an event that will not come. Bytes added; a failure is left
+ * for the next read.
  */
 static ssize_t
 relay_read_pending(struct pt_conn *c, struct relay_dir *r,
-    struct conn_side *src)
+    struct conn_side *src, size_t max)
 {
 	struct iovec	 iov[2];
 	ssize_t		 n, total = 0;
 
-	while (conn_pending(c, src) > 0 && relay_ring_room(r, iov) > 0) {
-		n = conn_recv(c, src, iov[0].iov_base, iov[0].iov_len);
+	while (max > 0 && conn_pending(c, src) > 0 &&
+	    relay_ring_room(r, iov) > 0) {
+		n = conn_recv(c, src, iov[0].iov_base,
+		    iov[0].iov_len < max ? iov[0].iov_len : max);
 		if (n <= 0)
 			break;
 		r->tail += (uint32_t)n;
 		total += n;
+		max -= (size_t)n;
 	}
 	return total;
 }
 
 /*
- * Reads from side <src> into the direction's pipe or ring: bytes read, 0
- * at EOF, or -errno (-EAGAIN: nothing to read, or no room). Clears src's
- * EPOLLIN only when the socket is known drained.
+ * Reads at most <max> bytes (the budget, > 0) from side <src> into the
+ * direction's pipe or ring: bytes read, 0 at EOF, or -errno (-EAGAIN:
+ * nothing to read, or no room). Clears src's EPOLLIN only when the socket
+ * is known drained.
  */
 static ssize_t
-relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
+relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
+    size_t max)
 {
 	struct iovec	 iov[2];
 	size_t		 want;
@@ -368,7 +387,8 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 	 * for an optimisation. */
 	if (relay_use_splice && c->c_transport == NULL &&
 	    relay_pipe_get(r) == 0) {
-		n = splice(src->io.fd, NULL, r->pipe_w, NULL, RELAY_PIPE_SIZE,
+		n = splice(src->io.fd, NULL, r->pipe_w, NULL,
+		    max < RELAY_PIPE_SIZE ? max : RELAY_PIPE_SIZE,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n >= 0) {
 			r->pipe_fill += (size_t)n;
@@ -398,6 +418,11 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 	if (niov == 0)
 		return -EAGAIN;
 	want = iov[0].iov_len + (niov == 2 ? iov[1].iov_len : 0);
+	/* Capped by the budget, a full read says nothing of the socket. */
+	if (want > max) {
+		niov = relay_iov_cap(iov, niov, max);
+		want = max;
+	}
 	n = conn_recvv(c, src, iov, relay_plain(c, src) ? niov : 1);
 	if (!relay_plain(c, src))
 		want = iov[0].iov_len;
@@ -410,7 +435,7 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src)
 	if (n > 0)
 		r->tail += (uint32_t)n;
 	if (n > 0 && !relay_plain(c, src))
-		n += relay_read_pending(c, r, src);
+		n += relay_read_pending(c, r, src, max - (size_t)n);
 	return n;
 }
 
@@ -427,14 +452,17 @@ relay_has_room(const struct relay_dir *r)
 /*
  * One round of direction <d> (from side d to side 1-d): a write of what
  * is pending, the EOF passed on once nothing is, a read while there is
- * room. Returns 1 when something moved, 0 when it is stuck until an
- * event, or -errno on a failure that ends the connection.
+ * room and budget (c_budget[d]; without budget the source is not read,
+ * its EPOLLIN stays noted, and pt_conn_budget_add resumes the pump).
+ * Returns 1 when something moved, 0 when it is stuck until an event, or
+ * -errno on a failure that ends the connection.
  */
 static int
 relay_step(struct pt_conn *c, enum conn_side_id d)
 {
 	struct relay_dir	*r = &c->c_dir[d];
 	struct conn_side	*src = &c->c_side[d], *dst = &c->c_side[1 - d];
+	uint64_t		 budget = c->c_budget[d].left;
 	ssize_t			 n;
 	int			 moved = 0;
 
@@ -472,8 +500,10 @@ relay_step(struct pt_conn *c, enum conn_side_id d)
 		r->shut_wait = false;
 		return n < 0 ? (int)n : 1;
 	}
-	if (!src->rd_eof && conn_readable(c, src) && relay_has_room(r)) {
-		n = relay_read(c, r, src);
+	if (!src->rd_eof && conn_readable(c, src) && relay_has_room(r) &&
+	    budget != 0) {
+		n = relay_read(c, r, src, budget < SIZE_MAX ? (size_t)budget :
+		    SIZE_MAX);
 		if (n < 0 && n != -EAGAIN)
 			return (int)n;
 		if (n == 0) {
@@ -482,6 +512,7 @@ relay_step(struct pt_conn *c, enum conn_side_id d)
 		} else if (n > 0) {
 			moved = 1;
 			c->c_last_active = loop_now();
+			conn_budget_take(c, d, (uint64_t)n);
 			if (d == SIDE_CLIENT) {
 				c->c_req.bytes_in += (uint64_t)n;
 				counters_add(CTR_BYTES_IN, n);
@@ -491,7 +522,9 @@ relay_step(struct pt_conn *c, enum conn_side_id d)
 			}
 		}
 	}
-	if (relay_pending(r) == 0 && !(src->ready & EPOLLIN))
+	/* Drained, or waiting for budget: hold no payload memory. */
+	if (relay_pending(r) == 0 && (!(src->ready & EPOLLIN) ||
+	    c->c_budget[d].left == 0))
 		relay_dir_idle(r);
 	return moved;
 }
@@ -537,6 +570,14 @@ relay_pump(struct pt_conn *c)
 		c->c_post.fn = relay_on_posted;
 	else
 		loop_post(&c->c_post, relay_on_posted);
+}
+
+/* A spent budget got more (conn.c's c_budget_task). */
+static void
+relay_on_budget(struct pt_conn *c)
+{
+	if (c->c_state == CONN_RELAY)
+		relay_pump(c);
 }
 
 static void
@@ -614,6 +655,7 @@ relay_start(struct pt_conn *c)
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 
 	c->c_state = CONN_RELAY;
+	c->c_budget_resume = relay_on_budget;
 	c->c_last_active = loop_now();
 	pt_timer_start(&c->c_timer, worker_self()->conf->limits.idle_timeout_ms,
 	    relay_on_timer, c);

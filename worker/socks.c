@@ -298,6 +298,13 @@ socks_established(struct pt_conn *c)
 	socks_reply(c, b, n, SN_TUNNEL);
 }
 
+/* A spent budget of the association got more (conn.c). */
+static void
+socks_on_budget(struct pt_conn *c)
+{
+	udp_assoc_budget(socks_st(c)->assoc);
+}
+
 static void
 socks_start_udp(struct pt_conn *c)
 {
@@ -320,6 +327,7 @@ socks_start_udp(struct pt_conn *c)
 		socks_fail(c, SOCKS5_FAILURE, "cannot open the UDP relay");
 		return;
 	}
+	c->c_budget_resume = socks_on_budget;
 	c->c_req.status = SOCKS5_OK;
 	n = socks5_fmt_reply(b, SOCKS5_OK, (struct sockaddr *)&bound.sa);
 	socks_reply(c, b, n, SN_UDP);

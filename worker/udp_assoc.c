@@ -27,6 +27,12 @@
  * Nothing here allocates per association or per datagram once the worker
  * has warmed up: associations and parked datagrams come from per-worker
  * pools (worker/pool.h), the batch buffers are made once.
+ *
+ * Byte budgets (pt_conn_budget_set) count payload bytes of the datagrams
+ * relayed, PT_DIR_UP from the client. A datagram is read whole or not at
+ * all: a limited direction reads one at a time, the last one may go past
+ * the budget (conn.c keeps that as debt), and a spent direction's sockets
+ * leave the (level-triggered) epoll set until the module adds more.
  */
 #include "config.h"
 
@@ -185,6 +191,35 @@ udp_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 }
 
 static void	udp_on_remote(struct loop_io *io, uint32_t events);
+
+/* Datagrams one recvmmsg may take in direction <d>: a batch while the
+ * budget covers a batch of the largest, else one. */
+static unsigned
+udp_batch(const struct udp_assoc *a, int d)
+{
+	return a->conn->c_budget[d].left >= (uint64_t)UDP_BATCH *
+	    UDP_DGRAM_MAX ? UDP_BATCH : 1;
+}
+
+/* The interest for direction <d>'s sockets: none while its budget is
+ * spent, so a waiting datagram wakes nobody. */
+static uint32_t
+udp_events(const struct udp_assoc *a, int d)
+{
+	return a->conn->c_budget[d].left != 0 ? EPOLLIN : 0;
+}
+
+void
+udp_assoc_budget(struct udp_assoc *a)
+{
+	int	 i;
+
+	if (a == NULL)
+		return;
+	loop_io_set(&a->cio, udp_events(a, PT_DIR_UP));
+	for (i = 0; i < 2; i++)
+		loop_io_set(&a->rio[i].io, udp_events(a, PT_DIR_DOWN));
+}
 
 /* ---- the DATAGRAM check ------------------------------------------- */
 
@@ -403,7 +438,8 @@ udp_remote_fd(struct udp_assoc *a, int family)
 	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (loop_io_start(io, fd, EPOLLIN, udp_on_remote) < 0) {
+	if (loop_io_start(io, fd, udp_events(a, PT_DIR_DOWN),
+	    udp_on_remote) < 0) {
 		close(fd);
 		return -1;
 	}
@@ -622,10 +658,16 @@ udp_on_client(struct loop_io *io, uint32_t events)
 	struct socks5_udp_header	 h;
 	const char			*p;
 	size_t				 len;
+	uint64_t			 paid = 0;
 	int				 i, n;
 
+	if (a->conn->c_budget[PT_DIR_UP].left == 0) {
+		loop_io_set(io, 0);
+		return;
+	}
 	udp_recv_batch_setup(0, UDP_SLOT);
-	n = recvmmsg(io->fd, udp_in, UDP_BATCH, MSG_DONTWAIT, NULL);
+	n = recvmmsg(io->fd, udp_in, udp_batch(a, PT_DIR_UP), MSG_DONTWAIT,
+	    NULL);
 	if (n <= 0)
 		return;
 	for (i = 0; i < n; i++) {
@@ -640,8 +682,10 @@ udp_on_client(struct loop_io *io, uint32_t events)
 			a->dropped++;
 			continue;
 		}
-		/* Only the client's own datagrams keep it alive. */
+		/* Only the client's own datagrams keep it alive, and
+		 * spend its budget. */
 		a->conn->c_last_active = loop_now();
+		paid += len - h.len;
 		if (h.dest.atyp == SOCKS_ATYP_DOMAIN)
 			udp_to_name(a, &h.dest, p + h.len, len - h.len);
 		else if (!udp_addr_allowed(a, &h.dest.addr.sa, h.dest.port))
@@ -652,6 +696,9 @@ udp_on_client(struct loop_io *io, uint32_t events)
 			    len - h.len);
 	}
 	udp_flush(a);
+	conn_budget_take(a->conn, PT_DIR_UP, paid);
+	if (a->conn->c_budget[PT_DIR_UP].left == 0)
+		loop_io_set(io, 0);
 }
 
 /* Destinations -> client, each wrapped in the header naming its source. */
@@ -665,11 +712,16 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 	uint8_t			 hdr[UDP_HDR_MAX];
 	char			*data;
 	size_t			 hlen;
-	uint64_t		 bytes;
+	uint64_t		 bytes, paid = 0;
 	int			 i, n, k = 0;
 
+	if (a->conn->c_budget[PT_DIR_DOWN].left == 0) {
+		loop_io_set(io, 0);
+		return;
+	}
 	udp_recv_batch_setup(UDP_HDR_MAX, UDP_DGRAM_MAX);
-	n = recvmmsg(io->fd, udp_in, UDP_BATCH, MSG_DONTWAIT, NULL);
+	n = recvmmsg(io->fd, udp_in, udp_batch(a, PT_DIR_DOWN), MSG_DONTWAIT,
+	    NULL);
 	if (n <= 0 || !a->client_known)
 		return;
 	a->conn->c_last_active = loop_now();
@@ -692,8 +744,12 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 		out[k].msg_hdr.msg_iov = &iov[k];
 		out[k].msg_hdr.msg_iovlen = 1;
+		paid += udp_in[i].msg_len;
 		k++;
 	}
+	conn_budget_take(a->conn, PT_DIR_DOWN, paid);
+	if (a->conn->c_budget[PT_DIR_DOWN].left == 0)
+		loop_io_set(io, 0);
 	if (k > 0) {
 		bytes = udp_send_batch(a->cio.fd, out, (unsigned)k,
 		    &a->dropped);

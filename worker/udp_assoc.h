@@ -21,6 +21,9 @@ struct udp_assoc;
 struct udp_assoc *udp_assoc_open(struct pt_conn *c,
 		    const struct sockaddr_storage *local, uint16_t client_port,
 		    const struct pt_addr *advertise, struct pt_addr *bound_out);
+/* Watches or ignores its sockets as their direction's budget allows
+ * (a spent budget got more). NULL is fine. */
+void		 udp_assoc_budget(struct udp_assoc *a);
 /* Closes its sockets, cancels its lookups, frees it. NULL is fine. */
 void		 udp_assoc_free(struct udp_assoc *a);
 /* Sets up the pools of associations and parked datagrams, at most <max>

@@ -495,6 +495,30 @@ enum pt_dir {
  * without polling, and calls <spent> once (from the loop); reading goes
  * on after pt_conn_budget_add() (from a timer, say). UINT64_MAX: no
  * limit (the default). Worker thread, any phase from ACCEPT on.
+ *
+ * What counts is what the core reads from the direction's source: every
+ * byte of a tunnel (CONNECT, WebSocket, SOCKS, TCP), HTTP request heads
+ * and bodies (UP) and response heads and bodies (DOWN), and the payload
+ * of each UDP datagram relayed (not its SOCKS header). Bytes portico has
+ * already read may still be written after the budget is spent. The SOCKS
+ * handshake is not counted. Budgets belong to the connection: they last
+ * across HTTP keep-alive requests until set again.
+ *
+ * pt_conn_budget_set() replaces the budget and the callback (NULL: none)
+ * and forgets any debt; 0 makes the direction spent at once (<spent> is
+ * then called too). pt_conn_budget_add() adds <bytes> (adding UINT64_MAX
+ * lifts the limit; other sums stop just below it). A datagram is read
+ * whole, so the one that passes the budget leaves a debt that later
+ * additions pay first: the long-run rate stays exact.
+ *
+ * <spent> runs on the worker's loop after the events of the round in
+ * which the budget reached 0, never from inside a hook or the core's
+ * I/O, so it may call pt_conn_budget_add(), arm timers or
+ * pt_conn_close(); it is not called when the budget got more first or
+ * the connection closed. <arg> is the module's. Both calls are no-ops
+ * once the connection is closing (in the LOG and CLOSE hooks its close
+ * runs): a module stops its own timers there, before the connection's
+ * memory is reused.
  */
 typedef void (*pt_budget_fn)(struct pt_conn *conn, enum pt_dir dir,
     void *arg);

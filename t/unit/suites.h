@@ -27,6 +27,8 @@ void	register_modloop_suite(void);
 void	register_counters_suite(void);
 /* ---- t/unit/test_http_head.c ----------------------------------------- */
 void	register_http_head_suite(void);
+/* ---- t/unit/test_budget.c -------------------------------------------- */
+void	register_budget_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -39,6 +41,7 @@ void	register_http_head_suite(void);
 	register_modloop_suite,						\
 	register_counters_suite,					\
 	register_http_head_suite,					\
-	register_req_suite
+	register_req_suite,						\
+	register_budget_suite
 
 #endif
