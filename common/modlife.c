@@ -3,11 +3,12 @@
  * The module life cycle. A configuration's modules go through conf() as
  * it loads, init_master once the master adopts it, init_worker and
  * exit_worker in each worker forked with it, on_drain in a worker that
- * stops accepting, reopen on SIGUSR1 in every process, and exit_master then conf_free when the master drops it. Each
- * of those calls is made here and nowhere else, so the order a module can
- * rely on (written in include/portico/module.h) is written once. What is
- * not here: loading and checking the shared object (master/modload.c)
- * and running hooks on connections (worker/phase.c).
+ * stops accepting, reopen on SIGUSR1 in every process, and exit_master
+ * then conf_free when the master drops it. Each of those calls is made
+ * here and nowhere else, so the order a module can rely on (written in
+ * include/portico/module.h) is written once. What is not here: loading
+ * and checking the shared object (master/modload.c) and running hooks on
+ * connections (worker/phase.c).
  */
 #include "config.h"
 

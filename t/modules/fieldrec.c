@@ -22,8 +22,8 @@
  *	INIT mod=<m> worker=<id> pid=<pid>
  *	DRAIN mod=<m> worker=<id> pid=<pid>		on_drain
  *	TAGS mod=<m> conn=<id> rcs=<rc,...>		the tag calls' results
- *	<PHASE> mod=<m> worker=<id> pid=<pid> conn=<id> txn=<n> proto=<n> listener=<name>
- *	    lidx=<i> path=<p> ua=<v> xtest=<v> user=<u> label=<l>
+ *	<PHASE> mod=<m> worker=<id> pid=<pid> conn=<id> txn=<n> proto=<n>
+ *	    listener=<name> lidx=<i> path=<p> ua=<v> xtest=<v> user=<u> label=<l>
  *	    class=<v> status=<n> error=<rest of the line>	(one line)
  *
  * Empty or absent values are written "-", spaces as '_' (error keeps
@@ -249,9 +249,8 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	has_xt = pt_req_header(conn, "X-TEST", &xt);
 	has_cls = pt_req_tag(conn, "class", &cls);
 	fieldrec_printf(fc, "%s mod=%s worker=%d pid=%d conn=%llu txn=%llu "
-	    "proto=%d "
-	    "listener=%s lidx=%d path=%s ua=%s xtest=%s user=%s label=%s "
-	    "class=%s status=%d error=%s\n", fieldrec_phases[phase],
+	    "proto=%d listener=%s lidx=%d path=%s ua=%s xtest=%s user=%s "
+	    "label=%s class=%s status=%d error=%s\n", fieldrec_phases[phase],
 	    FIELDREC_NAME, fc->worker, fc->pid,
 	    (unsigned long long)pt_conn_id(conn),
 	    (unsigned long long)req->txn, (int)req->proto,
