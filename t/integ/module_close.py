@@ -35,25 +35,7 @@ import sockstest as S  # noqa: E402
 HEADER_TIMEOUT = 2
 
 
-def records(path):
-    out = []
-    try:
-        with open(path, errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        err = None
-        if " error=" in line:
-            line, err = line.split(" error=", 1)
-        parts = line.split()
-        if not parts:
-            continue
-        kv = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
-        if err is not None:
-            kv["error"] = err
-        out.append((parts[0], kv))
-    return out
+records = ptest.records
 
 
 class Rec:

@@ -38,26 +38,7 @@ LONG = "/long/" + "p" * 600 + "?q=" + "z" * 400
 TAG_RCS = "0,0,0,0,-%d,-%d,-%d,0,0" % (ENOSPC, EINVAL, EINVAL)
 
 
-def records(path):
-    """[(event, {fields})]; error= takes the rest of the line."""
-    out = []
-    try:
-        with open(path, errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        err = None
-        if " error=" in line:
-            line, err = line.split(" error=", 1)
-        parts = line.split()
-        if not parts:
-            continue
-        kv = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
-        if err is not None:
-            kv["error"] = err
-        out.append((parts[0], kv))
-    return out
+records = ptest.records
 
 
 def of_conn(recs, conn, ev=None):

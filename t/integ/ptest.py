@@ -353,6 +353,30 @@ def tail(text, n=40):
     return lines[-n:]
 
 
+def records(path, rest="error"):
+    """A test module's record file as [(event, {key: value})]: the first
+    word of a line is the event, the others key=value; " <rest>=" takes
+    the rest of the line, spaces and all. [] while the file is missing."""
+    out = []
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        tail = None
+        if rest and " %s=" % rest in line:
+            line, tail = line.split(" %s=" % rest, 1)
+        parts = line.split()
+        if not parts:
+            continue
+        kv = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        if tail is not None:
+            kv[rest] = tail
+        out.append((parts[0], kv))
+    return out
+
+
 def wait_for(pred, timeout, interval=0.05):
     """Polls pred() until it returns a true value or <timeout> seconds pass
     (already stretched by the caller if wanted). Returns the last value."""
