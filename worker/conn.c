@@ -346,7 +346,7 @@ conn_reap(void)
 			later = c;
 			continue;
 		}
-		req_names_clear(c);
+		req_names_free(c);
 		pool_put(&conn_pool, c);
 		freed = true;
 	}

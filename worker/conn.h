@@ -138,6 +138,9 @@ struct pt_conn {
 	void				(*c_proto_drain)(struct pt_conn *);
 	/* What modules named (user, label, tags: req.c), or NULL. */
 	struct req_names		*c_names;
+	/* The connection's own user, set before its first transaction
+	 * (a transport, an ACCEPT hook), or NULL. */
+	struct req_names		*c_conn_names;
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Byte budgets [PT_DIR_UP], [PT_DIR_DOWN]; c_budget_task calls the

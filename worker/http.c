@@ -1015,8 +1015,8 @@ http_credentials(struct pt_conn *c, const struct http_msg *m)
 	size_t			 n = 0;
 
 	/* Nothing of the last request's credentials may reach this one's
-	 * AUTH (keep-alive). */
-	memset(&c->c_req.user, 0, sizeof(c->c_req.user));
+	 * AUTH (keep-alive): the user is the connection's, if any. */
+	req_user_reset(c);
 	memset(&c->c_req.password, 0, sizeof(c->c_req.password));
 	a = http_header_find(m, "proxy-authorization");
 	if (a == NULL || a->value.len < 6 ||
@@ -2027,7 +2027,6 @@ http_next_request(struct pt_conn *c)
 	h->is_connect = h->is_head = h->is_websocket = false;
 	memset(&c->c_req.method, 0, sizeof(c->c_req.method));
 	memset(&c->c_req.host, 0, sizeof(c->c_req.host));
-	memset(&c->c_req.user, 0, sizeof(c->c_req.user));
 	memset(&c->c_req.password, 0, sizeof(c->c_req.password));
 	memset(&c->c_req.target, 0, sizeof(c->c_req.target));
 	memset(&c->c_req.path, 0, sizeof(c->c_req.path));
@@ -2035,6 +2034,7 @@ http_next_request(struct pt_conn *c)
 	h->path = NULL;
 	/* User, label and tags were the last request's. */
 	req_names_clear(c);
+	req_user_reset(c);
 	memset(&c->c_req.label, 0, sizeof(c->c_req.label));
 	memset(&c->c_answer, 0, sizeof(c->c_answer));
 	c->c_req.port = 0;

@@ -93,14 +93,50 @@ req_names_clear(struct pt_conn *c)
 }
 
 void
+req_user_reset(struct pt_conn *c)
+{
+	struct req_names	*n = c->c_conn_names;
+
+	c->c_req.user.ptr = n != NULL ? n->user : NULL;
+	c->c_req.user.len = n != NULL ? n->user_len : 0;
+}
+
+void
+req_names_free(struct pt_conn *c)
+{
+	req_names_clear(c);
+	if (c->c_conn_names != NULL) {
+		pool_put(&req_pool, c->c_conn_names);
+		c->c_conn_names = NULL;
+	}
+}
+
+/*
+ * Before any phase past ACCEPT has run (a transport's handshake, an
+ * ACCEPT hook) the user is the connection's: every transaction on it
+ * starts with it, HTTP keep-alive requests included. From AUTH on it is
+ * the current transaction's.
+ */
+void
 pt_req_set_user(struct pt_conn *c, const char *user, size_t len)
 {
 	struct req_names	*n;
 
 	if (len > PT_NAME_MAX)
 		len = PT_NAME_MAX;
-	if ((n = req_names(c)) == NULL)
+	if (c->c_phase == PT_PHASE_ACCEPT) {
+		if ((n = c->c_conn_names) == NULL) {
+			if ((n = pool_get(&req_pool)) == NULL) {
+				pt_clog(c, PT_LOG_WARNING, "no memory for a "
+				    "module's user: value dropped");
+				return;
+			}
+			memset(n, 0, sizeof(*n));
+			c->c_conn_names = n;
+		}
+	} else if ((n = req_names(c)) == NULL) {
 		return;
+	}
 	memmove(n->user, user, len);
 	n->user_len = (uint16_t)len;
 	c->c_req.user.ptr = n->user;

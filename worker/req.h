@@ -22,5 +22,13 @@ void	 req_fini(void);
  * into it.
  */
 void	 req_names_clear(struct pt_conn *c);
+/*
+ * Points req->user at the connection's own user (one a transport or an
+ * ACCEPT hook set: a TLS client certificate's subject), or empties it:
+ * how every transaction on a connection starts.
+ */
+void	 req_user_reset(struct pt_conn *c);
+/* Gives back every block the connection holds (at reaping). */
+void	 req_names_free(struct pt_conn *c);
 
 #endif

@@ -438,9 +438,14 @@ PT_API bool	 pt_req_header(struct pt_conn *conn, const char *name,
  * Sets the user (an AUTH hook that verified a token, a transport that
  * verified a client certificate): copied into the connection, at most
  * PT_NAME_MAX bytes (longer is cut), then seen in req->user by every
- * later phase, LOG and CLOSE. For HTTP keep-alive it holds for the
- * current request only. Worker thread, any phase. When the worker is out
- * of memory the value is dropped (the error log says so).
+ * later phase, LOG and CLOSE. Set before any transaction (from a
+ * transport's handshake or an ACCEPT hook) it is the connection's user:
+ * every transaction on the connection, each HTTP keep-alive request
+ * included, starts with it. Set from AUTH on it is the current
+ * transaction's (for HTTP keep-alive, that request's only), and the
+ * protocol's own credentials (Basic, RFC 1929) replace it the same way.
+ * Worker thread, any phase. When the worker is out of memory the value
+ * is dropped (the error log says so).
  */
 #define PT_NAME_MAX	255
 PT_API void	 pt_req_set_user(struct pt_conn *conn, const char *user,

@@ -49,15 +49,19 @@ def of_conn(recs, conn, ev=None):
 def start(t):
     web = ptest.free_port()
     socks = ptest.free_port()
+    certs = ptest.free_port()
     rec1, rec2 = t.path("f1.rec"), t.path("f2.rec")
     listeners = ",\n".join([
         '  { address = "127.0.0.1:%d"; protocol = "http"; name = "web"; }'
         % web,
         '  { address = "127.0.0.1:%d"; protocol = "socks5"; }' % socks,
+        '  { address = "127.0.0.1:%d"; protocol = "http"; name = "certs"; }'
+        % certs,
     ])
     mods = ('modules = ( { name = "fieldrec"; path = "%s/fieldrec.so"; '
             'record = "%s"; user_header = "X-User"; label = "rule-7"; '
-            'tags = true; close_header = "X-Close"; },\n'
+            'tags = true; close_header = "X-Close"; '
+            'accept_user = "cn=alice"; accept_user_listener = "certs"; },\n'
             '  { name = "fieldrec2"; path = "%s/fieldrec2.so"; '
             'record = "%s"; } );' % (ptest.TESTMODDIR, rec1,
                                      ptest.TESTMODDIR, rec2))
@@ -66,7 +70,7 @@ def start(t):
                   RESOLVER="", MODULES=mods,
                   EXTRA='http = { connect_ports = "*"; };')
     p = t.portico(conf)
-    return p, web, socks, rec1, rec2
+    return p, web, socks, certs, rec1, rec2
 
 
 def wait_ev(rec, pred, timeout=None):
@@ -279,13 +283,40 @@ def websocket(t, p, web, origin, rec2, seen):
             "path as sent, status 101", lambda: [str(conns), str(logs)])
 
 
+def conn_user(t, p, port, origin, rec2, seen):
+    """A user set before the first transaction (an ACCEPT hook here, a TLS
+    client certificate in a transport) is the connection's: every
+    keep-alive request starts with it, and a user an AUTH hook sets holds
+    for its own request only."""
+    conn = H.Conn.to(port, timeout=ptest.bound(10))
+    statuses = []
+    for hs in ([("X-User", "carol")], [], []):
+        conn.send(H.request_bytes("GET", origin.url + "/echo", hs))
+        r = H.read_response(conn)
+        statuses.append(getattr(r, "status", r))
+    conn.close()
+    r2 = wait_ev(rec2, lambda rs: any(
+        e == "CLOSE" and kv.get("listener") == "certs" for e, kv in rs))
+    conns = [c for c in new_conn(r2, seen)
+             if of_conn(r2, c, "ACCEPT")[0].get("listener") == "certs"]
+    c = conns[0] if len(conns) == 1 else None
+    users = [kv.get("user") for kv in of_conn(r2, c, "LOG")]
+    close = [kv.get("user") for kv in of_conn(r2, c, "CLOSE")]
+    t.check(statuses == [200, 200, 200] and
+            users == ["carol", "cn=alice", "cn=alice"] and
+            close == ["cn=alice"],
+            "the connection's user (set at ACCEPT) starts every keep-alive "
+            "request and reaches CLOSE; an AUTH hook's user holds for its "
+            "request only", lambda: [str(statuses), str(users), str(close)])
+
+
 def main(t):
     if not H.have_curl():
         t.skip("module fields", "no curl", need="curl")
         return
     origin = H.origin(t)
     echo = t.echo_server()
-    p, web, socks_port, rec1, rec2 = start(t)
+    p, web, socks_port, certs, rec1, rec2 = start(t)
     seen1, seen2 = set(), set()
     curl_get(t, p, web, origin, rec1, rec2, seen1)
     new_conn(records(rec2), seen2)
@@ -293,6 +324,7 @@ def main(t):
     socks(t, p, socks_port, echo, rec2, seen2)
     close_tunnel(t, p, web, echo, rec2, seen2)
     websocket(t, p, web, origin, rec2, seen2)
+    conn_user(t, p, certs, origin, rec2, seen2)
     t.stop_portico(p)
 
 

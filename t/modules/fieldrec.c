@@ -15,6 +15,8 @@
  *		      deny_listener = "deny";	# ACCEPT: DENY on the
  *						# listeners named deny...
  *		      close_header = "X-Close";	# see below
+ *		      accept_user = "cn=alice";	# ACCEPT: pt_req_set_user,
+ *		      accept_user_listener = "certs"; # on that listener
  *		    } );
  *
  * Lines, each one write() on an O_APPEND descriptor:
@@ -64,6 +66,7 @@
 struct fieldrec_conf {
 	char		*record;
 	char		*user_header;
+	char		*accept_user, *accept_user_listener;
 	char		*label;
 	char		*deny_listener;
 	char		*close_header;
@@ -160,6 +163,8 @@ fieldrec_conf_free(void *ctx)
 		return;
 	free(fc->record);
 	free(fc->user_header);
+	free(fc->accept_user);
+	free(fc->accept_user_listener);
 	free(fc->label);
 	free(fc->deny_listener);
 	free(fc->close_header);
@@ -181,6 +186,9 @@ fieldrec_conf(struct pt_modconf *mc, const config_setting_t *node,
 	fc->worker = -1;
 	if (fieldrec_str(node, "record", &fc->record, errstr) < 0 ||
 	    fieldrec_str(node, "user_header", &fc->user_header, errstr) < 0 ||
+	    fieldrec_str(node, "accept_user", &fc->accept_user, errstr) < 0 ||
+	    fieldrec_str(node, "accept_user_listener",
+	    &fc->accept_user_listener, errstr) < 0 ||
 	    fieldrec_str(node, "label", &fc->label, errstr) < 0 ||
 	    fieldrec_str(node, "deny_listener", &fc->deny_listener,
 	    errstr) < 0 ||
@@ -304,6 +312,11 @@ fieldrec_run(enum pt_phase phase, struct pt_conn *conn, struct pt_req *req,
 	struct pt_str		 v;
 
 	/* Set first, then record: the line shows what this phase left. */
+	if (phase == PT_PHASE_ACCEPT && fc->accept_user != NULL &&
+	    fc->accept_user_listener != NULL &&
+	    strcmp(req->listener, fc->accept_user_listener) == 0)
+		pt_req_set_user(conn, fc->accept_user,
+		    strlen(fc->accept_user));
 	if (phase == PT_PHASE_AUTH && fc->user_header != NULL &&
 	    pt_req_header(conn, fc->user_header, &v))
 		pt_req_set_user(conn, v.ptr, v.len);

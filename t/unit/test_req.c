@@ -18,10 +18,16 @@
 #include "t/unit/check.h"
 #include "t/unit/suites.h"
 
+/* A connection inside a transaction (AUTH on): what modules set is the
+ * transaction's. */
 static struct pt_conn *
 req_test_conn(void)
 {
-	return calloc(1, sizeof(struct pt_conn));
+	struct pt_conn	*c = calloc(1, sizeof(struct pt_conn));
+
+	if (c != NULL)
+		c->c_phase = PT_PHASE_AUTH;
+	return c;
 }
 
 static bool
@@ -139,6 +145,36 @@ test_req_clear_keeps_a_user_set_elsewhere(void)
 	free(c);
 }
 
+/* Before any transaction (a transport's handshake, an ACCEPT hook) the
+ * user is the connection's: it survives the per-transaction clear, is
+ * what req_user_reset starts each transaction with, and a transaction's
+ * own user replaces it only until then. */
+static void
+test_req_user_before_transactions_is_the_connections(void)
+{
+	struct pt_conn	*c = req_test_conn();
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	req_init(4);
+	c->c_phase = PT_PHASE_ACCEPT;
+	pt_req_set_user(c, "cn=alice", 8);
+	CU_ASSERT(req_str_is(c->c_req.user, "cn=alice"));
+	CU_ASSERT_PTR_NOT_NULL(c->c_conn_names);
+	CU_ASSERT_PTR_NULL(c->c_names);
+	c->c_phase = PT_PHASE_AUTH;
+	pt_req_set_user(c, "bob", 3);
+	CU_ASSERT(req_str_is(c->c_req.user, "bob"));
+	req_names_clear(c);
+	req_user_reset(c);
+	CU_ASSERT(req_str_is(c->c_req.user, "cn=alice"));
+	req_names_free(c);
+	CU_ASSERT_PTR_NULL(c->c_conn_names);
+	req_user_reset(c);
+	CU_ASSERT_EQUAL(c->c_req.user.len, 0);
+	req_fini();
+	free(c);
+}
+
 void
 register_req_suite(void)
 {
@@ -153,4 +189,6 @@ register_req_suite(void)
 	    test_req_pool_exhausted_drops_values);
 	CU_add_test(s, "clear_keeps_a_user_set_elsewhere",
 	    test_req_clear_keeps_a_user_set_elsewhere);
+	CU_add_test(s, "user_before_transactions_is_the_connections",
+	    test_req_user_before_transactions_is_the_connections);
 }
