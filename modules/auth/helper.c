@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* STUB in branch `auth` only (starts nothing, every call an error):
+ * replaced at merge by the Squid helper backend from its own branch. */
+#include "modules/auth/helper.h"
+
+#include <errno.h>
+#include <stddef.h>
+
+struct auth_helpers *
+auth_helpers_start(const char *command, unsigned children, unsigned timeout_ms)
+{
+	(void)command; (void)children; (void)timeout_ms;
+	errno = ENOSYS;
+	return NULL;
+}
+
+int
+auth_helpers_verify(struct auth_helpers *h, const char *user, size_t ulen,
+    const char *pass, size_t plen, void (*done)(void *arg, int result),
+    void *arg)
+{
+	(void)h; (void)user; (void)ulen; (void)pass; (void)plen; (void)done;
+	(void)arg;
+	return -ENOSYS;
+}
+
+void
+auth_helpers_stop(struct auth_helpers *h)
+{
+	(void)h;
+}
