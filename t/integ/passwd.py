@@ -99,34 +99,35 @@ def pty_run(t, args, answers, tmo):
     deadline = time.monotonic() + tmo
     status = None
     try:
+        # Read until the terminal closes (EIO once the child has exited and
+        # nothing holds the slave side), so no output is lost...
         while time.monotonic() < deadline:
             r, _, _ = select.select([fd], [], [], 0.2)
-            if r:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:   # EIO: the child closed the terminal
-                    chunk = b""
-                if not chunk:
-                    break
-                out += chunk
-                # A prompt ends in ": " with nothing after it.
-                if left and out.rstrip(b" ").endswith(b":") and \
-                        out.endswith(b": "):
-                    os.write(fd, left.pop(0) + b"\n")
-                    out += b"\n<answered>\n"
-            wpid, st = os.waitpid(pid, os.WNOHANG)
-            if wpid == pid:
-                status = st
+            if not r:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:   # EIO: the child closed the terminal
+                chunk = b""
+            if not chunk:
                 break
-    finally:
-        if status is None:
+            out += chunk
+            # A prompt ends in ": " with nothing after it yet.
+            if left and out.endswith(b": "):
+                os.write(fd, left.pop(0) + b"\n")
+                out += b"\n<answered>\n"
+        # ...then reap it, within the same bound.
+        while status is None and time.monotonic() < deadline:
             wpid, st = os.waitpid(pid, os.WNOHANG)
             if wpid == pid:
                 status = st
             else:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                t.diag("pty run killed after %gs: %r" % (tmo, out))
+                time.sleep(0.02)
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            t.diag("pty run killed after %gs: %r" % (tmo, out))
         os.close(fd)
     rc = os.waitstatus_to_exitcode(status) if status is not None else -9
     text = out.decode("utf-8", "replace")
