@@ -763,6 +763,13 @@ main(int argc, char **argv)
 		passwd_err("user name %s", why);
 		return 1;
 	}
+	/* Before asking for a password that could not be stored; the real
+	 * check is passwd_open_locked(), under the lock. */
+	if (!o.create && access(o.file, F_OK) < 0) {
+		passwd_err("%s: %s%s", o.file, strerror(errno),
+		    errno == ENOENT && !o.delete ? " (-c creates it)" : "");
+		return 1;
+	}
 	if (!o.delete) {
 		n = o.from_stdin ? passwd_read_stdin(pw)
 		    : passwd_read_tty(o.user, pw);

@@ -369,6 +369,12 @@ def main(t):
     t.check(rc == 1 and b"empty" in out and untouched(),
             "an empty password on the terminal refused", (rc, out))
 
+    rc, out = pty_run(t, [os.path.join(d, "missing"), "tess"], [],
+                      ptest.bound(30))
+    t.check(rc == 1 and b"-c creates it" in out and b"assword" not in out,
+            "a missing file without -c is refused before the password is "
+            "asked", (rc, out))
+
     if ptest.SANITIZERS:
         t.check(not sanitizer_reports, "no sanitizer report",
                 lambda: sanitizer_reports[:3])
