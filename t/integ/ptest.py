@@ -131,10 +131,12 @@ NEEDS = {
                 r"(?i)\bloadgen\b"),
     "tcp_migrate_req": ("net.ipv4.tcp_migrate_req is 1, or 0 and writable "
                         "(Linux >= 5.14, as root)", r"tcp_migrate_req"),
+    "argon2": ("libargon2 found by configure (portico-passwd built; Debian "
+               "package libargon2-dev)", r"(?i)libargon2|portico-passwd"),
     "auth.so": ("the auth module built (configure found libargon2, "
                 "libcrypto and libcrypt)", r"auth\.so"),
-    "argon2": ("the argon2 program (Debian package argon2)",
-               r"(?i)\bargon2 program"),
+    "argon2cli": ("the argon2 program (Debian package argon2)",
+                  r"(?i)\bargon2 program"),
     "mkpasswd": ("mkpasswd (Debian package whois)", r"(?i)\bmkpasswd\b"),
     "htpasswd": ("htpasswd (Debian package apache2-utils)",
                  r"(?i)\bhtpasswd\b"),
