@@ -36,11 +36,10 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "modules/auth/cache.h"
 #include "modules/auth/helper.h"
+#include "modules/auth/mac.h"
 #include "modules/auth/pool.h"
 #include "modules/auth/throttle.h"
 
@@ -136,23 +135,6 @@ auth_answer_407(struct pt_conn *conn, const struct auth_conf *ac,
 				       .reason = reason };
 
 	pt_conn_answer(conn, &a);
-}
-
-static bool
-auth_mac(const struct auth_conf *ac, const char *user, size_t ulen,
-    const char *pass, size_t plen, uint8_t out[32])
-{
-	uint8_t		 buf[UL_USER_MAX + 1 + UL_PASS_MAX];
-	unsigned	 n = 32;
-	bool		 ok;
-
-	memcpy(buf, user, ulen);
-	buf[ulen] = '\0';
-	memcpy(buf + ulen + 1, pass, plen);
-	ok = HMAC(EVP_sha256(), ac->key, sizeof(ac->key), buf,
-	    ulen + 1 + plen, out, &n) != NULL && n == 32;
-	OPENSSL_cleanse(buf, ulen + 1 + plen);
-	return ok;
 }
 
 static enum pt_verdict
@@ -317,11 +299,8 @@ auth_on_auth(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	if (req->user.len == 0 || req->user.len > UL_USER_MAX ||
 	    req->password.len > UL_PASS_MAX)
 		return auth_fail_now(conn, req, ac, "bad-password");
-	if (!auth_mac(ac, req->user.ptr, req->user.len, req->password.ptr,
-	    req->password.len, mac)) {
-		auth_answer_407(conn, ac, "auth: HMAC failed");
-		return PT_VERDICT_DENY;
-	}
+	auth_mac(&ac->mac_key, req->user.ptr, req->user.len,
+	    req->password.ptr, req->password.len, mac);
 	/* A keep-alive request with what this connection already proved. */
 	if (cc->verified && CRYPTO_memcmp(mac, cc->mac, sizeof(mac)) == 0)
 		return PT_VERDICT_CONTINUE;

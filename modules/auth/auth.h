@@ -11,6 +11,7 @@
 
 #include <portico/module.h>
 
+#include "modules/auth/mac.h"
 #include "modules/auth/userlist.h"
 
 struct auth_conf {
@@ -31,6 +32,7 @@ struct auth_conf {
 	unsigned	 helper_children;
 	unsigned	 helper_timeout;	/* s */
 	uint8_t		 key[32];		/* cache and connection MACs */
+	struct auth_mac_key mac_key;		/* key's HMAC states */
 	int		 ctr_verifications;
 	int		 ctr_cache_hits;
 	int		 ctr_failures;

@@ -252,6 +252,7 @@ auth_conf(struct pt_modconf *mc, const config_setting_t *node,
 		    strerror(errno));
 		goto fail;
 	}
+	auth_mac_key_init(&ac->mac_key, ac->key);
 	if (auth_counters(ac) < 0) {
 		snprintf(auth_err, sizeof(auth_err), "pt_counter_register "
 		    "failed");
@@ -279,6 +280,7 @@ auth_conf_free(void *ctx)
 	free(ac->realm);
 	free(ac->helper_command);
 	explicit_bzero(ac->key, sizeof(ac->key));
+	explicit_bzero(&ac->mac_key, sizeof(ac->mac_key));
 	free(ac);
 }
 
