@@ -328,7 +328,7 @@ auth_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 	struct auth_listener	*l;
 	config_setting_t	*nets, *e;
 	const char		*bad, *s;
-	int			 req, i, n = 0;
+	int			 i, n = 0;
 
 	(void)mc;
 	(void)modctx;
@@ -340,8 +340,13 @@ auth_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 			    "option \"%.64s\" (required, no_auth_from)", bad);
 			return -1;
 		}
-		if (config_setting_lookup_bool(node, "required", &req) &&
-		    !req)
+		e = config_setting_get_member(node, "required");
+		if (e != NULL && config_setting_type(e) != CONFIG_TYPE_BOOL) {
+			snprintf(auth_err, sizeof(auth_err), "auth: required "
+			    "is true or false");
+			return -1;
+		}
+		if (e != NULL && !config_setting_get_bool(e))
 			return 1;
 		nets = config_setting_get_member(node, "no_auth_from");
 		if (nets != NULL && !config_setting_is_array(nets) &&

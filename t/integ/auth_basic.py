@@ -177,6 +177,29 @@ def main(t):
     t.check(tot.get("auth_overload") == 0, "no overload", tot)
 
     check_apr1(t, ports)
+    check_listener_errors(t, ports)
+
+
+def check_listener_errors(t, ports):
+    ulist = A.write_users(t, [("bob", A.argon2id("x"))], "users-lst")
+    for group, want in (
+            ('no_auth_from = [ "10.1.2.3/8" ];', 'no_auth_from: "10.1.2.3/8" '
+             'is not a network'),
+            ('no_auth_from = [ "nonsense" ];', 'no_auth_from: "nonsense" is '
+             'not a network'),
+            ('required = "no";', "required is true or false"),
+            ('bogus = 1;', 'unknown option "bogus"')):
+        lst = ('{ address = "127.0.0.1:%d"; protocol = "http";\n'
+               '  auth = { %s }; }' % (ports["main"], group))
+        text = A.conf(t, lst, ulist)
+        path = ptest.write_conf(t.tmp, text, "lst.conf")
+        cp = ptest.run_portico(["-t", "-c", path])
+        out = cp.stdout + cp.stderr
+        line = ptest.line_of(text, "auth = {")
+        t.check(cp.returncode == 1 and want in out and
+                ("%s:%d" % (path, line)) in out,
+                "listener auth = { %s }: -t fails at its line, saying %r"
+                % (group, want), out)
 
 
 def check_apr1(t, ports):
