@@ -21,10 +21,12 @@ SHA-512-crypt (mkpasswd).
   no_auth_from 10.0.0.0/8 from 127.0.0.1: 407; required = false: 200;
 - the counters in the master's totals match what happened;
 - `portico -t` with an $apr1$ line (htpasswd -m) fails and names the
-  userlist's file and line and the scheme.
+  userlist's file and line and the scheme; so do bad listener groups;
+- entries written by portico-passwd (default costs) log in.
 """
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -178,6 +180,35 @@ def main(t):
 
     check_apr1(t, ports)
     check_listener_errors(t, ports)
+    check_portico_passwd(t, ports, o)
+
+
+def check_portico_passwd(t, ports, o):
+    """An entry written by portico-passwd (the default costs) logs in."""
+    tool = os.path.join(ptest.BUILDDIR, "portico-passwd")
+    if not os.path.exists(tool):
+        t.skip("a portico-passwd entry logs in", "portico-passwd not built "
+               "(libargon2)", need="argon2")
+        return
+    path = t.path("users-pp")
+    for user, pw in (("pat", "p@ss word:1"), ("quinn", "q-pw")):
+        cp = subprocess.run([tool, "-c", "--stdin", path, user],
+                            input=(pw + "\n").encode(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=ptest.bound(30))
+        t.check(cp.returncode == 0, "portico-passwd adds %s" % user,
+                cp.stderr)
+    lst = ('{ name = "pp"; address = "127.0.0.1:%d"; protocol = "http"; }'
+           % ports["main"])
+    conf = A.conf(t, lst, path).replace("/error.log", "/error-pp.log")
+    p = t.portico(conf)
+    st, head = A.curl_head(ports["main"], o.url + "/pp/1", "pat:p@ss word:1")
+    t.check(st == 200, "portico-passwd's Argon2id entry (a password with a "
+            "space and a colon) logs in", head)
+    st, head = A.curl_head(ports["main"], o.url + "/pp/2", "quinn:wrong")
+    t.check(st == 407, "and a wrong password for its other user is 407",
+            head)
+    t.stop_portico(p)
 
 
 def check_listener_errors(t, ports):
