@@ -359,7 +359,7 @@ auth_init_worker(struct pt_worker *w, void *ctx)
 
 	auth_worker_conf = ac;
 	rc = pool_start(&auth_pool, ac->threads, ac->queue,
-	    ac->thread_any_cpu);
+	    ac->thread_any_cpu, (int)ac->thread_nice);
 	if (rc < 0) {
 		pt_log_err(PT_LOG_ERR, -rc, "auth: verification threads");
 		return -1;

@@ -24,6 +24,7 @@ struct auth_conf {
 	unsigned	 threads;
 	unsigned	 queue;
 	bool		 thread_any_cpu;	/* thread_cpus = "any" */
+	unsigned	 thread_nice;		/* 0..19 */
 	unsigned	 fail_threshold;	/* 0: no throttle */
 	unsigned	 fail_window;
 	unsigned	 fail_penalty;

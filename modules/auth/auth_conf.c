@@ -25,8 +25,8 @@ static char	 auth_err[512];
 
 static const char *const auth_keys[] = {
 	"name", "path", "userlist", "cache_ttl", "cache_size", "realm",
-	"threads", "queue", "thread_cpus", "fail_threshold", "fail_window",
-	"fail_penalty", "fail_sources", "helper", NULL
+	"threads", "queue", "thread_cpus", "thread_nice", "fail_threshold",
+	"fail_window", "fail_penalty", "fail_sources", "helper", NULL
 };
 
 static const char *const auth_helper_keys[] = {
@@ -145,6 +145,7 @@ auth_conf_options(struct auth_conf *ac, const config_setting_t *node)
 	    auth_uint(node, "cache_size", 1, 10000000, &ac->cache_size) < 0 ||
 	    auth_uint(node, "threads", 1, 64, &ac->threads) < 0 ||
 	    auth_uint(node, "queue", 0, 65536, &ac->queue) < 0 ||
+	    auth_uint(node, "thread_nice", 0, 19, &ac->thread_nice) < 0 ||
 	    auth_uint(node, "fail_threshold", 0, 1000000,
 	    &ac->fail_threshold) < 0 ||
 	    auth_uint(node, "fail_window", 1, 86400, &ac->fail_window) < 0 ||
@@ -228,6 +229,7 @@ auth_conf(struct pt_modconf *mc, const config_setting_t *node,
 	ac->threads = 2;
 	ac->queue = 64;
 	ac->thread_any_cpu = true;
+	ac->thread_nice = 10;
 	ac->fail_threshold = 10;
 	ac->fail_window = 60;
 	ac->fail_penalty = 60;

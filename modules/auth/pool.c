@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -36,6 +38,7 @@ struct auth_pool {
 	bool			 stop;		/* lock */
 	struct auth_job		*free;		/* worker thread only */
 	pt_post_fn		 done;
+	int			 nice;
 	unsigned		 nthreads;
 	unsigned		 started;
 	pthread_t		*th;
@@ -52,6 +55,13 @@ pool_main(void *arg)
 	pt_post_fn		 done;
 	bool			 ok;
 
+	/* Linux nice values are per thread: a lower priority than the
+	 * worker's loop keeps verified clients' latency while logins burn
+	 * CPU beside them (portico-auth(8), thread_nice). */
+	if (p->nice > 0 && setpriority(PRIO_PROCESS, (id_t)gettid(),
+	    p->nice) < 0)
+		pt_log_err(PT_LOG_WARNING, errno, "auth: setpriority %d",
+		    p->nice);
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		while (p->head == NULL && !p->stop)
@@ -80,7 +90,7 @@ pool_main(void *arg)
 
 int
 pool_start(struct auth_pool **out, unsigned threads, unsigned queue,
-    bool other_cpus)
+    bool other_cpus, int nice)
 {
 	struct auth_pool	*p;
 	pthread_attr_t		 attr;
@@ -106,6 +116,7 @@ pool_start(struct auth_pool **out, unsigned threads, unsigned queue,
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->nthreads = threads;
+	p->nice = nice;
 	pthread_attr_init(&attr);
 	if (other_cpus) {
 		pt_worker_cpuset(&set);

@@ -42,9 +42,10 @@ struct auth_pool;
 /* ---- pool.c ----------------------------------------------------------- */
 /* Worker, init_worker: <threads> threads and threads + <queue> slots.
  * <other_cpus>: the threads run on the CPUs the worker had before it
- * pinned itself (pt_worker_cpuset), else on the worker's own CPU. */
+ * pinned itself (pt_worker_cpuset), else on the worker's own CPU.
+ * <nice>: the threads' nice value (0..19), so the loop comes first. */
 int		 pool_start(struct auth_pool **out, unsigned threads,
-		    unsigned queue, bool other_cpus);
+		    unsigned queue, bool other_cpus, int nice);
 /* Worker: a free slot, or NULL when threads + queue logins are pending. */
 struct auth_job	*pool_job_get(struct auth_pool *p);
 /* Worker: hands <j> to a thread; <done>(j) runs on the worker after. */
