@@ -12,6 +12,8 @@ worker): with threads = 1 and queue = 1 and an expensive Argon2id hash
   lines count the 503s;
 - a SOCKS5 login while the slots are busy gets an RFC 1929 failure at
   once;
+- the worker has one verification thread, at nice 10, on the master's
+  CPUs (the defaults thread_nice = 10, thread_cpus = "any");
 - clients that send their credentials and close before the verification
   ends change nothing: the worker lives on and the next login works.
 """
@@ -74,6 +76,33 @@ def socks_login(sport, user, pw):
         s.close()
 
 
+def auth_threads(pid):
+    """[(tid, nice, cpus)] of <pid>'s threads named pt-auth."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if f.read().strip() != "pt-auth":
+                    continue
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                nice = int(f.read().rsplit(")", 1)[1].split()[16])
+        except OSError:
+            continue
+        out.append((int(tid), nice, ptest.cpus_allowed(int(tid))))
+    return out
+
+
+def check_threads(t, p, worker):
+    th = ptest.wait_for(lambda: auth_threads(worker), ptest.bound(5)) or []
+    t.check(len(th) == 1, "threads = 1: one pt-auth thread in the worker",
+            th)
+    t.check(th and all(n == 10 for _, n, _ in th), "it runs at nice 10 "
+            "(thread_nice's default), the worker's loop first", th)
+    mc = ptest.cpus_allowed(p.pid)
+    t.check(th and all(c == mc for _, _, c in th), "and on every CPU the "
+            "master had (thread_cpus = \"any\")", (th, mc))
+
+
 def main(t):
     why = A.missing()
     if why:
@@ -89,6 +118,7 @@ def main(t):
     p = t.portico(A.conf(t, lst, ulist, mod_extra="threads = 1; queue = 1;"
                          " cache_ttl = 0;"))
     workers = p.workers()
+    check_threads(t, p, list(workers.values())[0])
 
     out = [None] * N
     barrier = threading.Barrier(N)
