@@ -198,7 +198,12 @@ auth_done(void *arg)
 	pt_conn_resume(conn, v);
 }
 
-/* Worker: the helper backend answered (maybe from inside the hook). */
+static bool	 auth_stopping;
+
+/* Worker: the helper backend answered (never from inside
+ * auth_helpers_verify). At exit_worker, auth_helpers_stop() fails what
+ * is still in flight with -ECANCELED: by then the core has resumed every
+ * connection (none can be waiting), so only the slot goes back. */
 static void
 auth_helper_done(void *arg, int result)
 {
@@ -206,11 +211,12 @@ auth_helper_done(void *arg, int result)
 	struct pt_conn		*conn = j->conn;
 	enum pt_verdict		 v;
 
+	if (auth_stopping) {
+		pool_job_put(auth_pool, j);
+		return;
+	}
 	j->result = result;
-	j->ok = result == 1;
-	j->known = true;
-	if (j->in_hook)
-		return;		/* auth_on_auth reads it */
+	j->ok = result == AUTH_HELPER_OK;
 	v = auth_finish(j, auth_worker_conf);
 	pool_job_put(auth_pool, j);
 	pt_conn_resume(conn, v);
@@ -249,11 +255,11 @@ auth_start(struct pt_conn *conn, struct pt_req *req, struct auth_conf *ac,
 	j->result = 0;
 	if (auth_helpers != NULL) {
 		j->via_helper = true;
-		j->in_hook = true;
-		j->result = -EINPROGRESS;
+		j->known = true;
 		rc = auth_helpers_verify(auth_helpers, j->user, j->ulen,
 		    j->pass, j->plen, auth_helper_done, j);
-		j->in_hook = false;
+		if (rc == 0)
+			return PT_VERDICT_AGAIN;
 		if (rc == -EAGAIN) {
 			pool_job_put(auth_pool, j);
 			pt_counter_add(ac->ctr_overload, 1);
@@ -263,14 +269,12 @@ auth_start(struct pt_conn *conn, struct pt_req *req, struct auth_conf *ac,
 			pt_conn_answer(conn, &a);
 			return PT_VERDICT_DENY;
 		}
-		if (rc < 0)
-			j->result = rc;
-		if (rc < 0 || j->result != -EINPROGRESS) {
-			v = auth_finish(j, ac);
-			pool_job_put(auth_pool, j);
-			return v;
-		}
-		return PT_VERDICT_AGAIN;
+		/* -ENOTCONN (no helper running), -EINVAL (a NUL, CR or LF
+		 * the protocol cannot carry): a failed login. */
+		j->result = rc;
+		v = auth_finish(j, ac);
+		pool_job_put(auth_pool, j);
+		return v;
 	}
 	j->via_helper = false;
 	j->entry = ul_find(&ac->ul, j->user, j->ulen);
@@ -376,7 +380,7 @@ auth_init_worker(struct pt_worker *w, void *ctx)
 		return -1;
 	}
 	if (ac->helper_command != NULL && (auth_helpers = auth_helpers_start(
-	    ac->helper_command, ac->helper_children,
+	    ac->helper_command, ac->helper_children, ac->helper_concurrency,
 	    ac->helper_timeout * 1000)) == NULL) {
 		pt_log_err(PT_LOG_ERR, errno, "auth: helper \"%s\"",
 		    ac->helper_command);
@@ -392,6 +396,7 @@ auth_exit_worker(struct pt_worker *w, void *ctx)
 {
 	(void)w;
 	(void)ctx;
+	auth_stopping = true;
 	auth_helpers_stop(auth_helpers);
 	auth_helpers = NULL;
 	pool_stop(auth_pool);

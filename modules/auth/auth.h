@@ -31,6 +31,7 @@ struct auth_conf {
 	unsigned	 fail_sources;
 	char		*helper_command;	/* NULL: none */
 	unsigned	 helper_children;
+	unsigned	 helper_concurrency;	/* 0: plain protocol */
 	unsigned	 helper_timeout;	/* s */
 	uint8_t		 key[32];		/* cache and connection MACs */
 	struct auth_mac_key mac_key;		/* key's HMAC states */

@@ -30,7 +30,7 @@ static const char *const auth_keys[] = {
 };
 
 static const char *const auth_helper_keys[] = {
-	"command", "children", "timeout", NULL
+	"command", "children", "concurrency", "timeout", NULL
 };
 
 static const char *const auth_listener_keys[] = {
@@ -113,7 +113,8 @@ auth_conf_helper(struct auth_conf *ac, const config_setting_t *node)
 		return 0;
 	if (!config_setting_is_group(h)) {
 		snprintf(auth_err, sizeof(auth_err), "helper: not a group "
-		    "({ command = \"...\"; children = N; timeout = S; })");
+		    "({ command = \"...\"; children = N; concurrency = N; "
+		    "timeout = S; })");
 		return -1;
 	}
 	if ((bad = auth_unknown_key(h, auth_helper_keys)) != NULL) {
@@ -123,6 +124,8 @@ auth_conf_helper(struct auth_conf *ac, const config_setting_t *node)
 	}
 	if (auth_string(h, "command", &ac->helper_command) < 0 ||
 	    auth_uint(h, "children", 1, 64, &ac->helper_children) < 0 ||
+	    auth_uint(h, "concurrency", 0, 256,
+	    &ac->helper_concurrency) < 0 ||
 	    auth_uint(h, "timeout", 1, 600, &ac->helper_timeout) < 0)
 		return -1;
 	if (ac->helper_command == NULL || ac->helper_command[0] == '\0') {

@@ -26,7 +26,6 @@ struct auth_job {
 	bool			 known;		/* entry is the user's own */
 	bool			 ok;		/* out: verified */
 	int			 result;	/* helper: 1 OK, 0 ERR, <0 */
-	bool			 in_hook;	/* helper answered at once */
 	bool			 via_helper;
 	enum pt_proto		 proto;
 	const char		*listener;	/* the configuration's */
