@@ -131,6 +131,8 @@ NEEDS = {
                 r"(?i)\bloadgen\b"),
     "tcp_migrate_req": ("net.ipv4.tcp_migrate_req is 1, or 0 and writable "
                         "(Linux >= 5.14, as root)", r"tcp_migrate_req"),
+    "fail2ban": ("fail2ban-regex in PATH (Debian's fail2ban)",
+                 r"(?i)fail2ban"),
 }
 
 
