@@ -2,7 +2,8 @@
 /*
  * Unit tests of the verified-credential cache (modules/auth/cache.c):
  * hits and misses, the length prefix, expiry to the millisecond, the LRU
- * bound, drop_user, the disabled cache, and no allocation after creation.
+ * bound, drop_user, the disabled cache, what an entry holds (the HMAC,
+ * never the password) and no allocation after creation.
  *
  * The allocation count needs the runner linked with
  * -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc: the wrappers below then
@@ -18,7 +19,12 @@
 
 #include <CUnit/CUnit.h>
 
-#include "modules/auth/cache.h"
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+/* Included, not linked, so the tests can see what an entry holds and
+ * check the MAC against libcrypto's one-shot HMAC(). */
+#include "modules/auth/cache.c"
 #include "t/unit/check.h"
 
 void	register_auth_cache_suite(void);
@@ -234,26 +240,40 @@ test_auth_cache_refuses_out_of_range(void)
 	CU_ASSERT_PTR_NULL(auth_cache_new(16, AUTH_CACHE_MAX_TTL + 1, t_key));
 }
 
-/* Another key gives other MACs: the same credentials put under key A are
- * not found by a cache under key B (the MAC depends on the key). */
+/* An entry is HMAC-SHA-256(key, 'C' || be64(ulen) || user || be64(plen) ||
+ * pass), computed here with libcrypto's one-shot HMAC() from the spec;
+ * the password's bytes appear nowhere in the cache. */
 static void
-test_auth_cache_key_matters(void)
+test_auth_cache_entry_is_hmac_not_password(void)
 {
-	uint8_t			 k2[32];
-	struct auth_cache	*a, *b;
+	static const uint8_t	 in[] = { 'C', 0, 0, 0, 0, 0, 0, 0, 5,
+				    'a', 'l', 'i', 'c', 'e', 0, 0, 0, 0, 0, 0,
+				    0, 15, 'h', 'u', 'n', 't', 'e', 'r', '2',
+				    'h', 'u', 'n', 't', 'e', 'r', '2', '!' };
+	uint8_t			 want[32], k2[32];
+	unsigned		 wlen = 0;
+	struct auth_cache	*c = auth_cache_new(4, 300, t_key), *d;
+	uint32_t		 i;
 
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_FATAL(HMAC(EVP_sha256(), t_key, 32, in, sizeof(in), want,
+	    &wlen) != NULL && wlen == 32);
+	auth_cache_put(c, S("alice"), S("hunter2hunter2!"), 0);
+	i = c->lru_head;
+	CU_ASSERT_FATAL(i != CACHE_NIL);
+	CU_ASSERT(memcmp(c->ents[i].e_mac, want, 32) == 0);
+	CU_ASSERT_PTR_NULL(memmem(c->ents, (size_t)c->max * sizeof(*c->ents),
+	    "hunter2", 7));
+	CU_ASSERT_PTR_NULL(memmem(c, sizeof(*c), "hunter2", 7));
+	/* Another key, another MAC for the same credentials. */
 	memcpy(k2, t_key, sizeof(k2));
 	k2[31] ^= 1;
-	a = auth_cache_new(4, 300, t_key);
-	b = auth_cache_new(4, 300, k2);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-	auth_cache_put(a, S("alice"), S("secret"), 0);
-	auth_cache_put(b, S("bob"), S("x"), 0);
-	CU_ASSERT_TRUE(auth_cache_hit(a, S("alice"), S("secret"), 1));
-	CU_ASSERT_FALSE(auth_cache_hit(b, S("alice"), S("secret"), 1));
-	auth_cache_free(a);
-	auth_cache_free(b);
+	d = auth_cache_new(4, 300, k2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	auth_cache_put(d, S("alice"), S("hunter2hunter2!"), 0);
+	CU_ASSERT(memcmp(d->ents[d->lru_head].e_mac, want, 32) != 0);
+	auth_cache_free(c);
+	auth_cache_free(d);
 }
 
 static void
@@ -307,7 +327,8 @@ register_auth_cache_suite(void)
 	    test_auth_cache_ttl_zero_is_disabled);
 	CU_add_test(s, "refuses out of range",
 	    test_auth_cache_refuses_out_of_range);
-	CU_add_test(s, "key matters", test_auth_cache_key_matters);
+	CU_add_test(s, "entry is hmac, not password",
+	    test_auth_cache_entry_is_hmac_not_password);
 	CU_add_test(s, "allocates nothing after new",
 	    test_auth_cache_allocates_nothing_after_new);
 }
