@@ -140,6 +140,8 @@ NEEDS = {
     "mkpasswd": ("mkpasswd (Debian package whois)", r"(?i)\bmkpasswd\b"),
     "htpasswd": ("htpasswd (Debian package apache2-utils)",
                  r"(?i)\bhtpasswd\b"),
+    "fail2ban": ("fail2ban-regex in PATH (Debian's fail2ban)",
+                 r"(?i)fail2ban"),
 }
 
 
