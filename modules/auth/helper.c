@@ -453,10 +453,26 @@ ah_arm_timeout(struct ah_child *c)
 	    ah_on_timeout, c);
 }
 
+/* A pipe whose end <ours> (0 read, 1 write) is non-blocking. The child's
+ * end must stay blocking: O_NONBLOCK belongs to the open file, which the
+ * child inherits, and helpers read stdin with plain blocking calls. */
 static int
-ah_pipe(int p[2])
+ah_pipe(int p[2], int ours)
 {
-	return pipe2(p, O_CLOEXEC | O_NONBLOCK);
+	int	 fl;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	if ((fl = fcntl(p[ours], F_GETFL)) < 0 ||
+	    fcntl(p[ours], F_SETFL, fl | O_NONBLOCK) < 0) {
+		fl = errno;
+		close(p[0]);
+		close(p[1]);
+		p[0] = p[1] = -1;
+		errno = fl;
+		return -1;
+	}
+	return 0;
 }
 
 /* Starts <c>'s process; on failure logs and retries after the back-off. */
@@ -471,7 +487,7 @@ ah_child_start(struct ah_child *c)
 	int				 rc;
 	pid_t				 pid;
 
-	if (ah_pipe(in) < 0 || ah_pipe(out) < 0) {
+	if (ah_pipe(in, 1) < 0 || ah_pipe(out, 0) < 0) {
 		rc = errno;
 		goto fail;
 	}
@@ -492,7 +508,7 @@ ah_child_start(struct ah_child *c)
 	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
 	    POSIX_SPAWN_SETSIGDEF);
-	rc = posix_spawn(&pid, h->argv[0], &fa, &at, h->argv, environ);
+	rc = posix_spawnp(&pid, h->argv[0], &fa, &at, h->argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	if (rc != 0)
