@@ -29,6 +29,9 @@ The same script with the channel-ID protocol (concurrency 32, answers in
 random order): 50 parallel logins through 2 children are all answered,
 each with its own user's verdict.
 
+A helper program that does not exist: logged with the reason and
+retried with back-off, logins fail at once, the worker lives on.
+
 At stop, every helper process the worker started is gone.
 """
 import base64
@@ -250,7 +253,7 @@ def ncsa(t, origin):
 
 def hang_and_exit(t, origin, script):
     p, auth, opn = start(t, "plain", "%s %s plain" % (sys.executable, script),
-                         2, 2)
+                         2, 3)
     (worker,) = p.workers().values()
     path = t.path("plain.log")
     p.wait_log(r"auth: helper .* started", count=2, path=path)
@@ -269,15 +272,14 @@ def hang_and_exit(t, origin, script):
             "other is answered", other)
     t.check(opened == 200, "and a request on the open listener is served",
             opened)
-    t.check(hang.is_alive() and quick < 1.5,
-            "both before the hung login's timeout",
-            "%.2f s, hung login still waiting: %s" % (quick, hang.is_alive()))
+    t.check(hang.is_alive(), "both while the hung login still waits",
+            "%.2f s" % quick)
     hang.join(ptest.bound(15))
     t.check(hang.result == 407, "the hung login fails (407)", hang.result)
-    t.check(hang.elapsed is not None and 1.7 <= hang.elapsed <
-            ptest.bound(6), "after the timeout (2 s), not before",
+    t.check(hang.elapsed is not None and 2.7 <= hang.elapsed <
+            ptest.bound(8), "after the timeout (3 s), not before",
             hang.elapsed)
-    lines = p.log_lines(r"auth: helper .* did not answer within 2000 ms",
+    lines = p.log_lines(r"auth: helper .* did not answer within 3000 ms",
                         path)
     t.check(len(lines) == 1, "one error-log line names the timeout", lines)
     t.check(p.log_lines(r"helpertest: conn=\d+ user=hang result=-110",
@@ -292,9 +294,10 @@ def hang_and_exit(t, origin, script):
     time.sleep(0.2)
     t0 = time.monotonic()
     busy = raw_status(auth, origin, "u4", "pw-u4")
-    t.check(busy == 503 and time.monotonic() - t0 < 1.0,
+    quick = time.monotonic() - t0
+    t.check(busy == 503 and all(h.is_alive() for h in hangs),
             "both children busy: a login is refused at once with 503",
-            busy)
+            "%s after %.2f s" % (busy, quick))
     for h in hangs:
         h.join(ptest.bound(15))
     t.check([h.result for h in hangs] == [407, 407],
@@ -336,6 +339,28 @@ def hang_and_exit(t, origin, script):
     t.stop_portico(p)
     left = [x for x in pids if not gone(x)]
     t.check(not left, "stop reaped every child", left)
+
+
+def missing(t, origin):
+    p, auth, opn = start(t, "missing", "/nonexistent/helper -x", 1, 3)
+    path = t.path("missing.log")
+    lines = p.wait_log(r"auth: helper /nonexistent/helper child=0 "
+                       r"cannot start; retry in \d+ ms: No such file",
+                       path=path)
+    t.check(lines, "a helper that cannot be started is logged with the "
+            "reason", t.log_details(p))
+    (worker,) = p.workers().values()
+    t.check(raw_status(auth, origin, "u", "pw-u") == 407,
+            "while none runs, a login fails (at once)")
+    t.check(p.log_lines(r"helpertest: conn=\d+ user=u refused rc=-107",
+                        path), "refused with -ENOTCONN")
+    t.check(raw_status(opn, origin, "u", "x") == 200,
+            "the open listener still serves")
+    got = p.wait_log(r"cannot start", count=3, path=path)
+    t.check(len(got) >= 3, "the start is retried", got)
+    t.check(list(p.workers().values()) == [worker],
+            "the worker did not die for it")
+    t.stop_portico(p)
 
 
 def concurrent(t, origin, script):
@@ -388,6 +413,7 @@ def main(t):
         ncsa(t, origin)
     hang_and_exit(t, origin, script)
     concurrent(t, origin, script)
+    missing(t, origin)
 
 
 if __name__ == "__main__":
