@@ -272,6 +272,144 @@ test_verify_refuses(void)
 	CU_ASSERT_EQUAL(stub_calls, before);
 }
 
+/* ---- slots, lines and answers without processes --------------------------- */
+
+/* Helpers that look running to verify() (a pid no one will signal: only
+ * the failure paths, not taken here, touch it). */
+static struct auth_helpers *
+fake_helpers(unsigned children, unsigned concurrency)
+{
+	struct auth_helpers	*h = calloc(1, sizeof(*h));
+	unsigned		 i;
+
+	CU_ASSERT_FATAL(h != NULL);
+	h->nchildren = children;
+	h->concurrency = concurrency;
+	h->nslots = concurrency > 0 ? concurrency : 1;
+	h->timeout_ms = 1000;
+	h->argv[0] = "fake";
+	h->children = calloc(children, sizeof(*h->children));
+	h->slots = calloc((size_t)children * h->nslots, sizeof(*h->slots));
+	CU_ASSERT_FATAL(h->children != NULL && h->slots != NULL);
+	for (i = 0; i < children; i++) {
+		h->children[i].h = h;
+		h->children[i].idx = i;
+		h->children[i].pid = 999999;
+		h->children[i].wfd = h->children[i].rfd = -1;
+		h->children[i].slots = h->slots + (size_t)i * h->nslots;
+	}
+	return h;
+}
+
+static void
+fake_free(struct auth_helpers *h)
+{
+	free(h->children);
+	free(h->slots);
+	free(h);
+}
+
+static int	 got[8];
+static unsigned	 got_calls;
+
+static void
+record_done(void *arg, int result)
+{
+	got[(int *)arg - got] = result;
+	got_calls++;
+}
+
+static bool
+wbuf_is(const struct ah_child *c, const char *want)
+{
+	if (c->wlen != strlen(want) || memcmp(c->wbuf, want, c->wlen) != 0) {
+		fprintf(stderr, "wbuf: \"%.*s\", want \"%s\"\n", (int)c->wlen,
+		    c->wbuf, want);
+		return false;
+	}
+	return true;
+}
+
+static void
+answer(struct ah_child *c, const char *line)
+{
+	ah_child_line(c, line, strlen(line));
+}
+
+static void
+test_channel_ids(void)
+{
+	struct auth_helpers	*h = fake_helpers(2, 2);
+	struct ah_child		*c0 = &h->children[0], *c1 = &h->children[1];
+	unsigned		 i;
+
+	for (i = 0; i < 8; i++)
+		got[i] = 100;
+	got_calls = 0;
+	CU_ASSERT_EQUAL(auth_helpers_verify(h, "alice", 5, "pa ss", 5,
+	    record_done, &got[0]), 0);
+	CU_ASSERT_EQUAL(auth_helpers_verify(h, "bob", 3, "x", 1,
+	    record_done, &got[1]), 0);
+	CU_ASSERT_EQUAL(auth_helpers_verify(h, "carol", 5, "", 0,
+	    record_done, &got[2]), 0);
+	CU_ASSERT_EQUAL(auth_helpers_verify(h, "dave", 4, "d", 1,
+	    record_done, &got[3]), 0);
+	/* Least busy first: the requests alternate between the two. */
+	CU_ASSERT(wbuf_is(c0, "0 alice pa%20ss\n1 carol \n"));
+	CU_ASSERT(wbuf_is(c1, "0 bob x\n1 dave d\n"));
+	CU_ASSERT_EQUAL(c0->inflight, 2);
+	CU_ASSERT_EQUAL(c1->inflight, 2);
+	/* Every slot taken: overload, not a queue. */
+	CU_ASSERT_EQUAL(auth_helpers_verify(h, "erin", 4, "e", 1,
+	    record_done, &got[4]), -EAGAIN);
+	CU_ASSERT_EQUAL(got_calls, 0);
+
+	/* Answers in any order, matched by ID. */
+	answer(c0, "1 OK");
+	CU_ASSERT_EQUAL(got[2], AUTH_HELPER_OK);
+	answer(c1, "1 BH message=\"down\"");
+	CU_ASSERT_EQUAL(got[3], -EIO);
+	answer(c1, "0 ERR No such user");
+	CU_ASSERT_EQUAL(got[1], AUTH_HELPER_ERR);
+	CU_ASSERT_EQUAL(got_calls, 3);
+
+	/* Cancelled: its answer is read and dropped, the slot stays taken
+	 * until then (a late answer is never someone else's). */
+	auth_helpers_cancel(h, &got[0]);
+	CU_ASSERT_EQUAL(c0->inflight, 1);
+	CU_ASSERT_TRUE(c0->slots[0].busy);
+	answer(c0, "0 OK");
+	CU_ASSERT_EQUAL(got[0], 100);
+	CU_ASSERT_EQUAL(got_calls, 3);
+	CU_ASSERT_EQUAL(c0->inflight, 0);
+	CU_ASSERT_EQUAL(c1->inflight, 0);
+	fake_free(h);
+}
+
+static void
+test_plain_protocol(void)
+{
+	struct auth_helpers	*h = fake_helpers(1, 0);
+	struct ah_child		*c = &h->children[0];
+
+	got_calls = 0;
+	got[0] = got[1] = 100;
+	CU_ASSERT_EQUAL(auth_helpers_verify(h, "caf\xc3\xa9", 5, "a%b", 3,
+	    record_done, &got[0]), 0);
+	CU_ASSERT(wbuf_is(c, "caf%C3%A9 a%25b\n"));
+	/* One request at a time per process. */
+	CU_ASSERT_EQUAL(auth_helpers_verify(h, "x", 1, "y", 1,
+	    record_done, &got[1]), -EAGAIN);
+	answer(c, "OK ");
+	CU_ASSERT_EQUAL(got[0], AUTH_HELPER_OK);
+	CU_ASSERT_EQUAL(auth_helpers_verify(h, "x", 1, "y", 1,
+	    record_done, &got[1]), 0);
+	answer(c, "ERR\r");
+	CU_ASSERT_EQUAL(got[1], AUTH_HELPER_ERR);
+	CU_ASSERT_EQUAL(got_calls, 2);
+	fake_free(h);
+}
+
 /* ---- runner ------------------------------------------------------------- */
 
 static unsigned	 tap_count, tap_failed;
@@ -312,6 +450,8 @@ main(void)
 	CU_add_test(s, "reply parse", test_reply_parse);
 	CU_add_test(s, "command split", test_split);
 	CU_add_test(s, "verify refuses", test_verify_refuses);
+	CU_add_test(s, "channel IDs, overload, cancel", test_channel_ids);
+	CU_add_test(s, "plain protocol", test_plain_protocol);
 	CU_set_error_action(CUEA_IGNORE);
 	CU_set_test_complete_handler(tap_on_test_complete);
 	if (CU_run_all_tests() != CUE_SUCCESS && tap_failed == 0) {
