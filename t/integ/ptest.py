@@ -131,6 +131,8 @@ NEEDS = {
                 r"(?i)\bloadgen\b"),
     "tcp_migrate_req": ("net.ipv4.tcp_migrate_req is 1, or 0 and writable "
                         "(Linux >= 5.14, as root)", r"tcp_migrate_req"),
+    "argon2": ("libargon2 found by configure (portico-passwd built; Debian "
+               "package libargon2-dev)", r"(?i)libargon2|portico-passwd"),
     "squid_ncsa": ("Squid's basic_ncsa_auth (Debian package squid) and "
                    "htpasswd (apache2-utils)", r"basic_ncsa_auth|htpasswd"),
 }
