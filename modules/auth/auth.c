@@ -368,7 +368,8 @@ auth_init_worker(struct pt_worker *w, void *ctx)
 		pt_log_err(PT_LOG_ERR, -rc, "auth: verification threads");
 		return -1;
 	}
-	if (ac->cache_ttl > 0 && (auth_cache = auth_cache_new(ac->cache_size,
+	if (ac->cache_ttl > 0 && ac->cache_size > 0 &&
+	    (auth_cache = auth_cache_new(ac->cache_size,
 	    ac->cache_ttl, ac->key)) == NULL) {
 		pt_log(PT_LOG_ERR, "auth: no memory for the cache");
 		return -1;

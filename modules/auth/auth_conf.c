@@ -145,15 +145,15 @@ auth_conf_options(struct auth_conf *ac, const config_setting_t *node)
 	if (auth_string(node, "userlist", &ac->userlist_path) < 0 ||
 	    auth_string(node, "realm", &ac->realm) < 0 ||
 	    auth_uint(node, "cache_ttl", 0, 86400, &ac->cache_ttl) < 0 ||
-	    auth_uint(node, "cache_size", 1, 10000000, &ac->cache_size) < 0 ||
+	    auth_uint(node, "cache_size", 0, 4194304, &ac->cache_size) < 0 ||
 	    auth_uint(node, "threads", 1, 64, &ac->threads) < 0 ||
 	    auth_uint(node, "queue", 0, 65536, &ac->queue) < 0 ||
 	    auth_uint(node, "thread_nice", 0, 19, &ac->thread_nice) < 0 ||
-	    auth_uint(node, "fail_threshold", 0, 1000000,
+	    auth_uint(node, "fail_threshold", 0, 1000,
 	    &ac->fail_threshold) < 0 ||
 	    auth_uint(node, "fail_window", 1, 86400, &ac->fail_window) < 0 ||
 	    auth_uint(node, "fail_penalty", 1, 86400, &ac->fail_penalty) < 0 ||
-	    auth_uint(node, "fail_sources", 1, 10000000,
+	    auth_uint(node, "fail_sources", 1, 1048576,
 	    &ac->fail_sources) < 0 ||
 	    auth_string(node, "thread_cpus", &cpus) < 0 ||
 	    auth_conf_helper(ac, node) < 0)
@@ -228,15 +228,15 @@ auth_conf(struct pt_modconf *mc, const config_setting_t *node,
 		return -1;
 	}
 	ac->cache_ttl = 300;
-	ac->cache_size = 10000;
+	ac->cache_size = 4096;
 	ac->threads = 2;
 	ac->queue = 64;
 	ac->thread_any_cpu = true;
 	ac->thread_nice = 10;
 	ac->fail_threshold = 10;
 	ac->fail_window = 60;
-	ac->fail_penalty = 60;
-	ac->fail_sources = 10000;
+	ac->fail_penalty = 300;
+	ac->fail_sources = 16384;
 	ac->helper_children = 4;
 	ac->helper_timeout = 10;
 	if (auth_conf_options(ac, node) < 0)
