@@ -219,9 +219,11 @@ http_reason(int status)
 /* Longest realm sent: a challenge is one short header line. */
 #define HTTP_REALM_MAX	128
 
-/* Proxy-Authenticate: Basic realm="<realm>", the realm as a
- * quoted-string (RFC 9110 5.6.4): quotes and backslashes escaped,
- * control characters (a CR or LF would end the field) dropped. */
+/* Proxy-Authenticate: Basic realm="<realm>", charset="UTF-8", the
+ * realm as a quoted-string (RFC 9110 5.6.4): quotes and backslashes
+ * escaped, control characters (a CR or LF would end the field) dropped.
+ * The charset parameter (RFC 7617 2.1) tells clients to send user and
+ * password as UTF-8 rather than guess a legacy encoding. */
 static void
 head_challenge(struct head_out *o, const char *realm)
 {
@@ -237,7 +239,7 @@ head_challenge(struct head_out *o, const char *realm)
 	}
 	head_puts(o, "Proxy-Authenticate: Basic realm=\"");
 	head_put(o, q, n);
-	head_puts(o, "\"\r\n");
+	head_puts(o, "\", charset=\"UTF-8\"\r\n");
 }
 
 ssize_t

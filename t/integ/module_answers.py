@@ -111,9 +111,9 @@ def main(t):
     p, hport, sport, rec = start(t, "auth", 'phase = "AUTH";')
     st, hd, raw = curl_head(hport, url % "a1", ["-U", "alice:pw"])
     t.check(st == 407 and hd.get("proxy-authenticate") ==
-            'Basic realm="portico"',
+            'Basic realm="portico", charset="UTF-8"',
             "AUTH DENY, no answer: curl -x gets 407 with Proxy-Authenticate:"
-            ' Basic realm="portico"', raw)
+            ' Basic realm="portico", charset="UTF-8"', raw)
     r = socks_outcome(sport, echo)
     t.check(r == "RFC 1929 status 1 (ver 1)",
             "AUTH DENY, no answer: RFC 1929 status 1", r)
@@ -125,13 +125,13 @@ def main(t):
         'socks_reply = 3;')
     st, hd, raw = curl_head(hport, url % "a2")
     t.check(st == 407 and hd.get("proxy-authenticate") ==
-            'Basic realm="staff \\"only\\" \\\\ area"',
+            'Basic realm="staff \\"only\\" \\\\ area", charset="UTF-8"',
             "AUTH DENY with realm 'staff \"only\" \\ area': the challenge "
             "quotes it, quotes and backslash escaped", raw)
     r = raw_get(hport, url % "a3")
     t.check(isinstance(r, H.Resp) and r.status == 407 and
             r.get("proxy-authenticate") ==
-            'Basic realm="staff \\"only\\" \\\\ area"',
+            'Basic realm="staff \\"only\\" \\\\ area", charset="UTF-8"',
             "the same on a raw socket", lambda: H.describe(r))
     r = socks_outcome(sport, echo)
     t.check(r == "RFC 1929 status 3 (ver 1)",

@@ -133,6 +133,17 @@ NEEDS = {
                         "(Linux >= 5.14, as root)", r"tcp_migrate_req"),
     "argon2": ("libargon2 found by configure (portico-passwd built; Debian "
                "package libargon2-dev)", r"(?i)libargon2|portico-passwd"),
+    "auth.so": ("the auth module built (configure found libargon2, "
+                "libcrypto and libcrypt)", r"auth\.so"),
+    "argon2cli": ("the argon2 program (Debian package argon2)",
+                  r"(?i)\bargon2 program"),
+    "mkpasswd": ("mkpasswd (Debian package whois)", r"(?i)\bmkpasswd\b"),
+    "htpasswd": ("htpasswd (Debian package apache2-utils)",
+                 r"(?i)\bhtpasswd\b"),
+    "fail2ban": ("fail2ban-regex in PATH (Debian's fail2ban)",
+                 r"(?i)fail2ban"),
+    "squid_ncsa": ("Squid's basic_ncsa_auth (Debian package squid) and "
+                   "htpasswd (apache2-utils)", r"basic_ncsa_auth|htpasswd"),
 }
 
 

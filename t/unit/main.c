@@ -23,7 +23,13 @@
 #include <CUnit/CUnit.h>
 #include <CUnit/TestRun.h>
 
+/* A module's unit tests reuse this runner with their own list:
+ * -DPT_UNIT_SUITES='"modules/<name>/t_suites.h"'. */
+#ifdef PT_UNIT_SUITES
+#include PT_UNIT_SUITES
+#else
 #include "t/unit/suites.h"
+#endif
 
 static void (*const suites[])(void) = { SUITES_ALL };
 

@@ -35,15 +35,18 @@ test_http_head_error_quotes_realm(void)
 		const char	*realm;		/* NULL: the default */
 		const char	*field;
 	} rows[] = {
-		{ NULL, "Proxy-Authenticate: Basic realm=\"portico\"\r\n" },
-		{ "staff", "Proxy-Authenticate: Basic realm=\"staff\"\r\n" },
+		{ NULL, "Proxy-Authenticate: Basic realm=\"portico\", "
+		    "charset=\"UTF-8\"\r\n" },
+		{ "staff", "Proxy-Authenticate: Basic realm=\"staff\", "
+		    "charset=\"UTF-8\"\r\n" },
 		{ "a \"b\" c", "Proxy-Authenticate: Basic "
-		    "realm=\"a \\\"b\\\" c\"\r\n" },
+		    "realm=\"a \\\"b\\\" c\", charset=\"UTF-8\"\r\n" },
 		{ "back\\slash", "Proxy-Authenticate: Basic "
-		    "realm=\"back\\\\slash\"\r\n" },
+		    "realm=\"back\\\\slash\", charset=\"UTF-8\"\r\n" },
 		{ "x\r\nSet-Cookie: y", "Proxy-Authenticate: Basic "
-		    "realm=\"xSet-Cookie: y\"\r\n" },
-		{ "", "Proxy-Authenticate: Basic realm=\"\"\r\n" },
+		    "realm=\"xSet-Cookie: y\", charset=\"UTF-8\"\r\n" },
+		{ "", "Proxy-Authenticate: Basic realm=\"\", "
+		    "charset=\"UTF-8\"\r\n" },
 	};
 	char		 buf[2048], *exact;
 	ssize_t		 n;

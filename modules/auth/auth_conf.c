@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The auth module's configuration, read in the master: the module's
+ * entry in `modules` (options, the userlist file, the counters, a fresh
+ * MAC key) and each listener's `auth = { ... }` group. Everything here
+ * runs at load and at each reload; a refusal (a broken userlist) keeps
+ * the configuration the master already has, with its userlist, serving.
+ * It deliberately verifies no password and touches no worker state.
+ */
+#include "modules/auth/auth.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "modules/auth/hash.h"
+
+/* Messages handed back through errstr: the master is single-threaded and
+ * the core copies the message before conf() runs again. */
+static char	 auth_err[512];
+
+static const char *const auth_keys[] = {
+	"name", "path", "userlist", "cache_ttl", "cache_size", "realm",
+	"threads", "queue", "thread_cpus", "thread_nice", "fail_threshold",
+	"fail_window", "fail_penalty", "fail_sources", "helper", NULL
+};
+
+static const char *const auth_helper_keys[] = {
+	"command", "children", "concurrency", "timeout", NULL
+};
+
+static const char *const auth_listener_keys[] = {
+	"required", "no_auth_from", NULL
+};
+
+static const char *
+auth_unknown_key(const config_setting_t *node, const char *const *keys)
+{
+	config_setting_t	*m;
+	const char		*name;
+	int			 i, k;
+
+	for (i = 0; (m = config_setting_get_elem(node, i)) != NULL; i++) {
+		if ((name = config_setting_name(m)) == NULL)
+			continue;
+		for (k = 0; keys[k] != NULL; k++)
+			if (strcmp(name, keys[k]) == 0)
+				break;
+		if (keys[k] == NULL)
+			return name;
+	}
+	return NULL;
+}
+
+/* An optional integer in [lo, hi]; absent keeps *out. */
+static int
+auth_uint(const config_setting_t *node, const char *key, unsigned lo,
+    unsigned hi, unsigned *out)
+{
+	config_setting_t	*s = config_setting_get_member(node, key);
+	long long		 v;
+
+	if (s == NULL)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_INT &&
+	    config_setting_type(s) != CONFIG_TYPE_INT64) {
+		snprintf(auth_err, sizeof(auth_err), "%s: not an integer",
+		    key);
+		return -1;
+	}
+	v = config_setting_get_int64(s);
+	if (v < lo || v > hi) {
+		snprintf(auth_err, sizeof(auth_err), "%s: %lld is outside "
+		    "%u..%u", key, v, lo, hi);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* An optional string; absent keeps *out (NULL or a default). */
+static int
+auth_string(const config_setting_t *node, const char *key, char **out)
+{
+	config_setting_t	*s = config_setting_get_member(node, key);
+	const char		*v;
+
+	if (s == NULL)
+		return 0;
+	if ((v = config_setting_get_string(s)) == NULL) {
+		snprintf(auth_err, sizeof(auth_err), "%s: not a string", key);
+		return -1;
+	}
+	free(*out);
+	if ((*out = strdup(v)) == NULL) {
+		snprintf(auth_err, sizeof(auth_err), "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+auth_conf_helper(struct auth_conf *ac, const config_setting_t *node)
+{
+	config_setting_t	*h = config_setting_get_member(node, "helper");
+	const char		*bad;
+
+	if (h == NULL)
+		return 0;
+	if (!config_setting_is_group(h)) {
+		snprintf(auth_err, sizeof(auth_err), "helper: not a group "
+		    "({ command = \"...\"; children = N; concurrency = N; "
+		    "timeout = S; })");
+		return -1;
+	}
+	if ((bad = auth_unknown_key(h, auth_helper_keys)) != NULL) {
+		snprintf(auth_err, sizeof(auth_err), "helper: unknown option "
+		    "\"%.64s\"", bad);
+		return -1;
+	}
+	if (auth_string(h, "command", &ac->helper_command) < 0 ||
+	    auth_uint(h, "children", 1, 64, &ac->helper_children) < 0 ||
+	    auth_uint(h, "concurrency", 0, 256,
+	    &ac->helper_concurrency) < 0 ||
+	    auth_uint(h, "timeout", 1, 600, &ac->helper_timeout) < 0)
+		return -1;
+	if (ac->helper_command == NULL || ac->helper_command[0] == '\0') {
+		snprintf(auth_err, sizeof(auth_err), "helper: command is "
+		    "required");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+auth_conf_options(struct auth_conf *ac, const config_setting_t *node)
+{
+	char	*cpus = NULL;
+	int	 rc = -1;
+
+	if (auth_string(node, "userlist", &ac->userlist_path) < 0 ||
+	    auth_string(node, "realm", &ac->realm) < 0 ||
+	    auth_uint(node, "cache_ttl", 0, 86400, &ac->cache_ttl) < 0 ||
+	    auth_uint(node, "cache_size", 0, 4194304, &ac->cache_size) < 0 ||
+	    auth_uint(node, "threads", 1, 64, &ac->threads) < 0 ||
+	    auth_uint(node, "queue", 0, 65536, &ac->queue) < 0 ||
+	    auth_uint(node, "thread_nice", 0, 19, &ac->thread_nice) < 0 ||
+	    auth_uint(node, "fail_threshold", 0, 1000,
+	    &ac->fail_threshold) < 0 ||
+	    auth_uint(node, "fail_window", 1, 86400, &ac->fail_window) < 0 ||
+	    auth_uint(node, "fail_penalty", 1, 86400, &ac->fail_penalty) < 0 ||
+	    auth_uint(node, "fail_sources", 1, 1048576,
+	    &ac->fail_sources) < 0 ||
+	    auth_string(node, "thread_cpus", &cpus) < 0 ||
+	    auth_conf_helper(ac, node) < 0)
+		goto out;
+	if (cpus != NULL && strcmp(cpus, "any") != 0 &&
+	    strcmp(cpus, "worker") != 0) {
+		snprintf(auth_err, sizeof(auth_err), "thread_cpus: \"any\" or "
+		    "\"worker\"");
+		goto out;
+	}
+	if (cpus != NULL)
+		ac->thread_any_cpu = strcmp(cpus, "any") == 0;
+	if (ac->userlist_path == NULL && ac->helper_command == NULL) {
+		snprintf(auth_err, sizeof(auth_err), "userlist (or a helper) "
+		    "is required");
+		goto out;
+	}
+	if (ac->userlist_path != NULL && ac->helper_command != NULL) {
+		snprintf(auth_err, sizeof(auth_err), "userlist and helper "
+		    "exclude each other: choose one backend");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(cpus);
+	return rc;
+}
+
+static int
+auth_counters(struct auth_conf *ac)
+{
+	ac->ctr_verifications = pt_counter_register("auth_verifications");
+	ac->ctr_cache_hits = pt_counter_register("auth_cache_hits");
+	ac->ctr_failures = pt_counter_register("auth_failures");
+	ac->ctr_overload = pt_counter_register("auth_overload");
+	return ac->ctr_verifications < 0 || ac->ctr_cache_hits < 0 ||
+	    ac->ctr_failures < 0 || ac->ctr_overload < 0 ? -1 : 0;
+}
+
+/* The unknown-user hash: the userlist's costliest Argon2id entry when it
+ * has one (by m=), else its first entry, so probing for names costs what
+ * a wrong password costs on a typical entry. */
+static const struct ul_entry *
+auth_pick_dummy(const struct userlist *ul)
+{
+	const struct ul_entry	*d = ul->n > 0 ? &ul->v[0] : NULL;
+	size_t			 i;
+
+	for (i = 0; i < ul->n; i++)
+		if (ul->v[i].scheme == UL_ARGON2ID &&
+		    (d->scheme != UL_ARGON2ID || ul->v[i].mem_kib > d->mem_kib))
+			d = &ul->v[i];
+	return d;
+}
+
+int
+auth_conf(struct pt_modconf *mc, const config_setting_t *node,
+    const char **errstr)
+{
+	struct auth_conf	*ac;
+	const char		*bad;
+
+	auth_err[0] = '\0';
+	*errstr = auth_err;
+	if ((bad = auth_unknown_key(node, auth_keys)) != NULL) {
+		snprintf(auth_err, sizeof(auth_err), "unknown option \"%.64s\"",
+		    bad);
+		return -1;
+	}
+	if ((ac = calloc(1, sizeof(*ac))) == NULL) {
+		snprintf(auth_err, sizeof(auth_err), "out of memory");
+		return -1;
+	}
+	ac->cache_ttl = 300;
+	ac->cache_size = 4096;
+	ac->threads = 2;
+	ac->queue = 64;
+	ac->thread_any_cpu = true;
+	ac->thread_nice = 10;
+	ac->fail_threshold = 10;
+	ac->fail_window = 60;
+	ac->fail_penalty = 300;
+	ac->fail_sources = 16384;
+	ac->helper_children = 4;
+	ac->helper_timeout = 10;
+	if (auth_conf_options(ac, node) < 0)
+		goto fail;
+	if (ac->realm == NULL && (ac->realm = strdup("portico")) == NULL) {
+		snprintf(auth_err, sizeof(auth_err), "out of memory");
+		goto fail;
+	}
+	if (ac->userlist_path != NULL) {
+		if (ul_load(&ac->ul, ac->userlist_path, hash_crypt_ok,
+		    auth_err, sizeof(auth_err)) < 0)
+			goto fail;
+		ac->dummy = auth_pick_dummy(&ac->ul);
+	}
+	if (getrandom(ac->key, sizeof(ac->key), 0) !=
+	    (ssize_t)sizeof(ac->key)) {
+		snprintf(auth_err, sizeof(auth_err), "getrandom: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	auth_mac_key_init(&ac->mac_key, ac->key);
+	if (auth_counters(ac) < 0) {
+		snprintf(auth_err, sizeof(auth_err), "pt_counter_register "
+		    "failed");
+		goto fail;
+	}
+	pt_log(PT_LOG_INFO, "auth: %zu users from %s, %u threads, queue %u",
+	    ac->ul.n, ac->userlist_path ? ac->userlist_path : "(helper)",
+	    ac->threads, ac->queue);
+	mc->ctx = ac;
+	return 0;
+fail:
+	auth_conf_free(ac);
+	return -1;
+}
+
+void
+auth_conf_free(void *ctx)
+{
+	struct auth_conf	*ac = ctx;
+
+	if (ac == NULL)
+		return;
+	ul_free(&ac->ul);
+	free(ac->userlist_path);
+	free(ac->realm);
+	free(ac->helper_command);
+	explicit_bzero(ac->key, sizeof(ac->key));
+	explicit_bzero(&ac->mac_key, sizeof(ac->mac_key));
+	free(ac);
+}
+
+/* "10.0.0.0/8", "::1/128", "192.0.2.1" (a host). */
+static int
+auth_parse_net(const char *s, struct auth_net *n)
+{
+	char		 buf[64], *slash, *end;
+	unsigned long	 p;
+	unsigned	 max, i;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	if ((slash = strchr(buf, '/')) != NULL)
+		*slash++ = '\0';
+	memset(n, 0, sizeof(*n));
+	if (inet_pton(AF_INET, buf, n->addr) == 1) {
+		n->family = AF_INET;
+		max = 32;
+	} else if (inet_pton(AF_INET6, buf, n->addr) == 1) {
+		n->family = AF_INET6;
+		max = 128;
+	} else
+		return -1;
+	p = max;
+	if (slash != NULL) {
+		errno = 0;
+		p = strtoul(slash, &end, 10);
+		if (*slash == '\0' || *end != '\0' || errno != 0 || p > max)
+			return -1;
+	}
+	n->prefix = (unsigned)p;
+	/* Host bits set ("10.1.2.3/8") are a typo more often than not. */
+	for (i = n->prefix; i < max; i++)
+		if (n->addr[i / 8] & (0x80 >> (i % 8)))
+			return -1;
+	return 0;
+}
+
+int
+auth_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
+    void *modctx, void **lctx_out, const char **errstr)
+{
+	struct auth_listener	*l;
+	config_setting_t	*nets, *e;
+	const char		*bad, *s;
+	int			 i, n = 0;
+
+	(void)mc;
+	(void)modctx;
+	auth_err[0] = '\0';
+	*errstr = auth_err;
+	if (node != NULL) {
+		if ((bad = auth_unknown_key(node, auth_listener_keys)) != NULL) {
+			snprintf(auth_err, sizeof(auth_err), "auth: unknown "
+			    "option \"%.64s\" (required, no_auth_from)", bad);
+			return -1;
+		}
+		e = config_setting_get_member(node, "required");
+		if (e != NULL && config_setting_type(e) != CONFIG_TYPE_BOOL) {
+			snprintf(auth_err, sizeof(auth_err), "auth: required "
+			    "is true or false");
+			return -1;
+		}
+		if (e != NULL && !config_setting_get_bool(e))
+			return 1;
+		nets = config_setting_get_member(node, "no_auth_from");
+		if (nets != NULL && !config_setting_is_array(nets) &&
+		    !config_setting_is_list(nets)) {
+			snprintf(auth_err, sizeof(auth_err), "no_auth_from: "
+			    "a list of networks ([ \"10.0.0.0/8\" ])");
+			return -1;
+		}
+		n = nets != NULL ? config_setting_length(nets) : 0;
+	}
+	if ((l = calloc(1, sizeof(*l) + (size_t)n * sizeof(l->nets[0]))) ==
+	    NULL) {
+		snprintf(auth_err, sizeof(auth_err), "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(nets, (unsigned)i);
+		if ((s = config_setting_get_string(e)) == NULL ||
+		    auth_parse_net(s, &l->nets[i]) < 0) {
+			snprintf(auth_err, sizeof(auth_err), "no_auth_from: "
+			    "\"%.64s\" is not a network (\"10.0.0.0/8\", "
+			    "\"::1/128\", no host bits)", s ? s : "?");
+			free(l);
+			return -1;
+		}
+	}
+	l->nnets = (size_t)n;
+	*lctx_out = l;
+	return 0;
+}
+
+void
+auth_listener_conf_free(void *lctx)
+{
+	free(lctx);
+}
+
+static bool
+auth_prefix_eq(const uint8_t *a, const uint8_t *b, unsigned bits)
+{
+	unsigned	 full = bits / 8, rest = bits % 8;
+
+	if (memcmp(a, b, full) != 0)
+		return false;
+	return rest == 0 ||
+	    ((a[full] ^ b[full]) & (uint8_t)(0xff00 >> rest)) == 0;
+}
+
+bool
+auth_net_match(const struct auth_listener *l, const struct sockaddr *sa)
+{
+	const uint8_t	*a;
+	int		 fam = sa->sa_family;
+	size_t		 i;
+
+	if (fam == AF_INET)
+		a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
+	else if (fam == AF_INET6) {
+		a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+		/* A v4 client on a dual-stack socket: judge the v4 address. */
+		if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)a)) {
+			fam = AF_INET;
+			a += 12;
+		}
+	} else
+		return false;
+	for (i = 0; i < l->nnets; i++)
+		if (l->nets[i].family == fam &&
+		    auth_prefix_eq(a, l->nets[i].addr, l->nets[i].prefix))
+			return true;
+	return false;
+}

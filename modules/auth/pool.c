@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Verification threads. A worker has one thread and Argon2id costs tens
+ * of milliseconds of CPU, so hashes are checked here: the worker queues a
+ * job under a mutex and answers AGAIN, a thread verifies and posts the
+ * job back with pt_post, and the worker resumes the connection.
+ *
+ * Bounded on purpose: the pool has threads + queue job slots made at
+ * start, so memory is fixed (threads x the largest Argon2id m= of the
+ * userlist, plus ~33 KiB of crypt scratch per thread) and a burst of
+ * logins beyond the slots is refused at once (503) instead of queueing
+ * without end. Slots are taken and returned on the worker thread only;
+ * the mutex guards the queue to the threads and the stop flag.
+ *
+ * It deliberately knows nothing of HTTP, SOCKS or the userlist's file:
+ * auth.c decides what to verify and what the answer means.
+ */
+#define _GNU_SOURCE
+#include "modules/auth/pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "modules/auth/hash.h"
+
+struct auth_pool {
+	pthread_mutex_t		 lock;
+	pthread_cond_t		 cond;
+	struct auth_job		*head, *tail;	/* to the threads (lock) */
+	bool			 stop;		/* lock */
+	struct auth_job		*free;		/* worker thread only */
+	pt_post_fn		 done;
+	int			 nice;
+	unsigned		 nthreads;
+	unsigned		 started;
+	pthread_t		*th;
+	struct auth_job		*jobs;
+	unsigned		 njobs;
+};
+
+static void *
+pool_main(void *arg)
+{
+	struct auth_pool	*p = arg;
+	struct hash_scratch	*hs = hash_scratch_new();
+	struct auth_job		*j;
+	pt_post_fn		 done;
+	bool			 ok;
+
+	/* Linux nice values are per thread: a lower priority than the
+	 * worker's loop keeps verified clients' latency while logins burn
+	 * CPU beside them (portico-auth(8), thread_nice). */
+	if (p->nice > 0 && setpriority(PRIO_PROCESS, (id_t)gettid(),
+	    p->nice) < 0)
+		pt_log_err(PT_LOG_WARNING, errno, "auth: setpriority %d",
+		    p->nice);
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		while (p->head == NULL && !p->stop)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if ((j = p->head) == NULL) {
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		if ((p->head = j->next) == NULL)
+			p->tail = NULL;
+		done = p->done;
+		pthread_mutex_unlock(&p->lock);
+
+		/* An unknown user is checked against another user's hash
+		 * (auth.c picks it) so it costs what a wrong password
+		 * costs; the answer is no whatever the password. */
+		ok = hs != NULL && j->entry != NULL &&
+		    hash_verify(hs, j->entry->scheme, j->entry->hash, j->pass,
+		    j->plen);
+		j->ok = ok && j->known;
+		pt_post(&j->post, done, j);
+	}
+	hash_scratch_free(hs);
+	return NULL;
+}
+
+int
+pool_start(struct auth_pool **out, unsigned threads, unsigned queue,
+    bool other_cpus, int nice)
+{
+	struct auth_pool	*p;
+	pthread_attr_t		 attr;
+	cpu_set_t		 set;
+	unsigned		 i;
+	int			 rc = 0;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return -ENOMEM;
+	p->njobs = threads + queue;
+	p->jobs = calloc(p->njobs, sizeof(*p->jobs));
+	p->th = calloc(threads ? threads : 1, sizeof(*p->th));
+	if (p->jobs == NULL || p->th == NULL) {
+		free(p->jobs);
+		free(p->th);
+		free(p);
+		return -ENOMEM;
+	}
+	for (i = p->njobs; i-- > 0;) {
+		p->jobs[i].next = p->free;
+		p->free = &p->jobs[i];
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->nthreads = threads;
+	p->nice = nice;
+	pthread_attr_init(&attr);
+	if (other_cpus) {
+		pt_worker_cpuset(&set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	for (i = 0; i < threads; i++) {
+		if ((rc = pthread_create(&p->th[i], &attr, pool_main, p)) != 0)
+			break;
+		pthread_setname_np(p->th[i], "pt-auth");
+		p->started++;
+	}
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		pool_stop(p);
+		return -rc;
+	}
+	*out = p;
+	return 0;
+}
+
+struct auth_job *
+pool_job_get(struct auth_pool *p)
+{
+	struct auth_job	*j = p->free;
+
+	if (j != NULL) {
+		p->free = j->next;
+		j->next = NULL;
+	}
+	return j;
+}
+
+void
+pool_submit(struct auth_pool *p, struct auth_job *j, pt_post_fn done)
+{
+	j->next = NULL;
+	pthread_mutex_lock(&p->lock);
+	p->done = done;
+	if (p->tail != NULL)
+		p->tail->next = j;
+	else
+		p->head = j;
+	p->tail = j;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+pool_job_put(struct auth_pool *p, struct auth_job *j)
+{
+	OPENSSL_cleanse(j->pass, sizeof(j->pass));
+	j->conn = NULL;
+	j->req = NULL;
+	j->entry = NULL;
+	j->next = p->free;
+	p->free = j;
+}
+
+void
+pool_stop(struct auth_pool *p)
+{
+	unsigned	 i;
+
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < p->started; i++)
+		pthread_join(p->th[i], NULL);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	OPENSSL_cleanse(p->jobs, p->njobs * sizeof(*p->jobs));
+	free(p->jobs);
+	free(p->th);
+	free(p);
+}

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The brute-force throttle (see throttle.h for what a source is and the
+ * counting rules).
+ *
+ * Layout: one array of <max> sources and one array of <max> * <threshold>
+ * failure times (a ring per source), both allocated at creation; sources
+ * are threaded on a hash chain per bucket and on one doubly linked list in
+ * order of last failure (head = most recent), unused ones on a free list.
+ *
+ * Source keys are chosen by clients (any IPv6 /64 they hold), so buckets
+ * come from SipHash-2-4 under a random key drawn at creation: a client
+ * cannot aim its addresses at one chain.
+ *
+ * It deliberately does not do: locking (one loop thread), name or user
+ * based counting (that is the caller's), or any I/O.
+ */
+#include "modules/auth/throttle.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#define THR_NIL		UINT32_MAX
+#define THR_KEY_LEN	16
+/* How many of the oldest sources eviction looks at for an idle one. */
+#define THR_EVICT_SCAN	8
+
+struct throttle_src {
+	uint8_t		 s_key[THR_KEY_LEN];
+	uint64_t	 s_blocked_until_ms;
+	uint64_t	 s_last_fail_ms;
+	uint32_t	 s_nfail;	/* ring entries in use, <= threshold */
+	uint32_t	 s_ring_pos;	/* next ring entry to write */
+	uint32_t	 s_hnext;
+	uint32_t	 s_prev;	/* order of last failure */
+	uint32_t	 s_next;	/* also the free list's link */
+};
+
+struct auth_throttle {
+	uint32_t		 threshold;	/* 0: disabled */
+	uint32_t		 max;
+	uint64_t		 window_ms;	/* 0: no window */
+	uint64_t		 penalty_ms;
+	uint32_t		 mask;		/* buckets - 1 */
+	uint32_t		 head;
+	uint32_t		 tail;
+	uint32_t		 free_head;
+	uint64_t		 hkey[2];
+	uint32_t		*buckets;
+	struct throttle_src	*srcs;
+	uint64_t		*times;		/* threshold per source */
+};
+
+/* ---- keys and hashing ---------------------------------------------------- */
+
+/*
+ * Writes the source key of <sa> into <key>: IPv4 (plain or mapped) as
+ * ::ffff:a.b.c.d, IPv6 as its /64 followed by zeros. The two never meet:
+ * an IPv4 key has non-zero low 64 bits, a /64 key zero ones. Returns false
+ * for any other family.
+ */
+static bool
+throttle_key(const struct sockaddr *sa, uint8_t key[THR_KEY_LEN])
+{
+	memset(key, 0, THR_KEY_LEN);
+	if (sa == NULL)
+		return false;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)sa;
+
+		key[10] = key[11] = 0xff;
+		memcpy(key + 12, &sin->sin_addr, 4);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)sa;
+
+		if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+			memcpy(key, &sin6->sin6_addr, THR_KEY_LEN);
+			return true;
+		}
+		memcpy(key, &sin6->sin6_addr, 8);
+		return true;
+	}
+	return false;
+}
+
+#define THR_ROTL(x, b)	(((x) << (b)) | ((x) >> (64 - (b))))
+#define THR_SIPROUND(v0, v1, v2, v3) do {				\
+	v0 += v1; v1 = THR_ROTL(v1, 13); v1 ^= v0; v0 = THR_ROTL(v0, 32);\
+	v2 += v3; v3 = THR_ROTL(v3, 16); v3 ^= v2;			\
+	v0 += v3; v3 = THR_ROTL(v3, 21); v3 ^= v0;			\
+	v2 += v1; v1 = THR_ROTL(v1, 17); v1 ^= v2; v2 = THR_ROTL(v2, 32);\
+} while (0)
+
+static uint64_t
+throttle_le64(const uint8_t *p)
+{
+	uint64_t	 v = 0;
+	int		 i;
+
+	for (i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* SipHash-2-4 of the 16-byte <key> under <t->hkey>. */
+static uint64_t
+throttle_hash(const struct auth_throttle *t, const uint8_t key[THR_KEY_LEN])
+{
+	uint64_t	 v0 = 0x736f6d6570736575ULL ^ t->hkey[0];
+	uint64_t	 v1 = 0x646f72616e646f6dULL ^ t->hkey[1];
+	uint64_t	 v2 = 0x6c7967656e657261ULL ^ t->hkey[0];
+	uint64_t	 v3 = 0x7465646279746573ULL ^ t->hkey[1];
+	uint64_t	 m;
+	int		 i, r;
+
+	for (i = 0; i < 3; i++) {
+		/* Two message words, then the length word (16 << 56). */
+		m = i < 2 ? throttle_le64(key + 8 * i) : (uint64_t)16 << 56;
+		v3 ^= m;
+		for (r = 0; r < 2; r++)
+			THR_SIPROUND(v0, v1, v2, v3);
+		v0 ^= m;
+	}
+	v2 ^= 0xff;
+	for (r = 0; r < 4; r++)
+		THR_SIPROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* ---- lists -------------------------------------------------------------- */
+
+static void
+throttle_unlink(struct auth_throttle *t, uint32_t i)
+{
+	struct throttle_src	*s = &t->srcs[i];
+
+	if (s->s_prev != THR_NIL)
+		t->srcs[s->s_prev].s_next = s->s_next;
+	else
+		t->head = s->s_next;
+	if (s->s_next != THR_NIL)
+		t->srcs[s->s_next].s_prev = s->s_prev;
+	else
+		t->tail = s->s_prev;
+}
+
+static void
+throttle_push_head(struct auth_throttle *t, uint32_t i)
+{
+	struct throttle_src	*s = &t->srcs[i];
+
+	s->s_prev = THR_NIL;
+	s->s_next = t->head;
+	if (t->head != THR_NIL)
+		t->srcs[t->head].s_prev = i;
+	else
+		t->tail = i;
+	t->head = i;
+}
+
+static uint32_t
+throttle_find(const struct auth_throttle *t, const uint8_t key[THR_KEY_LEN])
+{
+	uint32_t	 i;
+
+	for (i = t->buckets[throttle_hash(t, key) & t->mask]; i != THR_NIL;
+	    i = t->srcs[i].s_hnext)
+		if (memcmp(t->srcs[i].s_key, key, THR_KEY_LEN) == 0)
+			return i;
+	return THR_NIL;
+}
+
+static void
+throttle_remove(struct auth_throttle *t, uint32_t i)
+{
+	struct throttle_src	*s = &t->srcs[i];
+	uint32_t		*link;
+
+	link = &t->buckets[throttle_hash(t, s->s_key) & t->mask];
+	while (*link != i)
+		link = &t->srcs[*link].s_hnext;
+	*link = s->s_hnext;
+	throttle_unlink(t, i);
+	s->s_next = t->free_head;
+	t->free_head = i;
+}
+
+/* ---- policy --------------------------------------------------------------- */
+
+/* True when source <i> carries no state worth keeping at <now_ms>: no
+ * penalty running and no failure that still counts. */
+static bool
+throttle_is_idle(const struct auth_throttle *t, uint32_t i, uint64_t now_ms)
+{
+	const struct throttle_src	*s = &t->srcs[i];
+
+	if (now_ms < s->s_blocked_until_ms)
+		return false;
+	if (s->s_nfail == 0)
+		return true;
+	return t->window_ms != 0 && now_ms - s->s_last_fail_ms >= t->window_ms;
+}
+
+/* Frees one slot of a full table: an idle source among the oldest few if
+ * there is one, else the oldest. */
+static void
+throttle_evict(struct auth_throttle *t, uint64_t now_ms)
+{
+	uint32_t	 i, n;
+
+	for (i = t->tail, n = 0; i != THR_NIL && n < THR_EVICT_SCAN;
+	    i = t->srcs[i].s_prev, n++)
+		if (throttle_is_idle(t, i, now_ms)) {
+			throttle_remove(t, i);
+			return;
+		}
+	throttle_remove(t, t->tail);
+}
+
+/* Returns the slot of a new source with <key>, at the head of the list. */
+static uint32_t
+throttle_add(struct auth_throttle *t, const uint8_t key[THR_KEY_LEN],
+    uint64_t now_ms)
+{
+	struct throttle_src	*s;
+	uint32_t		 i, b;
+
+	if (t->free_head == THR_NIL)
+		throttle_evict(t, now_ms);
+	i = t->free_head;
+	s = &t->srcs[i];
+	t->free_head = s->s_next;
+	memset(s, 0, sizeof(*s));
+	memcpy(s->s_key, key, THR_KEY_LEN);
+	b = throttle_hash(t, key) & t->mask;
+	s->s_hnext = t->buckets[b];
+	t->buckets[b] = i;
+	throttle_push_head(t, i);
+	return i;
+}
+
+/* ---- API ---------------------------------------------------------------- */
+
+struct auth_throttle *
+auth_throttle_new(unsigned threshold, unsigned window_s, unsigned penalty_s,
+    unsigned max_sources)
+{
+	struct auth_throttle	*t;
+	uint32_t		 i;
+
+	if (threshold > AUTH_THROTTLE_MAX_THRESHOLD ||
+	    max_sources > AUTH_THROTTLE_MAX_SOURCES ||
+	    window_s > AUTH_THROTTLE_MAX_SECONDS ||
+	    penalty_s > AUTH_THROTTLE_MAX_SECONDS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	t->head = t->tail = t->free_head = THR_NIL;
+	if (threshold == 0 || max_sources == 0 || penalty_s == 0)
+		return t;	/* disabled: threshold stays 0 */
+	t->threshold = threshold;
+	t->max = max_sources;
+	t->window_ms = (uint64_t)window_s * 1000;
+	t->penalty_ms = (uint64_t)penalty_s * 1000;
+	for (t->mask = 1; t->mask < max_sources; t->mask <<= 1)
+		;
+	t->mask--;
+	t->srcs = calloc(t->max, sizeof(*t->srcs));
+	t->times = calloc((size_t)t->max * threshold, sizeof(*t->times));
+	t->buckets = malloc(((size_t)t->mask + 1) * sizeof(*t->buckets));
+	if (t->srcs == NULL || t->times == NULL || t->buckets == NULL) {
+		auth_throttle_free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* The hash key only spreads chains; if the kernel has no entropy
+	 * yet, the address of the table is a weak but nonzero stand-in. */
+	if (getrandom(t->hkey, sizeof(t->hkey), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(t->hkey))
+		t->hkey[0] = (uint64_t)(uintptr_t)t;
+	for (i = 0; i <= t->mask; i++)
+		t->buckets[i] = THR_NIL;
+	for (i = 0; i < t->max; i++)
+		t->srcs[i].s_next = i + 1 < t->max ? i + 1 : THR_NIL;
+	t->free_head = 0;
+	return t;
+}
+
+bool
+auth_throttle_blocked(struct auth_throttle *t, const struct sockaddr *peer,
+    uint64_t now_ms)
+{
+	uint8_t		 key[THR_KEY_LEN];
+	uint32_t	 i;
+
+	if (t == NULL || t->threshold == 0 || !throttle_key(peer, key))
+		return false;
+	if ((i = throttle_find(t, key)) == THR_NIL)
+		return false;
+	if (now_ms < t->srcs[i].s_blocked_until_ms)
+		return true;
+	/* Forget a source as soon as nothing about it counts any more, so
+	 * the table holds the sources that matter when it fills. */
+	if (throttle_is_idle(t, i, now_ms))
+		throttle_remove(t, i);
+	return false;
+}
+
+void
+auth_throttle_fail(struct auth_throttle *t, const struct sockaddr *peer,
+    uint64_t now_ms)
+{
+	struct throttle_src	*s;
+	uint64_t		*ring, oldest;
+	uint8_t			 key[THR_KEY_LEN];
+	uint32_t		 i;
+
+	if (t == NULL || t->threshold == 0 || !throttle_key(peer, key))
+		return;
+	if ((i = throttle_find(t, key)) == THR_NIL)
+		i = throttle_add(t, key, now_ms);
+	else {
+		throttle_unlink(t, i);
+		throttle_push_head(t, i);
+	}
+	s = &t->srcs[i];
+	ring = t->times + (size_t)i * t->threshold;
+	ring[s->s_ring_pos] = now_ms;
+	s->s_ring_pos = (s->s_ring_pos + 1) % t->threshold;
+	if (s->s_nfail < t->threshold)
+		s->s_nfail++;
+	s->s_last_fail_ms = now_ms;
+	if (s->s_nfail < t->threshold)
+		return;
+	/* The ring is full: the entry about to be overwritten is the oldest
+	 * of the last <threshold> failures. All of them count when it is
+	 * still inside the window. */
+	oldest = ring[s->s_ring_pos];
+	if (t->window_ms != 0 && now_ms - oldest >= t->window_ms)
+		return;
+	s->s_blocked_until_ms = now_ms + t->penalty_ms;
+	s->s_nfail = 0;
+	s->s_ring_pos = 0;
+}
+
+void
+auth_throttle_free(struct auth_throttle *t)
+{
+	if (t == NULL)
+		return;
+	free(t->srcs);
+	free(t->times);
+	free(t->buckets);
+	free(t);
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+The auth module's verification slots are bounded (threads + queue per
+worker): with threads = 1 and queue = 1 and an expensive Argon2id hash
+(t=4, m=64 MiB), 12 clients logging in at once on 12 connections:
+
+- every client gets an answer: 200 for the ones verified, 503 with
+  Retry-After: 1 for the ones beyond the slots, nothing else;
+- some of each (the bound holds, and it is not refusing everything);
+- auth_overload in the master's totals and the reason=overload failure
+  lines count the 503s;
+- a SOCKS5 login while the slots are busy gets an RFC 1929 failure at
+  once;
+- the worker has one verification thread, at nice 10, on the master's
+  CPUs (the defaults thread_nice = 10, thread_cpus = "any");
+- clients that send their credentials and close before the verification
+  ends change nothing: the worker lives on and the next login works.
+"""
+import base64
+import os
+import re
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+import httptest as H  # noqa: E402
+import authtest as A  # noqa: E402
+
+N = 12
+
+
+def request(origin_port, tag, cred):
+    auth = base64.b64encode(cred.encode()).decode()
+    return ("GET http://127.0.0.1:%d/ov/%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            "Proxy-Authorization: Basic %s\r\nConnection: close\r\n\r\n"
+            % (origin_port, tag, origin_port, auth)).encode()
+
+
+def client(i, port, oport, barrier, out):
+    s = None
+    try:
+        s = ptest.connect(port, timeout=ptest.bound(30))
+        barrier.wait(ptest.bound(30))
+        s.sendall(request(oport, i, "bob:b-pw"))
+        data = b""
+        while b"\r\n\r\n" not in data:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+        out[i] = data.partition(b"\r\n\r\n")[0].decode("latin-1")
+    except (OSError, threading.BrokenBarrierError) as e:
+        out[i] = "error: %r" % (e,)
+    finally:
+        if s is not None:
+            s.close()
+
+
+def socks_login(sport, user, pw):
+    """The RFC 1929 status byte, or a text for a failure before it."""
+    s = ptest.connect(sport, timeout=ptest.bound(10))
+    try:
+        s.sendall(b"\x05\x01\x02")
+        if ptest.recv_exact(s, 2) != b"\x05\x02":
+            return "method not accepted"
+        s.sendall(b"\x01" + bytes([len(user)]) + user + bytes([len(pw)]) + pw)
+        r = ptest.recv_exact(s, 2)
+        return r[1] if len(r) == 2 else "short reply %r" % r
+    except OSError as e:
+        return "error %r" % e
+    finally:
+        s.close()
+
+
+def auth_threads(pid):
+    """[(tid, nice, cpus)] of <pid>'s threads named pt-auth."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if f.read().strip() != "pt-auth":
+                    continue
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                nice = int(f.read().rsplit(")", 1)[1].split()[16])
+        except OSError:
+            continue
+        out.append((int(tid), nice, ptest.cpus_allowed(int(tid))))
+    return out
+
+
+def check_threads(t, p, worker):
+    th = ptest.wait_for(lambda: auth_threads(worker), ptest.bound(5)) or []
+    t.check(len(th) == 1, "threads = 1: one pt-auth thread in the worker",
+            th)
+    t.check(th and all(n == 10 for _, n, _ in th), "it runs at nice 10 "
+            "(thread_nice's default), the worker's loop first", th)
+    mc = ptest.cpus_allowed(p.pid)
+    t.check(th and all(c == mc for _, _, c in th), "and on every CPU the "
+            "master had (thread_cpus = \"any\")", (th, mc))
+
+
+def main(t):
+    why = A.missing()
+    if why:
+        t.skip("auth overload scenarios", why)
+        return
+    o = H.origin(t)
+    ulist = A.write_users(t, [("bob", A.argon2id("b-pw", t_cost=4,
+                                                 m_kib=65536))])
+    port, sport = ptest.free_port(), ptest.free_port()
+    lst = ('{ name = "main"; address = "127.0.0.1:%d"; protocol = "http"; },'
+           '\n{ name = "socks"; address = "127.0.0.1:%d"; '
+           'protocol = "socks5"; }' % (port, sport))
+    p = t.portico(A.conf(t, lst, ulist, mod_extra="threads = 1; queue = 1;"
+                         " cache_ttl = 0;"))
+    workers = p.workers()
+    check_threads(t, p, list(workers.values())[0])
+
+    out = [None] * N
+    barrier = threading.Barrier(N)
+    ths = [threading.Thread(target=client, args=(i, port, o.port, barrier,
+                                                 out)) for i in range(N)]
+    for th in ths:
+        th.start()
+    # While the first logins are verified, a SOCKS5 login is refused.
+    time.sleep(0.05)
+    socks = socks_login(sport, b"bob", b"b-pw")
+    for th in ths:
+        th.join(ptest.bound(60))
+    t.check(not any(th.is_alive() for th in ths), "every client finished")
+    codes = [int(m.group(1)) if m else o_ for o_, m in
+             ((x, re.match(r"HTTP/1\.1 (\d{3})", x or "")) for x in out)]
+    ok = codes.count(200)
+    busy = [x for x in out if x and x.startswith("HTTP/1.1 503")]
+    t.check(ok + len(busy) == N, "every login answered 200 or 503", codes)
+    t.check(ok >= 1 and len(busy) >= 1, "some verified, some refused for "
+            "overload (%d and %d)" % (ok, len(busy)), codes)
+    t.check(busy and all(re.search(r"(?i)\r\nRetry-After: 1(\r\n|$)", x)
+                         for x in busy), "each 503 says Retry-After: 1",
+            busy[:2])
+    t.check(socks not in (0, "method not accepted") and
+            isinstance(socks, int), "a SOCKS5 login while the slots are "
+            "busy: RFC 1929 failure status", socks)
+
+    # Clients gone while their verification runs.
+    for i in range(3):
+        s = ptest.connect(port)
+        s.sendall(request(o.port, "gone%d" % i, "bob:b-pw"))
+        s.close()
+    time.sleep(ptest.bound(1.5))
+    st, head = A.curl_head(port, o.url + "/ov/after", "bob:b-pw")
+    t.check(st == 200, "after clients left mid-verification, a login "
+            "works", head)
+    t.check(p.workers() == workers, "the worker never died",
+            (workers, p.workers()))
+
+    t.stop_portico(p)
+    tot = A.totals(p)
+    overl = [f for f in A.failures(p) if f.get("reason") == "overload"]
+    # The clients that left may have found the slots busy too.
+    want = len(busy) + (0 if isinstance(socks, str) else 1)
+    t.check(want <= tot.get("auth_overload", -1) <= want + 3 and
+            tot.get("auth_overload") == len(overl),
+            "auth_overload and the overload lines count the refusals (%d, "
+            "and up to 3 of the clients that left)" % want,
+            (tot, len(overl)))
+
+
+if __name__ == "__main__":
+    ptest.Test("auth_overload").run(main)

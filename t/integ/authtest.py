@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+Shared by the t/integ/auth_*.py scenarios: where the real auth.so is (the
+build tree's modules/auth/.libs), userlist hashes made with real tools
+(argon2, mkpasswd, htpasswd), a configuration with the module loaded, and
+curl through the proxy.
+"""
+import os
+import re
+import secrets
+import shutil
+import subprocess
+
+import ptest
+import httptest as H
+
+AUTH_SO = os.path.join(ptest.BUILDDIR, "modules", "auth", ".libs",
+                       "auth.so")
+
+
+def missing():
+    """What this machine lacks for the auth scenarios, or None."""
+    if not os.path.exists(AUTH_SO):
+        return "auth.so not built at %s" % AUTH_SO
+    if shutil.which("argon2") is None:
+        return "no argon2 program in PATH"
+    if not H.have_curl():
+        return "no curl"
+    return None
+
+
+def _run(argv, data=None):
+    cp = subprocess.run(argv, input=data, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, timeout=ptest.bound(30))
+    if cp.returncode != 0:
+        raise RuntimeError("%s: %s" % (argv, cp.stderr))
+    return cp.stdout.decode().strip()
+
+
+def argon2id(password, t_cost=1, m_kib=1024, p=1):
+    """An Argon2id PHC string made by Debian's argon2 program."""
+    salt = secrets.token_hex(8)
+    return _run(["argon2", salt, "-id", "-t", str(t_cost), "-k", str(m_kib),
+                 "-p", str(p), "-e"], password.encode())
+
+
+def mkpasswd(password, method):
+    """mkpasswd -m <method> (Debian package whois), or None."""
+    if shutil.which("mkpasswd") is None:
+        return None
+    return _run(["mkpasswd", "-m", method, "--stdin"], password.encode())
+
+
+def htpasswd(user, password, flag):
+    """The hash of `htpasswd -nb<flag>` (apache2-utils), or None."""
+    if shutil.which("htpasswd") is None:
+        return None
+    line = _run(["htpasswd", "-nb" + flag, user, password])
+    return line.split(":", 1)[1]
+
+
+def write_users(t, entries, name="users"):
+    """Writes [(user, hash)] (or raw lines) as a userlist; its path."""
+    path = t.path(name)
+    lines = ["# test userlist"]
+    for e in entries:
+        lines.append(e if isinstance(e, str) else "%s:%s" % e)
+    ptest.write_file(path, "\n".join(lines) + "\n")
+    return path
+
+
+def conf(t, listeners, userlist, workers=1, mod_extra="", log_level="info"):
+    """A configuration with <listeners> (text of listener entries) and
+    the auth module on <userlist>."""
+    return """workers = %d;
+error_log = "%s/error.log";
+log_level = "%s";
+pid_file = "%s/portico.pid";
+shutdown_timeout = 5;
+limits = { header_timeout = 30; connect_timeout = 5; idle_timeout = 30; };
+listeners = (
+%s
+);
+modules = ( { name = "auth"; path = "%s"; userlist = "%s"; %s } );
+""" % (workers, t.tmp, log_level, t.tmp, listeners, AUTH_SO, userlist,
+       mod_extra)
+
+
+def curl_proxy(port, urls, user=None, extra=()):
+    """curl -x through <port>: (exit code, [status per url], stderr,
+    connections opened)."""
+    args = ["-o", "/dev/null", "-w", "%{http_code} %{num_connects}\\n",
+            "-x", "http://127.0.0.1:%d" % port]
+    if user is not None:
+        args += ["-U", user]
+    cp = H.curl(args + list(extra) + list(urls))
+    out = cp.stdout.decode()
+    codes = [int(m.group(1)) for m in re.finditer(r"(\d{3}) \d+", out)]
+    conns = sum(int(m.group(1)) for m in re.finditer(r"\d{3} (\d+)", out))
+    return cp.returncode, codes, cp.stderr.decode(errors="replace"), conns
+
+
+def curl_head(port, url, user=None):
+    """(status, raw head) of one request through <port>."""
+    args = ["-D", "-", "-o", "/dev/null", "-x", "http://127.0.0.1:%d" % port]
+    if user is not None:
+        args += ["-U", user]
+    cp = H.curl(args + [url])
+    text = cp.stdout.decode("latin-1")
+    m = re.match(r"HTTP/1\.1 (\d{3})", text)
+    return (int(m.group(1)) if m else 0), text
+
+
+def curl_socks(port, url, cred=None, v4=False):
+    """(exit code, status) of curl through a SOCKS listener."""
+    if v4:
+        proxy = ["--socks4", "127.0.0.1:%d" % port]
+    else:
+        proxy = ["--socks5", "%s127.0.0.1:%d" % (
+            (cred + "@") if cred else "", port)]
+    cp = H.curl(["-o", "/dev/null", "-w", "%{http_code}"] + proxy + [url])
+    return cp.returncode, cp.stdout.decode()
+
+
+def failures(p):
+    """The auth failure lines of <p>'s error log, as dicts."""
+    out = []
+    for ln in p.log_lines(r"auth: failure "):
+        m = re.search(r'auth: failure client=(\S+) user="([^"]*)" '
+                      r'proto=(\S+) listener=(\S+) reason=(\S+)$', ln)
+        out.append(dict(zip(("client", "user", "proto", "listener",
+                             "reason"), m.groups())) if m else {"raw": ln})
+    return out
+
+
+def totals(p):
+    """{name: int} of the master's last totals line."""
+    tot = p.log_lines(r"master: totals: ")
+    if not tot:
+        return {}
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", tot[-1])}
