@@ -50,6 +50,13 @@ SCENARIOS = [
     ("socks-handshakes", "SOCKS5 handshakes", "setups/s", "rate", True,
      "connect, no-auth greeting, CONNECT to a target that accepts, reply, "
      "close"),
+    ("socks-auth", "SOCKS5 handshakes with username/password", "setups/s",
+     "rate", True, "as socks-handshakes with RFC 1929 username/password "
+     "(portico: auth module, Argon2id userlist, credential cache on)"),
+    ("socks-auth-argon2", "SOCKS5 handshakes, Argon2id verified every time",
+     "setups/s", "rate", True, "as socks-auth with portico's credential "
+     "cache off (cache_ttl = 0): one Argon2id verification (m=19456 t=2 "
+     "p=1) per setup, on the module's threads"),
     ("socks-tunnel", "SOCKS5 tunnel throughput", "MiB/s", "both", True,
      "SOCKS5 CONNECT to a TCP sink, 16 KiB writes, bytes per second "
      "(upload: see FAIRNESS.md)"),
@@ -423,7 +430,7 @@ def main():
                      what, ", ".join(map(str, lvls)) or "-",
                      os.path.basename(d), m.get("mode", "?"),
                      m.get("seconds", "?"), m.get("runs", "?"), mlines[ci]))
-        if scen == "socks-handshakes":
+        if scen in ("socks-handshakes", "socks-auth", "socks-auth-argon2"):
             L.append("")
             L.append("Target: %s." % m.get(
                 "handshake_target", "loadgen serve --tcp-sink (waits for "
