@@ -48,6 +48,7 @@ struct auth_connctx {
 	bool		 exempt;	/* no_auth_from matched at ACCEPT */
 	bool		 verified;
 	uint8_t		 mac[32];	/* HMAC(key, user NUL password) */
+	struct auth_job	*job;		/* on the threads, or NULL */
 };
 
 /* The worker's own state: one worker process, one thread runs these. */
@@ -191,8 +192,18 @@ auth_done(void *arg)
 {
 	struct auth_job		*j = arg;
 	struct pt_conn		*conn = j->conn;
+	struct auth_connctx	*cc = pt_conn_ctx(conn, &pt_module_auth);
 	enum pt_verdict		 v;
 
+	cc->job = NULL;
+	if (j->cancelled) {
+		/* The client left before a thread took it: nothing was
+		 * verified, and the core only waits for the resume to
+		 * release the connection. */
+		pool_job_put(auth_pool, j);
+		pt_conn_resume(conn, PT_VERDICT_DENY);
+		return;
+	}
 	v = auth_finish(j, auth_worker_conf);
 	pool_job_put(auth_pool, j);
 	pt_conn_resume(conn, v);
@@ -281,8 +292,21 @@ auth_start(struct pt_conn *conn, struct pt_req *req, struct auth_conf *ac,
 	j->known = j->entry != NULL;
 	if (j->entry == NULL)
 		j->entry = ac->dummy;
+	((struct auth_connctx *)pt_conn_ctx(conn, &pt_module_auth))->job = j;
 	pool_submit(auth_pool, j, auth_done);
 	return PT_VERDICT_AGAIN;
+}
+
+/* The connection is gone (CLOSE runs at once, even while its login
+ * waits on a thread): a login no thread has taken yet is not verified. */
+static enum pt_verdict
+auth_on_close(struct pt_conn *conn, struct pt_req *req, void *modctx)
+{
+	struct auth_connctx	*cc = pt_conn_ctx(conn, &pt_module_auth);
+
+	if (cc->job != NULL)
+		pool_cancel(auth_pool, cc->job);
+	return PT_VERDICT_CONTINUE;
 }
 
 static enum pt_verdict
@@ -414,6 +438,7 @@ static const struct pt_hook auth_hooks[] = {
 	{ PT_PHASE_ACCEPT, 0, auth_on_accept },
 	{ PT_PHASE_AUTH, 0, auth_on_auth },
 	{ PT_PHASE_ACCESS, 0, auth_on_access },
+	{ PT_PHASE_CLOSE, 0, auth_on_close },
 	{ 0, 0, NULL }
 };
 

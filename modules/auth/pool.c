@@ -53,7 +53,7 @@ pool_main(void *arg)
 	struct hash_scratch	*hs = hash_scratch_new();
 	struct auth_job		*j;
 	pt_post_fn		 done;
-	bool			 ok;
+	bool			 ok, cancelled;
 
 	/* Linux nice values are per thread: a lower priority than the
 	 * worker's loop keeps verified clients' latency while logins burn
@@ -73,12 +73,13 @@ pool_main(void *arg)
 		if ((p->head = j->next) == NULL)
 			p->tail = NULL;
 		done = p->done;
+		cancelled = j->cancelled;
 		pthread_mutex_unlock(&p->lock);
 
 		/* An unknown user is checked against another user's hash
 		 * (auth.c picks it) so it costs what a wrong password
 		 * costs; the answer is no whatever the password. */
-		ok = hs != NULL && j->entry != NULL &&
+		ok = !cancelled && hs != NULL && j->entry != NULL &&
 		    hash_verify(hs, j->entry->scheme, j->entry->hash, j->pass,
 		    j->plen);
 		j->ok = ok && j->known;
@@ -145,6 +146,8 @@ pool_job_get(struct auth_pool *p)
 	if (j != NULL) {
 		p->free = j->next;
 		j->next = NULL;
+		/* Free slots are the worker's alone: no lock needed. */
+		j->cancelled = false;
 	}
 	return j;
 }
@@ -161,6 +164,14 @@ pool_submit(struct auth_pool *p, struct auth_job *j, pt_post_fn done)
 		p->head = j;
 	p->tail = j;
 	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+pool_cancel(struct auth_pool *p, struct auth_job *j)
+{
+	pthread_mutex_lock(&p->lock);
+	j->cancelled = true;
 	pthread_mutex_unlock(&p->lock);
 }
 

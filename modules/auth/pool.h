@@ -27,6 +27,9 @@ struct auth_job {
 	bool			 ok;		/* out: verified */
 	int			 result;	/* helper: 1 OK, 0 ERR, <0 */
 	bool			 via_helper;
+	/* The client left before a thread took the job (pool_cancel):
+	 * nothing is verified, the slot only comes back. Under the lock. */
+	bool			 cancelled;
 	enum pt_proto		 proto;
 	const char		*listener;	/* the configuration's */
 	struct sockaddr_storage	 peer;
@@ -50,6 +53,11 @@ struct auth_job	*pool_job_get(struct auth_pool *p);
 /* Worker: hands <j> to a thread; <done>(j) runs on the worker after. */
 void		 pool_submit(struct auth_pool *p, struct auth_job *j,
 		    pt_post_fn done);
+/* Worker: the client of a submitted job went away. A job no thread has
+ * taken yet is not verified (a client that gave up costs no Argon2id
+ * run, so a burst of abandoned logins does not fill the slots with dead
+ * work); its <done> still runs, with j->cancelled set. */
+void		 pool_cancel(struct auth_pool *p, struct auth_job *j);
 /* Worker: the slot is free again (the password copy is wiped here, not
  * by the thread: the worker still needs it for the cache). */
 void		 pool_job_put(struct auth_pool *p, struct auth_job *j);

@@ -169,6 +169,43 @@ def main(t):
             "and up to 3 of the clients that left)" % want,
             (tot, len(overl)))
 
+    abandoned(t, o, ulist)
+
+
+def abandoned(t, o, ulist):
+    """Logins whose clients leave before a thread took them are never
+    verified: a burst of clients that give up does not fill the slots
+    with dead Argon2id work (bench/fairness saw its next runs refused for
+    overload before this)."""
+    port = ptest.free_port()
+    lst = '{ name = "main"; address = "127.0.0.1:%d"; protocol = "http"; }' \
+        % port
+    p = t.portico(A.conf(t, lst, ulist, mod_extra="threads = 1; queue = 8;"
+                         " cache_ttl = 0;"), conf_name="abandoned.conf")
+    # One login keeps the only thread busy (t=4, 64 MiB) ...
+    out = [None]
+    th = threading.Thread(target=client, args=(0, port, o.port,
+                                               threading.Barrier(1), out))
+    th.start()
+    time.sleep(0.05)
+    # ... while six clients log in behind it and leave at once.
+    for i in range(6):
+        s = ptest.connect(port)
+        s.sendall(request(o.port, "left%d" % i, "bob:b-pw"))
+        s.close()
+    th.join(ptest.bound(30))
+    st, head = A.curl_head(port, o.url + "/ov/after-left", "bob:b-pw")
+    t.check(out[0] and out[0].startswith("HTTP/1.1 200") and st == 200,
+            "abandoned logins: the waiting client and a later one are "
+            "verified", (out[0], head))
+    t.stop_portico(p)
+    tot = A.totals(p)
+    t.check(tot.get("auth_verifications") == 2 and
+            tot.get("auth_overload") == 0,
+            "abandoned logins: six clients that left before a thread took "
+            "their login cost no verification (auth_verifications = 2)",
+            tot)
+
 
 if __name__ == "__main__":
     ptest.Test("auth_overload").run(main)
