@@ -35,7 +35,6 @@ retried with back-off, logins fail at once, the worker lives on.
 At stop, every helper process the worker started is gone.
 """
 import base64
-import http.server
 import os
 import re
 import shutil
@@ -84,31 +83,10 @@ for line in sys.stdin:
 '''
 
 
-class Origin(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self):
-        body = b"hello " + self.path.encode() + b"\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *a):
-        pass
-
-
-class Server(http.server.ThreadingHTTPServer):
-    request_queue_size = 256
-    daemon_threads = True
-
-
 def start_origin(t):
-    srv = Server(("127.0.0.1", 0), Origin)
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
-    t.at_exit(srv.shutdown)
-    return srv.server_address[1]
+    """The test suite's loopback origin (httptest.origin); only its port
+    matters here: logins are judged by the status they get."""
+    return httptest.origin(t).port
 
 
 def start(t, name, command, children, timeout, concurrency=0):
