@@ -187,7 +187,7 @@ def abandoned(t, o, ulist):
     th = threading.Thread(target=client, args=(0, port, o.port,
                                                threading.Barrier(1), out))
     th.start()
-    time.sleep(0.05)
+    time.sleep(0.2)
     # ... while six clients log in behind it and leave at once.
     for i in range(6):
         s = ptest.connect(port)
@@ -200,11 +200,16 @@ def abandoned(t, o, ulist):
             "verified", (out[0], head))
     t.stop_portico(p)
     tot = A.totals(p)
-    t.check(tot.get("auth_verifications") == 2 and
+    # On a loaded machine the first login may reach the thread late: one
+    # abandoned login can then find the thread idle and be taken before
+    # its client's close is read. Never more than one: the rest queue
+    # behind it and are cancelled (without the cancel all eight are
+    # verified).
+    t.check(2 <= tot.get("auth_verifications", -1) <= 3 and
             tot.get("auth_overload") == 0,
             "abandoned logins: six clients that left before a thread took "
-            "their login cost no verification (auth_verifications = 2)",
-            tot)
+            "their login cost no verification (auth_verifications 2, or 3 "
+            "when one found the thread idle; 8 without the cancel)", tot)
 
 
 if __name__ == "__main__":
