@@ -169,26 +169,84 @@ acl_rule_matches(const struct acl_rule *r, struct acl_query *q,
 	return (r->has & unknown) != 0 ? -1 : 1;
 }
 
+static bool
+acl_v4_in(const struct acl_block *b, const struct acl_addr *a)
+{
+	uint32_t	 v = (uint32_t)a->b[0] << 24 | (uint32_t)a->b[1] << 16 |
+			    (uint32_t)a->b[2] << 8 | a->b[3];
+	size_t		 lo = 0, hi = b->nv4, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (v < b->v4[mid].lo)
+			hi = mid;
+		else if (v > b->v4[mid].hi)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* Whether some rule of block <b> may match: false lets the whole run be
+ * skipped. */
+static bool
+acl_block_may(const struct acl_block *b, struct acl_query *q)
+{
+	const struct acl_addr	*a;
+	struct acl_addr		 v4;
+	size_t			 i;
+
+	if (b->kind == ACL_C_HOST) {
+		if (!acl_q_host(q))
+			return false;
+		return b->re_opaque ||
+		    acl_hostset_has(&b->hosts, q->host, (size_t)q->hlen) ||
+		    (b->re_any != NULL && acl_re_match(b->re_any, q));
+	}
+	a = b->kind == ACL_C_SRC ? acl_q_src(q) : q->target;
+	if (a->family == AF_INET)
+		return acl_v4_in(b, a);
+	if (a->family != AF_INET6)
+		return false;
+	for (i = 0; i < b->nv6; i++)
+		if (acl_net_has(&b->v6[i], a))
+			return true;
+	return acl_addr_embedded_v4(a, &v4) && acl_v4_in(b, &v4);
+}
+
 void
 acl_eval(const struct acl_conf *ac, const struct pt_req *req,
     const struct acl_addr *target, size_t from, unsigned unknown,
     struct acl_decision *d)
 {
+	const struct acl_block	*b;
 	struct acl_query	 q;
-	size_t			 i;
+	size_t			 i, bi;
 	int			 m;
 
 	q.req = req;
 	q.target = target;
 	q.src_done = false;
 	q.hlen = -2;
-	for (i = from; i < ac->nrules; i++) {
-		if ((m = acl_rule_matches(&ac->rules[i], &q, unknown)) == 0)
+	for (bi = from < ac->nrules ? ac->block_of[from] : ac->nblocks;
+	    bi < ac->nblocks; bi++) {
+		b = &ac->blocks[bi];
+		i = from > b->first ? from : b->first;
+		/* A block whose kind is not known yet leaves the request
+		 * undecided at its first rule, as that rule would. */
+		if (b->kind != 0 && i == b->first && !(b->kind & unknown) &&
+		    !acl_block_may(b, &q))
 			continue;
-		d->rule = (int)i;
-		d->outcome = m < 0 ? ACL_UNDECIDED : ac->rules[i].allow ?
-		    ACL_ALLOW : ACL_DENY;
-		return;
+		for (; i < b->end; i++) {
+			m = acl_rule_matches(&ac->rules[i], &q, unknown);
+			if (m == 0)
+				continue;
+			d->rule = (int)i;
+			d->outcome = m < 0 ? ACL_UNDECIDED :
+			    ac->rules[i].allow ? ACL_ALLOW : ACL_DENY;
+			return;
+		}
 	}
 	d->rule = -1;
 	d->outcome = ac->default_allow ? ACL_ALLOW : ACL_DENY;

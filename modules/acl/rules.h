@@ -47,6 +47,7 @@ struct acl_rule {
 	size_t		 nsrc, ndst;
 	struct acl_hostset hosts;	/* `host` names and suffixes */
 	pcre2_code	**re;		/* `host` ~regexes */
+	char		**re_text;	/* their source, for blocks */
 	size_t		 nre;
 	pcre2_code	*re_any;	/* all of them in one, or NULL */
 	struct acl_hostset hostfile;
@@ -62,11 +63,42 @@ struct acl_rule {
 	size_t		 nmethods;
 };
 
+/* An IPv4 interval, host order, for a block's union of networks. */
+struct acl_v4span {
+	uint32_t	 lo, hi;
+};
+
+/*
+ * A run of consecutive rules that each have one condition, of one kind
+ * (host, src or dst), with the union of their conditions: when the union
+ * does not hold, no rule of the run can match and evaluation skips the
+ * run with one lookup, whatever its length (100 regex rules cost one JIT
+ * call, 100 CIDR rules one binary search). When it holds, the rules are
+ * tried one by one, so first-match order is exactly kept.
+ */
+struct acl_block {
+	size_t		 first, end;	/* rules [first, end) */
+	unsigned	 kind;		/* ACL_C_HOST/SRC/DST; 0: no filter */
+	struct acl_hostset hosts;	/* HOST: every name and suffix */
+	pcre2_code	*re_any;	/* HOST: every regex, or NULL */
+	bool		 re_opaque;	/* HOST: a regex left out of re_any */
+	struct acl_v4span *v4;		/* SRC/DST: merged, sorted */
+	size_t		 nv4;
+	struct acl_net	*v6;
+	size_t		 nv6;
+};
+
+/* Runs shorter than this are not worth a filter. */
+#define ACL_BLOCK_MIN	4
+
 struct acl_conf {
 	bool		 default_allow;
 	bool		 allow_private;
 	struct acl_rule	*rules;
 	size_t		 nrules;
+	struct acl_block *blocks;	/* cover the rules, in order */
+	size_t		 nblocks;
+	size_t		*block_of;	/* rule index -> block index */
 	char		*default_reason, *private_reason;
 	size_t		 hostfile_names;	/* for the log */
 	size_t		 hostfile_bytes;
@@ -84,6 +116,17 @@ struct acl_conf {
 struct acl_conf *acl_conf_parse(const config_setting_t *node, char *err,
 	    size_t errlen, const config_setting_t **where);
 void	 acl_conf_free(struct acl_conf *ac);
+
+/* ---- blocks.c (master) ------------------------------------------------ */
+
+/* Groups the parsed rules into blocks; 0, or -1 with <err> (memory). */
+int	 acl_blocks_build(struct acl_conf *ac, char *err, size_t errlen);
+void	 acl_blocks_free(struct acl_conf *ac);
+/* Whether <s>, a regex, means the same inside "(?:...)|(?:...)". */
+bool	 acl_re_combinable(const char *s);
+/* The <n> regexes as one alternation, compiled caseless with the JIT;
+ * NULL when that fails (the caller then tries them one by one). */
+pcre2_code *acl_re_union(char *const *texts, size_t n);
 
 /* ---- rules.c (worker) --------------------------------------------------- */
 
