@@ -591,6 +591,7 @@ acl_conf_free(struct acl_conf *ac)
 
 	if (ac == NULL)
 		return;
+	acl_memo_forget();
 	acl_blocks_free(ac);
 	for (i = 0; i < ac->nrules; i++)
 		acl_rule_free(&ac->rules[i]);

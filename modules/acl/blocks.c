@@ -113,25 +113,32 @@ acl_block_hosts(struct acl_block *b, const struct acl_conf *ac)
 }
 
 static int
-acl_span_cmp(const void *a, const void *b)
+acl_node_cmp(const void *a, const void *b)
 {
-	const struct acl_v4span	*x = a, *y = b;
+	const struct acl_v4node	*x = a, *y = b;
 
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (x->hi != y->hi)			/* the wider one first */
+		return x->hi > y->hi ? -1 : 1;
+	return x->minrule < y->minrule ? -1 : x->minrule > y->minrule;
 }
 
 static int
 acl_block_nets(struct acl_block *b, const struct acl_conf *ac)
 {
 	const struct acl_net	*n;
-	size_t			 i, j, k, cnt, total = 0;
-	uint32_t		 v, mask;
+	struct acl_v4node	*v;
+	size_t			 i, j, cnt, total = 0, top;
+	uint32_t		 a, mask;
+	int32_t			*stack;
 
 	for (i = b->first; i < b->end; i++)
 		total += b->kind == ACL_C_SRC ? ac->rules[i].nsrc :
 		    ac->rules[i].ndst;
 	if ((b->v4 = calloc(total, sizeof(*b->v4))) == NULL ||
-	    (b->v6 = calloc(total, sizeof(*b->v6))) == NULL)
+	    (b->v6 = calloc(total, sizeof(*b->v6))) == NULL ||
+	    (stack = calloc(total + 1, sizeof(*stack))) == NULL)
 		return -1;
 	for (i = b->first; i < b->end; i++) {
 		n = b->kind == ACL_C_SRC ? ac->rules[i].src : ac->rules[i].dst;
@@ -139,28 +146,32 @@ acl_block_nets(struct acl_block *b, const struct acl_conf *ac)
 		    ac->rules[i].ndst;
 		for (j = 0; j < cnt; j++) {
 			if (n[j].family == AF_INET6) {
-				b->v6[b->nv6++] = n[j];
+				b->v6[b->nv6].net = n[j];
+				b->v6[b->nv6++].rule = (uint32_t)i;
 				continue;
 			}
-			v = (uint32_t)n[j].b[0] << 24 | (uint32_t)n[j].b[1] <<
+			a = (uint32_t)n[j].b[0] << 24 | (uint32_t)n[j].b[1] <<
 			    16 | (uint32_t)n[j].b[2] << 8 | n[j].b[3];
 			mask = n[j].prefix == 0 ? 0 :
 			    ~(uint32_t)0 << (32 - n[j].prefix);
-			b->v4[b->nv4].lo = v & mask;
-			b->v4[b->nv4++].hi = v | ~mask;
+			v = &b->v4[b->nv4++];
+			v->lo = a & mask;
+			v->hi = a | ~mask;
+			v->minrule = (uint32_t)i;
 		}
 	}
-	qsort(b->v4, b->nv4, sizeof(*b->v4), acl_span_cmp);
-	for (i = k = 0; i < b->nv4; i++) {
-		if (k > 0 && (b->v4[i].lo <= b->v4[k - 1].hi ||
-		    b->v4[i].lo - 1 == b->v4[k - 1].hi)) {
-			if (b->v4[i].hi > b->v4[k - 1].hi)
-				b->v4[k - 1].hi = b->v4[i].hi;
-			continue;
-		}
-		b->v4[k++] = b->v4[i];
+	qsort(b->v4, b->nv4, sizeof(*b->v4), acl_node_cmp);
+	/* Parents by a stack of the networks that hold the current start. */
+	for (i = top = 0; i < b->nv4; i++) {
+		v = &b->v4[i];
+		while (top > 0 && b->v4[stack[top - 1]].hi < v->lo)
+			top--;
+		v->parent = top > 0 ? stack[top - 1] : -1;
+		if (v->parent >= 0 && b->v4[v->parent].minrule < v->minrule)
+			v->minrule = b->v4[v->parent].minrule;
+		stack[top++] = (int32_t)i;
 	}
-	b->nv4 = k;
+	free(stack);
 	return 0;
 }
 

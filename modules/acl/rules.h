@@ -63,18 +63,32 @@ struct acl_rule {
 	size_t		 nmethods;
 };
 
-/* An IPv4 interval, host order, for a block's union of networks. */
-struct acl_v4span {
+/*
+ * One IPv4 network of a block, host order. Networks are nested or
+ * disjoint, so sorted by start (wider first) each has one parent, the
+ * nearest network that holds it; minrule is the first rule among it and
+ * its ancestors, which is the first rule of the block that an address
+ * in it (and in no deeper network) matches.
+ */
+struct acl_v4node {
 	uint32_t	 lo, hi;
+	int32_t		 parent;	/* index, or -1 */
+	uint32_t	 minrule;
+};
+
+/* One IPv6 network of a block and its rule (tried in turn). */
+struct acl_v6entry {
+	struct acl_net	 net;
+	uint32_t	 rule;
 };
 
 /*
  * A run of consecutive rules that each have one condition, of one kind
- * (host, src or dst), with the union of their conditions: when the union
- * does not hold, no rule of the run can match and evaluation skips the
- * run with one lookup, whatever its length (100 regex rules cost one JIT
- * call, 100 CIDR rules one binary search). When it holds, the rules are
- * tried one by one, so first-match order is exactly kept.
+ * (host, src or dst), with an index over all of them. Networks: the index
+ * names the first rule of the run that holds the address, in one binary
+ * search. Hosts: the union of the names and of the regexes (one JIT
+ * call); when it does not match, the run is skipped, else its rules are
+ * tried one by one. Either way first-match order is exactly kept.
  */
 struct acl_block {
 	size_t		 first, end;	/* rules [first, end) */
@@ -82,9 +96,9 @@ struct acl_block {
 	struct acl_hostset hosts;	/* HOST: every name and suffix */
 	pcre2_code	*re_any;	/* HOST: every regex, or NULL */
 	bool		 re_opaque;	/* HOST: a regex left out of re_any */
-	struct acl_v4span *v4;		/* SRC/DST: merged, sorted */
+	struct acl_v4node *v4;		/* SRC/DST: sorted by lo */
 	size_t		 nv4;
-	struct acl_net	*v6;
+	struct acl_v6entry *v6;
 	size_t		 nv6;
 };
 
@@ -159,6 +173,9 @@ void	 acl_eval(const struct acl_conf *ac, const struct pt_req *req,
  */
 bool	 acl_private_denied(const struct acl_conf *ac, int rule,
 	    const struct acl_addr *target);
+/* Drops the answers kept for hosts (acl_conf_free does, since a new
+ * configuration may reuse the addresses of the old one's matchers). */
+void	 acl_memo_forget(void);
 /* The protocol's name in rules ("http", "socks5", ...), or NULL. */
 const char *acl_proto_name(enum pt_proto p);
 

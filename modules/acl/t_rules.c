@@ -447,7 +447,9 @@ test_acl_rules_blocks_keep_verdicts(void)
 	static const char *const addrs[] = {
 		"10.3.0.1", "10.39.255.255", "10.40.0.1", "192.0.2.1",
 		"2001:db8:5::1", "2001:db8:40::1", "::ffff:10.7.1.1",
-		"64:ff9b::a05:101", "172.16.9.1", "172.16.10.0",
+		"64:ff9b::a05:101", "172.16.9.1", "172.16.10.0", "10.3.200.1",
+		"10.25.0.1", "10.45.0.1", "10.31.0.1", "100.64.0.1",
+		"2001:db8:1e::1",
 	};
 	struct acl_conf		*with, *without;
 	struct acl_decision	 d1, d2;
@@ -466,8 +468,14 @@ test_acl_rules_blocks_keep_verdicts(void)
 	at += sprintf(at, "{ action = \"deny\"; host = [ \"n3.test\", "
 	    "\".s5.test\" ]; },\n");
 	for (i = 0; i < 40; i++)
-		at += sprintf(at, "{ action = \"%s\"; dst = [ \"10.%zu.0.0/16\", "
-		    "\"2001:db8:%zx::/48\" ]; },\n", i % 2 ? "deny" : "allow", i, i);
+		if (i == 20 || i == 30 || i == 38)	/* nested networks */
+			at += sprintf(at, "{ action = \"%s\"; dst = \"%s\"; },\n",
+			    i == 30 ? "allow" : "deny", i == 20 ? "10.0.0.0/8" :
+			    i == 30 ? "10.3.128.0/17" : "0.0.0.0/1");
+		else
+			at += sprintf(at, "{ action = \"%s\"; dst = [ "
+			    "\"10.%zu.0.0/16\", \"2001:db8:%zx::/48\" ]; },\n",
+			    i % 2 ? "deny" : "allow", i, i);
 	for (i = 0; i < 40; i++)
 		at += sprintf(at, "{ action = \"deny\"; src = \"172.16.%zu.0/24\"; "
 		    "},\n", i % 10);
@@ -516,7 +524,7 @@ test_acl_rules_blocks_keep_verdicts(void)
 					    d1.rule, d2.outcome, d2.rule);
 				}
 			}
-	CHECKF(bad == 0 && n == 260, "%zu of %zu differ", bad, n);
+	CHECKF(bad == 0 && n == 416, "%zu of %zu differ", bad, n);
 	acl_conf_free(with);
 	acl_conf_free(without);
 }
