@@ -90,6 +90,41 @@ al_utf8_len(const unsigned char *s, size_t len)
 	return n;
 }
 
+/*
+ * How many bytes at <s> (which start no valid sequence) one U+FFFD
+ * replaces: the maximal subpart of a sequence (Unicode 15, 3.9, the
+ * practice WHATWG and Python follow), so a sequence cut short is one
+ * replacement and a stray byte is one.
+ */
+static size_t
+al_utf8_bad_len(const unsigned char *s, size_t len)
+{
+	unsigned char	 lo = 0x80, hi = 0xbf;
+	size_t		 n, k;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 1;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (len < 2 || s[1] < lo || s[1] > hi)
+		return 1;
+	for (k = 2; k < n && k < len && (s[k] & 0xc0) == 0x80; k++)
+		;
+	return k;
+}
+
 /* Room left for a piece of <n> bytes within a field's <budget> that
  * started at <start>, keeping 3 bytes for the "..." of a cut. */
 static bool
@@ -133,8 +168,7 @@ al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
 		} else if ((n = al_utf8_len(u + i, len - i)) > 0) {
 			piece = s + i;
 		} else {
-			/* One byte that starts no valid sequence. */
-			n = 1;
+			n = al_utf8_bad_len(u + i, len - i);
 			piece = "\\ufffd";
 		}
 		if (piece == s + i) {
@@ -395,7 +429,7 @@ al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
 
 	if (al_is_denied(r))
 		code = "TCP_DENIED";
-	else if (st == 0)
+	else if (st == 0 || (!tunnel && r->method.len == 0))
 		code = "NONE_NONE";
 	else if (tunnel)
 		code = "TCP_TUNNEL";
@@ -410,8 +444,10 @@ al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
 	if (r->method.len > 0)
 		al_put_squid(o, r->method.ptr, r->method.len, AL_MAX_METHOD);
 	else {
+		/* Squid writes NONE for a request it could not parse. */
 		method = r->proto == PT_PROTO_UDP ? "UDP_ASSOCIATE" :
-		    "CONNECT";
+		    r->proto == PT_PROTO_HTTP ||
+		    r->proto == PT_PROTO_WEBSOCKET ? "NONE" : "CONNECT";
 		al_puts(o, method);
 	}
 	al_putc(o, ' ');
@@ -465,6 +501,12 @@ al_combined(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_putc(o, ' ');
 	al_clf_time(fo, r->wall_ms, o);
 	al_puts(o, " \"");
+	if (r->method.len == 0 && (r->proto == PT_PROTO_HTTP ||
+	    r->proto == PT_PROTO_WEBSOCKET)) {
+		/* No request line (Apache writes "-" too). */
+		al_puts(o, "-\" ");
+		goto status;
+	}
 	if (r->method.len > 0)
 		al_put_quoted(o, r->method.ptr, r->method.len, AL_MAX_METHOD,
 		    true);
@@ -492,6 +534,7 @@ al_combined(const struct al_fmt_opts *fo, const struct al_rec *r,
 		al_puts(o, " SOCKS5\" ");
 		break;
 	}
+status:
 	al_printf(o, "%03d ", st);
 	if (r->bytes_out > 0)
 		al_printf(o, "%" PRIu64, r->bytes_out);

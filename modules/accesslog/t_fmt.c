@@ -433,6 +433,33 @@ test_accesslog_hostile_combined(void)
 	    != NULL);
 }
 
+/* One U+FFFD per maximal subpart, as Python's and browsers' decoders. */
+static void
+test_accesslog_utf8_subparts(void)
+{
+	static const struct {
+		const char	*in, *out;
+	} cases[] = {
+		{ "a\xe2\x82", "a\xef\xbf\xbd" },
+		{ "\xf0\x9f\x98z", "\xef\xbf\xbdz" },
+		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+		    "\xef\xbf\xbd" },
+		{ "\xe2\x82\xac\xf0\x9f\x98\x80", "\xe2\x82\xac\xf0\x9f\x98\x80" },
+	};
+	struct al_rec	 r = t_get();
+	struct t_json	 j;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r.ua = t_s(cases[i].in);
+		CHECKF_FATAL(t_json_parse(t_fmt(AL_FMT_JSON, &r, true), &j),
+		    "case %zu parses", i);
+		CHECKF(strcmp(j.ua, cases[i].out) == 0, "case %zu", i);
+	}
+}
+
 static void
 test_accesslog_budgets(void)
 {
@@ -550,6 +577,7 @@ register_accesslog_fmt_suite(void)
 	CU_add_test(s, "hostile_json", test_accesslog_hostile_json);
 	CU_add_test(s, "hostile_squid", test_accesslog_hostile_squid);
 	CU_add_test(s, "hostile_combined", test_accesslog_hostile_combined);
+	CU_add_test(s, "utf8_subparts", test_accesslog_utf8_subparts);
 	CU_add_test(s, "budgets", test_accesslog_budgets);
 	CU_add_test(s, "addresses", test_accesslog_addresses);
 	CU_add_test(s, "dropped_line", test_accesslog_dropped_line);
