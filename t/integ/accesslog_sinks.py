@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+The accesslog module's writes under contention and against a sink that
+stops reading:
+
+- two workers, four client threads, one JSON file with a small buffer
+  (many writes from both workers at once): every line of the file is one
+  whole record that parses, one per connection, from both workers;
+- a FIFO whose reader stops reading: 600 connections go through as fast
+  as 200 did while the reader kept up (within a generous factor: the
+  worker never waits for the FIFO), the records that did not fit are
+  dropped and counted, and once the reader reads again the next records
+  arrive with a record saying how many were dropped: kept + dropped is
+  every connection; the master's totals say the same number;
+- the FIFO's reader goes away (EPIPE): the worker lives on, connections
+  are served.
+"""
+import errno
+import os
+import re
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+import accesslogtest as AL  # noqa: E402
+
+
+def tcp_conf(t, echo, log_text, workers):
+    port = ptest.free_port()
+    conf = AL.conf(t, ['  { name = "echo"; address = "127.0.0.1:%d"; '
+                       'protocol = "tcp"; to = "%s"; }' % (port, echo.address)],
+                   [AL.module([log_text])], workers=workers)
+    return conf, port
+
+
+def whole_lines(t, echo):
+    log = t.path("shared.log")
+    conf, port = tcp_conf(t, echo, 'file = "%s"; format = "json"; '
+                          'buffer = 8192; flush = 5;' % log, 2)
+    p = t.portico(conf)
+    loop = ptest.ClientLoop(port, threads=4, per_thread=400,
+                            max_seconds=ptest.bound(30)).start()
+    loop.join(ptest.bound(40))
+    ptest.wait_for(lambda: len(AL.json_records(log)[0]) >= loop.total,
+                   ptest.bound(5))
+    recs, bad = AL.json_records(log)
+    _, partial = AL.read_lines(log)
+    t.check(loop.good == 1600 and not bad and not partial and
+            len(recs) == loop.total and
+            {r["worker"] for r in recs} == {0, 1},
+            "two workers, four clients, one file: 1600 records, every line "
+            "whole and parsing, from both workers",
+            lambda: [loop.summary(), "records %d, bad %d, partial %r" % (
+                len(recs), len(bad), partial[:100])] + bad[:5])
+    t.stop_portico(p)
+
+
+class Reader:
+    """Reads the FIFO in a thread while <reading> is set."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self.data = bytearray()
+        self.reading = threading.Event()
+        self.reading.set()
+        self.stopping = False
+        self.th = threading.Thread(target=self._run, daemon=True)
+        self.th.start()
+
+    def _run(self):
+        while not self.stopping:
+            if not self.reading.is_set():
+                time.sleep(0.01)
+                continue
+            try:
+                d = os.read(self.fd, 65536)
+            except OSError as e:
+                if e.errno != errno.EAGAIN:
+                    return
+                d = None
+            if d:
+                self.data += d
+            else:
+                time.sleep(0.005)
+
+    def records(self):
+        lines = bytes(self.data).split(b"\n")[:-1]
+        out, bad = [], []
+        import json
+        for ln in lines:
+            try:
+                out.append(json.loads(ln.decode("utf-8")))
+            except ValueError:
+                bad.append(ln[:200])
+        return out, bad
+
+    def close(self):
+        self.stopping = True
+        self.th.join(2)
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def timed(port, n):
+    t0 = time.monotonic()
+    ok = 0
+    for _ in range(n):
+        ok += ptest.echo_once(port, timeout=ptest.bound(5))[0]
+    return ok, time.monotonic() - t0
+
+
+def fifo(t, echo):
+    path = t.path("access.fifo")
+    os.mkfifo(path, 0o600)
+    rd = Reader(path)
+    t.at_exit(rd.close)
+    conf, port = tcp_conf(t, echo, 'file = "%s"; format = "json"; '
+                          'buffer = 16384; flush = 20;' % path, 1)
+    p = t.portico(conf)
+    w0 = p.workers()
+    ok1, t1 = timed(port, 200)
+    ptest.wait_for(lambda: len(rd.records()[0]) >= 200, ptest.bound(5))
+    rd.reading.clear()
+    time.sleep(0.1)
+    ok2, t2 = timed(port, 600)
+    t.check(ok1 == 200 and ok2 == 600 and t2 < 3 * 3 * t1 + ptest.bound(2),
+            "a FIFO nobody reads: 600 connections take about 3 times as "
+            "long as 200 did with a reader (no wait on the FIFO)",
+            "200 in %.2f s, then 600 in %.2f s" % (t1, t2))
+    time.sleep(0.3)
+    rd.reading.set()
+    ok3, _ = timed(port, 5)
+
+    def settled():
+        recs, _ = rd.records()
+        kept = [r for r in recs if "event" not in r]
+        dropped = sum(r.get("dropped", 0) for r in recs)
+        return len(kept) + dropped >= 805
+    ptest.wait_for(settled, ptest.bound(5))
+    recs, bad = rd.records()
+    kept = [r for r in recs if "event" not in r]
+    events = [r for r in recs if r.get("event") == "dropped"]
+    dropped = sum(r["dropped"] for r in events)
+    t.check(not bad and events and dropped > 0 and
+            len(kept) + dropped == 805 and ok3 == 5,
+            "the reader reads again: later records arrive, with a record "
+            "of how many were dropped; kept + dropped = 805 connections",
+            lambda: ["kept %d dropped %d events %s bad %d" % (
+                len(kept), dropped, events, len(bad))] + bad[:3])
+    # the reader goes away: EPIPE, the worker lives on
+    rd.close()
+    ok4, _ = timed(port, 20)
+    t.check(ok4 == 20 and p.workers() == w0,
+            "the FIFO's reader gone (EPIPE): 20 more connections served, "
+            "the worker unchanged", lambda: ptest.tail(p.log(), 10))
+    rc = t.stop_portico(p)
+    tot = p.log_lines(r"master: totals: ")
+    m = re.search(r"accesslog_dropped=(\d+)", tot[-1]) if tot else None
+    t.check(rc == 0 and m is not None and int(m.group(1)) >= dropped + 20,
+            "the totals count the dropped records (those reported, and the "
+            "20 the reader never took)", lambda: tot[-1:] +
+            ["reported %d" % dropped])
+
+
+def main(t):
+    why = AL.missing()
+    if why:
+        t.skip("accesslog sinks", why)
+        return
+    echo = t.echo_server()
+    whole_lines(t, echo)
+    fifo(t, echo)
+
+
+if __name__ == "__main__":
+    ptest.Test("accesslog_sinks").run(main)
