@@ -13,6 +13,10 @@ file:
 - when run as root: workers as nobody, the log in a directory only root
   may write to; the rename and SIGUSR1 still give a new file (created by
   the master, owned by nobody) that the workers write to;
+- the shipped etc/logrotate.d/portico, its paths pointed at the test's
+  directory, run by the real logrotate -f under load: the log is renamed
+  (access.log.1), the postrotate SIGUSR1 gives a new file, and every
+  connection has exactly one record across the two;
 - flush = 10000 ms (records wait in the buffers): SIGUSR1 flushes them
   into the renamed file at once; a reload (SIGHUP) flushes the old
   workers' records at once (the drain hook); a graceful stop (SIGQUIT)
@@ -101,6 +105,47 @@ def rotation(t, echo):
     workers = {r["worker"] for r in recs}
     t.check(workers == {0, 1}, "both workers wrote records",
             str(workers))
+
+
+def with_logrotate(t, echo):
+    if not AL.have("logrotate"):
+        t.diag("logrotate not installed: etc/logrotate.d/portico not run")
+        return
+    logdir = t.path("lr")
+    os.mkdir(logdir, 0o755)
+    log = os.path.join(logdir, "access.log")
+    p, port = start(t, echo, log, name="lr.conf")
+    with open(os.path.join(ptest.SRCDIR, "etc", "logrotate.d",
+                           "portico")) as f:
+        rule = f.read()
+    rule = rule.replace("/var/log/portico", logdir).replace(
+        "/run/portico.pid", t.path("portico.pid"))
+    rconf = t.path("logrotate.conf")
+    ptest.write_file(rconf, rule)
+    os.chmod(rconf, 0o644)
+    loop = ptest.ClientLoop(port, threads=2, per_thread=10 ** 6,
+                            max_per_thread=2000, max_seconds=ptest.bound(20),
+                            pause=0.002).start()
+    ptest.wait_for(lambda: size(log) > 0, ptest.bound(5))
+    import subprocess
+    cp = subprocess.run(["logrotate", "-f", "-s", t.path("lr.state"), rconf],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        timeout=ptest.bound(30))
+    got = ptest.wait_for(lambda: size(log) > 0, ptest.bound(5))
+    time.sleep(0.3)
+    loop.stop_now.set()
+    loop.join(ptest.bound(20))
+    t.stop_portico(p)
+    recs, bad = records(log + ".1", log)
+    keys = {(r["worker"], r["txn"]) for r in recs}
+    t.check(cp.returncode == 0 and got and os.path.exists(log + ".1") and
+            not bad and len(recs) == loop.total == len(keys) and
+            len(records(log)[0]) > 0,
+            "etc/logrotate.d/portico run by logrotate -f under load: "
+            "access.log.1 and a new access.log, one record per connection "
+            "across the two", lambda: [cp.stderr.decode(), loop.summary(),
+                                       "records %d unique %d" % (
+                                           len(recs), len(keys))])
 
 
 def as_nobody(t, echo):
@@ -202,6 +247,7 @@ def main(t):
         return
     echo = t.echo_server()
     rotation(t, echo)
+    with_logrotate(t, echo)
     flushes(t, echo)
     as_nobody(t, echo)
 
