@@ -147,7 +147,7 @@ al_log(struct pt_conn *conn, struct pt_req *req, void *modctx)
 			last = &ac->logs[i].fmt;
 			len = al_fmt(last, &r, line, sizeof(line));
 		}
-		al_sink_add(&al_w.sinks[i], line, len);
+		al_sink_add(&al_w.sinks[i], line, len, r.wall_ms);
 	}
 	pt_counter_add(ac->ctr_records, 1);
 	return PT_VERDICT_CONTINUE;

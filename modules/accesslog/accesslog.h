@@ -22,7 +22,7 @@
 #define AL_FLUSH_DEFAULT	100		/* ms */
 #define AL_SYSLOG_DEFAULT	"/dev/log"
 /* Room kept for a record's syslog header. */
-#define AL_HDR_MAX		160
+#define AL_HDR_MAX		192
 /* The User-Agent and Referer kept from AUTH for LOG, in raw bytes. */
 #define AL_HDR_KEEP		256
 
@@ -75,6 +75,11 @@ struct al_sink {
 	int			 worker;
 	pid_t			 pid;
 	char			 host[64];	/* RFC 5424 HOSTNAME */
+	/* The syslog header of the second hdr_sec (al_syslog_hdr). */
+	time_t			 hdr_sec;
+	char			 hdr[AL_HDR_MAX];
+	char			 hdr_tail[AL_HDR_MAX];
+	size_t			 hdr_len, tail_len;
 	const struct al_conf	*ac;
 };
 
@@ -109,11 +114,12 @@ int		 al_sink_init(struct al_sink *s, const struct al_conf *ac,
 void		 al_sink_fini(struct al_sink *s);
 /*
  * Worker: queues one record (<line> ending in '\n'; a syslog sink puts
- * its header before it). Never blocks: when the buffer has no room even
+ * its header, of the time <wall_ms>, before it). Never blocks: when the buffer has no room even
  * after a non-blocking write, the record is dropped and counted.
  * Returns false then.
  */
-bool		 al_sink_add(struct al_sink *s, const char *line, size_t len);
+bool		 al_sink_add(struct al_sink *s, const char *line, size_t len,
+		    uint64_t wall_ms);
 /* Worker: writes what it can now, without blocking. */
 void		 al_sink_flush(struct al_sink *s);
 /* Worker, SIGUSR1: flushes, then opens the file again by its path; on

@@ -64,6 +64,94 @@ al_printf(struct al_out *o, const char *fmt, ...)
 	    o->cap - 1 - o->len;
 }
 
+/* Decimal digits of <v>, without printf (a record has a dozen numbers). */
+static void
+al_put_u64(struct al_out *o, uint64_t v)
+{
+	char	 buf[20];
+	size_t	 n = sizeof(buf);
+
+	do
+		buf[--n] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	al_put(o, buf + n, sizeof(buf) - n);
+}
+
+static void
+al_put_int(struct al_out *o, int v)
+{
+	if (v < 0) {
+		al_putc(o, '-');
+		al_put_u64(o, (uint64_t)-(int64_t)v);
+	} else
+		al_put_u64(o, (uint64_t)v);
+}
+
+/* <v> in exactly <w> digits, zero-padded (v < 10^w). */
+static void
+al_put_digits(struct al_out *o, unsigned v, int w)
+{
+	char	 buf[10];
+	int	 i;
+
+	for (i = w - 1; i >= 0; i--) {
+		buf[i] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	al_put(o, buf, (size_t)w);
+}
+
+/*
+ * Bytes each escaper copies as they are, so runs of them go in one
+ * memcpy: JSON (printable ASCII but '"' and '\\'), quoted (the same),
+ * squid (printable ASCII but the space).
+ */
+static bool
+al_safe_json(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
+static bool
+al_safe_squid(unsigned char c)
+{
+	return c > 0x20 && c < 0x7f;
+}
+
+/* The length of the run of bytes from <i> that <safe> accepts. */
+static size_t
+al_run(const unsigned char *u, size_t i, size_t len,
+    bool (*safe)(unsigned char), bool space_unsafe)
+{
+	size_t	 j = i;
+
+	while (j < len && safe(u[j]) && !(space_unsafe && u[j] == ' '))
+		j++;
+	return j - i;
+}
+
+/* Copies the run u[i..i+n) within the field's budget; returns how many
+ * bytes went (fewer than <n>: the field is cut there). */
+static size_t
+al_put_run(struct al_out *o, size_t start, size_t budget, const char *s,
+    size_t n, bool last)
+{
+	size_t	 used = o->len - start, k, capk;
+
+	if (o->len + n + 3 <= o->cap - 1 && used + n + (last ? 0 : 3) <= budget) {
+		al_put(o, s, n);
+		return n;
+	}
+	k = budget > used + 3 ? budget - used - 3 : 0;
+	capk = o->cap - 1 - o->len > 3 ? o->cap - 1 - o->len - 3 : 0;
+	if (k > capk)
+		k = capk;
+	if (k > n)
+		k = n;
+	al_put(o, s, k);
+	return k;
+}
+
 /* The length of the valid UTF-8 sequence at <s> (RFC 3629: no overlong
  * forms, no surrogates, nothing above U+10FFFF), or 0. */
 static size_t
@@ -147,6 +235,13 @@ al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
 	const char		*piece;
 
 	while (i < len) {
+		if ((n = al_run(u, i, len, al_safe_json, false)) > 0) {
+			if (al_put_run(o, start, budget, s + i, n, i + n == len) <
+			    n)
+				break;
+			i += n;
+			continue;
+		}
 		n = 1;
 		piece = esc;
 		if (u[i] == '"' || u[i] == '\\') {
@@ -192,10 +287,18 @@ al_put_quoted(struct al_out *o, const char *s, size_t len, size_t budget,
     bool space)
 {
 	const unsigned char	*u = (const unsigned char *)s;
-	size_t			 start = o->len, i;
+	size_t			 start = o->len, i, n, k;
 	char			 esc[5];
 
 	for (i = 0; i < len; i++) {
+		if ((n = al_run(u, i, len, al_safe_json, space)) > 0) {
+			k = al_put_run(o, start, budget, s + i, n, i + n == len);
+			i += k;
+			if (k < n)
+				break;
+			i--;
+			continue;
+		}
 		if (u[i] < 0x20 || u[i] >= 0x7f || u[i] == '"' ||
 		    u[i] == '\\' || (space && u[i] == ' ')) {
 			if (!al_fits(o, start, budget, 4, i + 1 == len))
@@ -219,10 +322,18 @@ void
 al_put_squid(struct al_out *o, const char *s, size_t len, size_t budget)
 {
 	const unsigned char	*u = (const unsigned char *)s;
-	size_t			 start = o->len, i;
+	size_t			 start = o->len, i, n, k;
 	char			 esc[3];
 
 	for (i = 0; i < len; i++) {
+		if ((n = al_run(u, i, len, al_safe_squid, false)) > 0) {
+			k = al_put_run(o, start, budget, s + i, n, i + n == len);
+			i += k;
+			if (k < n)
+				break;
+			i--;
+			continue;
+		}
 		if (u[i] <= 0x20 || u[i] >= 0x7f) {
 			if (!al_fits(o, start, budget, 3, i + 1 == len))
 				break;
@@ -328,6 +439,19 @@ al_is_denied(const struct al_rec *r)
 	return st == 403 || st == 407;
 }
 
+/* Dotted quad without inet_ntop, which goes through sprintf. */
+static void
+al_put_v4(struct al_out *o, const unsigned char *b)
+{
+	int	 i;
+
+	for (i = 0; i < 4; i++) {
+		if (i > 0)
+			al_putc(o, '.');
+		al_put_u64(o, b[i]);
+	}
+}
+
 /* An address as text, without its port; "-" for none. */
 static void
 al_put_addr(struct al_out *o, const struct sockaddr_storage *ss)
@@ -339,14 +463,17 @@ al_put_addr(struct al_out *o, const struct sockaddr_storage *ss)
 		al_putc(o, '-');
 		return;
 	}
-	if (ss->ss_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
-		    buf, sizeof(buf));
-	else if (ss->ss_family == AF_INET6 &&
-	    IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
-		inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], buf,
-		    sizeof(buf));
-	else if (ss->ss_family == AF_INET6)
+	if (ss->ss_family == AF_INET) {
+		al_put_v4(o, (const unsigned char *)
+		    &((const struct sockaddr_in *)ss)->sin_addr);
+		return;
+	}
+	if (ss->ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		al_put_v4(o, &s6->sin6_addr.s6_addr[12]);
+		return;
+	}
+	if (ss->ss_family == AF_INET6)
 		inet_ntop(AF_INET6, &s6->sin6_addr, buf, sizeof(buf));
 	else
 		strcpy(buf, "-");
@@ -411,10 +538,45 @@ al_target(const struct al_fmt_opts *o, const struct al_rec *r, char *buf,
 	if (v6)
 		al_putc(&t, ']');
 	if (!http || r->port != 80)
-		al_printf(&t, ":%u", (unsigned)r->port);
+	{
+		al_putc(&t, ':');
+		al_put_u64(&t, r->port);
+	}
 	if (http)
 		al_put(&t, path.ptr, path.len);
 	return t.len;
+}
+
+/* %03d of a status (0 to 999; others as they are). */
+static void
+al_put_status(struct al_out *o, int st)
+{
+	if (st >= 0 && st < 1000)
+		al_put_digits(o, (unsigned)st, 3);
+	else
+		al_put_int(o, st);
+}
+
+/* "1796121373.045     89 ": Unix time with ms, the duration right-aligned
+ * in 6 columns (Squid's %ts.%03tu %6tr). */
+static void
+al_squid_time(struct al_out *o, uint64_t wall_ms, uint64_t dur)
+{
+	char	 buf[24];
+	size_t	 n = sizeof(buf);
+	uint64_t v = dur;
+
+	al_put_u64(o, wall_ms / 1000);
+	al_putc(o, '.');
+	al_put_digits(o, (unsigned)(wall_ms % 1000), 3);
+	al_putc(o, ' ');
+	do
+		buf[--n] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (sizeof(buf) - n < 6)
+		buf[--n] = ' ';
+	al_put(o, buf + n, sizeof(buf) - n);
+	al_putc(o, ' ');
 }
 
 static void
@@ -437,10 +599,15 @@ al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
 		code = "TCP_MISS";
 	/* Squid's own layout (logformat squid):
 	 * %ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt */
-	al_printf(o, "%" PRIu64 ".%03u %6" PRIu64 " ", r->wall_ms / 1000,
-	    (unsigned)(r->wall_ms % 1000), r->duration_ms);
+	al_squid_time(o, r->wall_ms, r->duration_ms);
 	al_put_addr(o, r->peer);
-	al_printf(o, " %s/%03d %" PRIu64 " ", code, st, r->bytes_out);
+	al_putc(o, ' ');
+	al_puts(o, code);
+	al_putc(o, '/');
+	al_put_status(o, st);
+	al_putc(o, ' ');
+	al_put_u64(o, r->bytes_out);
+	al_putc(o, ' ');
 	if (r->method.len > 0)
 		al_put_squid(o, r->method.ptr, r->method.len, AL_MAX_METHOD);
 	else {
@@ -468,19 +635,32 @@ al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_puts(o, " -");
 }
 
-/* [10/Oct/2000:13:55:36 -0700] */
+/* [10/Oct/2000:13:55:36 -0700], made once a second per thread. */
 static void
 al_clf_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
     struct al_out *o)
 {
-	struct tm	 tm;
-	long		 off;
+	static __thread time_t	 sec[2] = { -1, -1 };
+	static __thread char	 text[2][40];
+	static __thread size_t	 tlen[2];
+	time_t			 now = (time_t)(wall_ms / 1000);
+	int			 l = fo->local_time;
+	struct tm		 tm;
+	long			 off, a;
+	int			 n;
 
-	al_time((time_t)(wall_ms / 1000), fo->local_time, &tm, &off);
-	al_printf(o, "[%02d/%s/%04d:%02d:%02d:%02d %c%02ld%02ld]",
-	    tm.tm_mday, al_months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, off < 0 ? '-' : '+',
-	    (off < 0 ? -off : off) / 3600, ((off < 0 ? -off : off) / 60) % 60);
+	if (sec[l] != now) {
+		al_time(now, fo->local_time, &tm, &off);
+		a = off < 0 ? -off : off;
+		n = snprintf(text[l], sizeof(text[l]),
+		    "[%02d/%s/%04d:%02d:%02d:%02d %c%02ld%02ld]", tm.tm_mday,
+		    al_months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec, off < 0 ? '-' : '+', a / 3600,
+		    (a / 60) % 60);
+		tlen[l] = n > 0 ? (size_t)n : 0;
+		sec[l] = now;
+	}
+	al_put(o, text[l], tlen[l]);
 }
 
 static void
@@ -535,9 +715,10 @@ al_combined(const struct al_fmt_opts *fo, const struct al_rec *r,
 		break;
 	}
 status:
-	al_printf(o, "%03d ", st);
+	al_put_status(o, st);
+	al_putc(o, ' ');
 	if (r->bytes_out > 0)
-		al_printf(o, "%" PRIu64, r->bytes_out);
+		al_put_u64(o, r->bytes_out);
 	else
 		al_putc(o, '-');
 	al_puts(o, " \"");
@@ -554,31 +735,45 @@ status:
 	al_putc(o, '"');
 }
 
-/* 2026-12-01T10:36:13.123Z, or with the local offset (+01:00). */
+/* 2026-12-01T10:36:13.123Z, or with the local offset (+01:00); all but
+ * the milliseconds made once a second per thread. */
 static void
 al_iso_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
     struct al_out *o)
 {
-	struct tm	 tm;
-	long		 off;
+	static __thread time_t	 sec[2] = { -1, -1 };
+	static __thread char	 head[2][64], tail[2][16];
+	time_t			 now = (time_t)(wall_ms / 1000);
+	int			 l = fo->local_time;
+	struct tm		 tm;
+	long			 off, a;
 
-	al_time((time_t)(wall_ms / 1000), fo->local_time, &tm, &off);
-	al_printf(o, "%04d-%02d-%02dT%02d:%02d:%02d.%03u", tm.tm_year + 1900,
-	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-	    (unsigned)(wall_ms % 1000));
-	if (!fo->local_time)
-		al_putc(o, 'Z');
-	else
-		al_printf(o, "%c%02ld:%02ld", off < 0 ? '-' : '+',
-		    (off < 0 ? -off : off) / 3600,
-		    ((off < 0 ? -off : off) / 60) % 60);
+	if (sec[l] != now) {
+		al_time(now, fo->local_time, &tm, &off);
+		snprintf(head[l], sizeof(head[l]), "%04d-%02d-%02dT%02d:%02d:%02d",
+		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec);
+		a = off < 0 ? -off : off;
+		if (!fo->local_time)
+			strcpy(tail[l], "Z");
+		else
+			snprintf(tail[l], sizeof(tail[l]), "%c%02ld:%02ld",
+			    off < 0 ? '-' : '+', (a / 3600) % 100, (a / 60) % 60);
+		sec[l] = now;
+	}
+	al_puts(o, head[l]);
+	al_putc(o, '.');
+	al_put_digits(o, (unsigned)(wall_ms % 1000), 3);
+	al_puts(o, tail[l]);
 }
 
 static void
 al_json_str(struct al_out *o, const char *key, const char *s, size_t len,
     size_t budget)
 {
-	al_printf(o, ",\"%s\":", key);
+	al_puts(o, ",\"");
+	al_puts(o, key);
+	al_puts(o, "\":");
 	if (s == NULL || len == 0) {
 		al_puts(o, "null");
 		return;
@@ -601,16 +796,23 @@ al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_iso_time(fo, r->wall_ms, o);
 	al_puts(o, "\",\"client\":\"");
 	al_put_addr(o, r->peer);
-	al_printf(o, "\",\"client_port\":%u", al_port_of(r->peer));
+	al_puts(o, "\",\"client_port\":");
+	al_put_u64(o, al_port_of(r->peer));
 	al_json_str(o, "listener", r->listener,
 	    r->listener != NULL ? strlen(r->listener) : 0, AL_MAX_LISTENER);
 	al_json_str(o, "user", r->user.ptr, r->user.len, AL_MAX_USER);
-	al_printf(o, ",\"proto\":\"%s\"", al_proto_name(r->proto));
+	al_puts(o, ",\"proto\":\"");
+	al_puts(o, al_proto_name(r->proto));
+	al_putc(o, '"');
 	al_json_str(o, "method", r->method.ptr, r->method.len,
 	    AL_MAX_METHOD);
 	al_json_str(o, "target", tbuf, tlen, AL_MAX_TARGET);
-	al_printf(o, ",\"status\":%d,\"bytes_in\":%" PRIu64 ",\"bytes_out\":%"
-	    PRIu64, r->status, r->bytes_in, r->bytes_out);
+	al_puts(o, ",\"status\":");
+	al_put_int(o, r->status);
+	al_puts(o, ",\"bytes_in\":");
+	al_put_u64(o, r->bytes_in);
+	al_puts(o, ",\"bytes_out\":");
+	al_put_u64(o, r->bytes_out);
 	a = (struct al_out){ abuf, 0, sizeof(abuf) };
 	al_put_addr(&a, r->upstream);
 	if (a.len == 1 && abuf[0] == '-')
@@ -618,14 +820,18 @@ al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
 	else {
 		al_puts(o, ",\"upstream\":\"");
 		al_put(o, abuf, a.len);
-		al_printf(o, "\",\"upstream_port\":%u",
-		    al_port_of(r->upstream));
+		al_puts(o, "\",\"upstream_port\":");
+		al_put_u64(o, al_port_of(r->upstream));
 	}
-	al_printf(o, ",\"duration_ms\":%" PRIu64, r->duration_ms);
+	al_puts(o, ",\"duration_ms\":");
+	al_put_u64(o, r->duration_ms);
 	al_json_str(o, "label", r->label.ptr, r->label.len, AL_MAX_LABEL);
 	al_json_str(o, "error", r->error,
 	    r->error != NULL ? strlen(r->error) : 0, AL_MAX_ERROR);
-	al_printf(o, ",\"worker\":%d,\"txn\":%" PRIu64, r->worker, r->txn);
+	al_puts(o, ",\"worker\":");
+	al_put_int(o, r->worker);
+	al_puts(o, ",\"txn\":");
+	al_put_u64(o, r->txn);
 	al_json_str(o, "user_agent", r->ua.ptr, r->ua.len, AL_MAX_UA);
 	al_json_str(o, "referer", r->referer.ptr, r->referer.len,
 	    AL_MAX_REFERER);

@@ -103,6 +103,7 @@ al_sink_init(struct al_sink *s, const struct al_conf *ac,
 	s->fd = -1;
 	s->cap = lc->buffer;
 	s->pid = getpid();
+	s->hdr_sec = -1;
 	if (gethostname(s->host, sizeof(s->host) - 1) < 0 ||
 	    s->host[0] == '\0')
 		strcpy(s->host, "-");
@@ -302,45 +303,67 @@ al_sink_write_dgram(struct al_sink *s)
 }
 
 /*
- * The syslog header of a record sent now: the local form of RFC 3164
- * that syslog(3) sends to /dev/log ("<PRI>Mmm dd hh:mm:ss tag[pid]: "),
- * or RFC 5424 ("<PRI>1 TIMESTAMP HOST tag pid - - ").
+ * The syslog header of a record written at <ms>: the local form of RFC
+ * 3164 that syslog(3) sends to /dev/log ("<PRI>Mmm dd hh:mm:ss
+ * tag[pid]: "), or RFC 5424 ("<PRI>1 TIMESTAMP HOST tag pid - - "). Made
+ * once a second; RFC 5424's milliseconds are put in each time.
  */
 static size_t
-al_syslog_hdr(const struct al_sink *s, char *out, size_t cap)
+al_syslog_hdr(struct al_sink *s, uint64_t ms, char *out)
 {
 	static const char *const mon[12] = { "Jan", "Feb", "Mar", "Apr",
 	    "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 	const struct al_log_conf	*lc = s->lc;
-	uint64_t			 ms = al_wall_ms();
+	time_t				 sec = (time_t)(ms / 1000);
 	struct tm			 tm;
 	long				 off;
 	int				 pri = lc->facility * 8 + lc->severity;
-	int				 n;
+	int				 n, m;
+	unsigned			 frac = (unsigned)(ms % 1000);
 
-	if (lc->rfc5424) {
-		al_time((time_t)(ms / 1000), false, &tm, &off);
-		n = snprintf(out, cap, "<%d>1 %04d-%02d-%02dT%02d:%02d:%02d."
-		    "%03uZ %s %s %d - - ", pri, tm.tm_year + 1900,
-		    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		    tm.tm_sec, (unsigned)(ms % 1000), s->host, lc->tag,
-		    (int)s->pid);
-	} else {
-		al_time((time_t)(ms / 1000), true, &tm, &off);
-		n = snprintf(out, cap, "<%d>%s %2d %02d:%02d:%02d %s[%d]: ",
-		    pri, mon[tm.tm_mon], tm.tm_mday, tm.tm_hour, tm.tm_min,
-		    tm.tm_sec, lc->tag, (int)s->pid);
+	if (s->hdr_sec != sec || s->hdr_len == 0) {
+		if (lc->rfc5424) {
+			al_time(sec, false, &tm, &off);
+			n = snprintf(s->hdr, sizeof(s->hdr), "<%d>1 %04d-%02d-"
+			    "%02dT%02d:%02d:%02d.", pri, tm.tm_year + 1900,
+			    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			    tm.tm_sec);
+			m = snprintf(s->hdr_tail, sizeof(s->hdr_tail),
+			    "Z %s %s %d - - ", s->host, lc->tag, (int)s->pid);
+		} else {
+			al_time(sec, true, &tm, &off);
+			n = snprintf(s->hdr, sizeof(s->hdr), "<%d>%s %2d "
+			    "%02d:%02d:%02d %s[%d]: ", pri, mon[tm.tm_mon],
+			    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			    lc->tag, (int)s->pid);
+			m = 0;
+			s->hdr_tail[0] = '\0';
+		}
+		s->hdr_len = n > 0 && (size_t)n < sizeof(s->hdr) ?
+		    (size_t)n : 0;
+		s->tail_len = m > 0 && (size_t)m < sizeof(s->hdr_tail) ?
+		    (size_t)m : 0;
+		s->hdr_sec = sec;
 	}
-	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+	memcpy(out, s->hdr, s->hdr_len);
+	n = (int)s->hdr_len;
+	if (lc->rfc5424) {
+		out[n++] = (char)('0' + frac / 100);
+		out[n++] = (char)('0' + frac / 10 % 10);
+		out[n++] = (char)('0' + frac % 10);
+		memcpy(out + n, s->hdr_tail, s->tail_len);
+		n += (int)s->tail_len;
+	}
+	return (size_t)n;
 }
 
 /* Appends one record (its syslog header first); the caller checked
  * there is room for AL_HDR_MAX + <len>. */
 static void
-al_sink_put(struct al_sink *s, const char *line, size_t len)
+al_sink_put(struct al_sink *s, const char *line, size_t len, uint64_t ms)
 {
 	if (s->lc->kind == AL_SYSLOG)
-		s->len += al_syslog_hdr(s, s->buf + s->len, AL_HDR_MAX);
+		s->len += al_syslog_hdr(s, ms, s->buf + s->len);
 	memcpy(s->buf + s->len, line, len);
 	s->len += len;
 }
@@ -354,10 +377,12 @@ al_sink_note_dropped(struct al_sink *s)
 
 	if (s->dropped == 0 || s->cap - s->len < AL_REC_MAX + AL_HDR_MAX)
 		return;
-	n = al_fmt_dropped(&s->lc->fmt, al_wall_ms(), s->worker, s->dropped,
-	    line, sizeof(line));
+	uint64_t ms = al_wall_ms();
+
+	n = al_fmt_dropped(&s->lc->fmt, ms, s->worker, s->dropped, line,
+	    sizeof(line));
 	s->dropped = 0;
-	al_sink_put(s, line, n);
+	al_sink_put(s, line, n, ms);
 }
 
 void
@@ -421,7 +446,7 @@ al_sink_on_timer(struct pt_timer *t, void *arg)
 }
 
 bool
-al_sink_add(struct al_sink *s, const char *line, size_t len)
+al_sink_add(struct al_sink *s, const char *line, size_t len, uint64_t ms)
 {
 	size_t	 need = len + (s->lc->kind == AL_SYSLOG ? AL_HDR_MAX : 0);
 
@@ -436,7 +461,7 @@ al_sink_add(struct al_sink *s, const char *line, size_t len)
 			return false;
 		}
 	}
-	al_sink_put(s, line, len);
+	al_sink_put(s, line, len, ms);
 	if (s->len >= s->cap / 2)
 		al_sink_flush(s);
 	else
