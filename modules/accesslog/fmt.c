@@ -492,7 +492,8 @@ al_port_of(const struct sockaddr_storage *ss)
 	return 0;
 }
 
-/* The path, without its query string when the options say so. */
+/* The path, without its query string when the options say so: the '?'
+ * stays, as Squid's strip_query_terms leaves it. */
 static struct pt_str
 al_path(const struct al_fmt_opts *o, const struct al_rec *r)
 {
@@ -501,7 +502,7 @@ al_path(const struct al_fmt_opts *o, const struct al_rec *r)
 
 	if (!o->query && p.len > 0 &&
 	    (q = memchr(p.ptr, '?', p.len)) != NULL)
-		p.len = (size_t)(q - p.ptr);
+		p.len = (size_t)(q - p.ptr) + 1;
 	return p;
 }
 

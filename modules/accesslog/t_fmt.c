@@ -261,7 +261,7 @@ test_accesslog_squid_get(void)
 	    "http://example.org/a/b?q=1 alice HIER_DIRECT/198.51.100.9 -\n");
 	CU_ASSERT_STRING_EQUAL(t_fmt(AL_FMT_SQUID, &r, false),
 	    "1796121373.045     89 192.0.2.7 TCP_MISS/200 1312 GET "
-	    "http://example.org/a/b alice HIER_DIRECT/198.51.100.9 -\n");
+	    "http://example.org/a/b? alice HIER_DIRECT/198.51.100.9 -\n");
 }
 
 static void

@@ -149,8 +149,9 @@ def main(t):
             "User-Agent, time in UTC", lambda: [str(cl)])
     q = AL.wait_json(qlog, lambda rs: len(rs) >= 1)
     t.check(len(q) == 1 and q[0].get("target") ==
-            "http://127.0.0.1:%d/len" % origin.port,
-            "query = false: the query string is left out",
+            "http://127.0.0.1:%d/len?" % origin.port,
+            "query = false: the query string is left out (the '?' stays, "
+            "as with Squid's strip_query_terms)",
             lambda: [str(q)])
 
     # -- curl ----------------------------------------------------------
