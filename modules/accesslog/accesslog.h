@@ -72,6 +72,7 @@ struct al_sink {
 	struct pt_io		 io;
 	bool			 io_on;		/* waiting for EPOLLOUT */
 	bool			 failing;	/* an error was logged */
+	bool			 torn;		/* the file ends in a cut line */
 	int			 worker;
 	pid_t			 pid;
 	char			 host[64];	/* RFC 5424 HOSTNAME */

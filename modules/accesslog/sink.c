@@ -257,14 +257,36 @@ al_whole_lines(const char *buf, size_t len, size_t max)
 static ssize_t
 al_sink_write_fd(struct al_sink *s)
 {
-	size_t	 n = s->stream ? al_whole_lines(s->buf, s->len, PIPE_BUF) :
-		    s->len;
-	ssize_t	 w;
+	size_t		 n = s->stream ? al_whole_lines(s->buf, s->len,
+			    PIPE_BUF) : s->len;
+	ssize_t		 w;
+	const char	*nl;
 
+	/* A short write (a full file system) left a line cut: end it before
+	 * anything else, so the next record starts a line of its own. */
+	if (s->torn) {
+		do
+			w = write(s->fd, "\n", 1);
+		while (w < 0 && errno == EINTR);
+		if (w < 0)
+			return -errno;
+		s->torn = false;
+	}
 	do
 		w = write(s->fd, s->buf, n);
 	while (w < 0 && errno == EINTR);
-	return w < 0 ? -errno : w;
+	if (w < 0)
+		return -errno;
+	if (!s->stream && (size_t)w < n && w > 0 && s->buf[w - 1] != '\n') {
+		/* The rest of the cut record cannot join its start any more:
+		 * it is dropped, and counted. */
+		nl = memchr(s->buf + w, '\n', s->len - (size_t)w);
+		w = nl != NULL ? nl - s->buf + 1 : (ssize_t)s->len;
+		s->torn = true;
+		s->dropped++;
+		pt_counter_add(s->ac->ctr_dropped, 1);
+	}
+	return w;
 }
 
 /* One datagram per record, a batch per call. Returns bytes taken, or

@@ -14,7 +14,13 @@ stops reading:
   arrive with a record saying how many were dropped: kept + dropped is
   every connection; the master's totals say the same number;
 - the FIFO's reader goes away (EPIPE): the worker lives on, connections
-  are served.
+  are served;
+- as root, a file on a 64 KiB tmpfs that fills up: connections go
+  through as fast as before, the error log says why records are not
+  written, and once there is room again (the file truncated) the next
+  records arrive with the count of those dropped: whole records before
+  and after, plus the dropped ones, are every connection; at most one
+  line (the one the full disk cut) does not parse.
 """
 import errno
 import os
@@ -167,6 +173,75 @@ def fifo(t, echo):
             ["reported %d" % dropped])
 
 
+def full_fs(t, echo):
+    import subprocess
+    if os.geteuid() != 0:
+        t.skip("a log on a full file system", "needs root", need="root")
+        return
+    mnt = t.path("small")
+    os.mkdir(mnt)
+    cp = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                         mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if cp.returncode != 0:
+        t.skip("a log on a full file system", "cannot mount a tmpfs: not "
+               "root enough here (%s)" % cp.stderr.decode().strip(),
+               need="root")
+        return
+    t.at_exit(lambda: subprocess.run(["umount", "-l", mnt]))
+    log = os.path.join(mnt, "access.log")
+    conf, port = tcp_conf(t, echo, 'file = "%s"; format = "json"; '
+                          'buffer = 16384; flush = 20;' % log, 1)
+    p = t.portico(conf, conf_name="full.conf")
+    ok1, t1 = timed(port, 100)
+    ok2, t2 = timed(port, 400)
+    t.check(ok1 == 100 and ok2 == 400 and t2 < 3 * 4 * t1 + ptest.bound(2),
+            "a full file system: 400 connections take about 4 times as long "
+            "as 100 did with room", "100 in %.2f s, then 400 in %.2f s" %
+            (t1, t2))
+    t.check(bool(p.wait_log(r"accesslog: write .*No space left",
+                            timeout=ptest.bound(3))),
+            "the error log says the log cannot be written (ENOSPC)",
+            lambda: ptest.tail(p.log(), 10))
+
+    def parse(data):
+        good, bad = [], 0
+        for ln in data.split(b"\n")[:-1]:
+            if not ln:
+                continue
+            try:
+                good.append(json.loads(ln.decode("utf-8")))
+            except ValueError:
+                bad += 1
+        return good, bad
+    import json
+    with open(log, "rb") as f:
+        before = f.read()
+    os.truncate(log, 0)
+    ok3, _ = timed(port, 20)
+
+    def after():
+        with open(log, "rb") as f:
+            return parse(f.read())
+    g1, b1 = parse(before)
+
+    def settled():
+        g = g1 + after()[0]
+        return len([r for r in g if "event" not in r]) + \
+            sum(r.get("dropped", 0) for r in g) >= 520
+    ptest.wait_for(settled, ptest.bound(5))
+    g2, b2 = after()
+    kept = [r for r in g1 + g2 if "event" not in r]
+    dropped = sum(r.get("dropped", 0) for r in g1 + g2)
+    t.check(ok3 == 20 and dropped > 0 and b1 + b2 <= 1 and
+            len(kept) + dropped == 520,
+            "room again: later records and a dropped count arrive; whole "
+            "records + dropped = 520 connections, at most one cut line",
+            "kept %d (%d before, %d after), dropped %d, cut %d" % (
+                len(kept), len([r for r in g1 if "event" not in r]),
+                len([r for r in g2 if "event" not in r]), dropped, b1 + b2))
+    t.stop_portico(p)
+
+
 def main(t):
     why = AL.missing()
     if why:
@@ -175,6 +250,7 @@ def main(t):
     echo = t.echo_server()
     whole_lines(t, echo)
     fifo(t, echo)
+    full_fs(t, echo)
 
 
 if __name__ == "__main__":
