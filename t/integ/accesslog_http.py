@@ -22,6 +22,7 @@ three logs at once: JSON, squid and combined, each to its own file.
   gives back each valid byte, the squid and combined lines stay one line
   with their fields;
 - query = false: the query string is not in that log's target;
+- a listener with accesslog = { enabled = false; }: served, not logged;
 - `portico -t` refuses a bad log entry, naming the file and the line of
   the setting at fault;
 - records are in the files soon after the requests (the flush timer),
@@ -75,9 +76,16 @@ def main(t):
                      'file = "%s"; format = "squid";' % slog,
                      'file = "%s"; format = "combined";' % clog,
                      'file = "%s"; format = "json"; query = false;' % qlog])
-    conf = AL.conf(t, [AL.listener("web", port)], [mod])
+    quiet = ptest.free_port()
+    conf = AL.conf(t, [AL.listener("web", port),
+                       AL.listener("quiet", quiet,
+                                   extra="accesslog = { enabled = false; }; ")],
+                   [mod])
     p = t.portico(conf)
     w0 = p.workers()
+    # a listener that opted out: served, never logged
+    qst, _, _, _ = raw_get(quiet, ("http://127.0.0.1:%d/len?n=1&tag=quiet" %
+                                   origin.port).encode(), [])
 
     # -- one GET, every field ------------------------------------------
     url = ("http://127.0.0.1:%d/len?n=1000&tag=get1" % origin.port).encode()
@@ -242,6 +250,12 @@ def main(t):
             "quotes and bytes >= 0x80 as \\xHH; the unparsed request's "
             "request line is \"-\"", lambda: cl)
 
+    recs = AL.transactions(AL.json_records(jlog)[0])
+    t.check(qst == 200 and not [r for r in recs
+                                if r.get("listener") == "quiet"] and
+            not [ln for ln in AL.squid_lines(slog) if "tag=quiet" in ln],
+            "accesslog = { enabled = false; } on a listener: its request "
+            "is served and logged nowhere", "status %s" % qst)
     H.finish(t, p, w0)
 
     # -- configuration errors ---------------------------------------------
