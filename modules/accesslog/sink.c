@@ -475,7 +475,10 @@ al_sink_add(struct al_sink *s, const char *line, size_t len, uint64_t ms)
 	if (s->buf == NULL)
 		return false;
 	if (s->cap - s->len < need) {
-		al_sink_flush(s);
+		/* A log that failed is tried again by its timer, not by every
+		 * record: a full disk must not cost a syscall per request. */
+		if (!s->failing)
+			al_sink_flush(s);
 		if (s->cap - s->len < need) {
 			s->dropped++;
 			pt_counter_add(s->ac->ctr_dropped, 1);
@@ -484,7 +487,7 @@ al_sink_add(struct al_sink *s, const char *line, size_t len, uint64_t ms)
 		}
 	}
 	al_sink_put(s, line, len, ms);
-	if (s->len >= s->cap / 2)
+	if (s->len >= s->cap / 2 && !s->failing)
 		al_sink_flush(s);
 	else
 		al_sink_arm(s);
