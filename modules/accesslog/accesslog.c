@@ -45,6 +45,7 @@ static struct {
 	struct al_sink		*sinks;
 	size_t			 n;
 	int			 id;
+	struct al_writer	*wr;	/* or NULL: no writer = "thread" log */
 } al_w;
 
 static char	 al_errbuf[512];
@@ -215,6 +216,16 @@ al_init_worker(struct pt_worker *w, void *ctx)
 		}
 		al_w.n = i + 1;
 	}
+	for (i = 0; i < ac->nlogs; i++)
+		if (ac->logs[i].thread) {
+			if ((rc = al_writer_start(&al_w.wr, al_w.sinks,
+			    al_w.n)) < 0) {
+				pt_log_err(PT_LOG_ERR, -rc, "accesslog: worker "
+				    "%d: writer thread", al_w.id);
+				return -1;
+			}
+			break;
+		}
 	return 0;
 }
 
@@ -225,6 +236,8 @@ al_exit_worker(struct pt_worker *w, void *ctx)
 
 	(void)w;
 	(void)ctx;
+	al_writer_stop(al_w.wr, AL_EXIT_WAIT_MS);
+	al_w.wr = NULL;
 	for (i = 0; i < al_w.n; i++)
 		al_sink_fini(&al_w.sinks[i]);
 	free(al_w.sinks);

@@ -21,6 +21,7 @@
 #define AL_BUFFER_MAX		(16 << 20)
 #define AL_FLUSH_DEFAULT	100		/* ms */
 #define AL_SYSLOG_DEFAULT	"/dev/log"
+#define AL_EXIT_WAIT_MS		200		/* at exit, for a slow reader */
 /* Room kept for a record's syslog header. */
 #define AL_HDR_MAX		192
 /* The User-Agent and Referer kept from AUTH for LOG, in raw bytes. */
@@ -45,6 +46,7 @@ struct al_log_conf {
 	int			 facility, severity;
 	char			*tag;
 	bool			 rfc5424;
+	bool			 thread;	/* writer = "thread" */
 	int			 line;		/* in the configuration */
 };
 
@@ -82,7 +84,21 @@ struct al_sink {
 	char			 hdr_tail[AL_HDR_MAX];
 	size_t			 hdr_len, tail_len;
 	const struct al_conf	*ac;
+	/* writer = "thread" (writer.c): obuf is the thread's while busy. */
+	struct al_writer	*wr;
+	char			*obuf;
+	size_t			 olen, ooff;	/* ooff: written so far */
+	uint64_t		 retry_at;	/* the thread's, after an error */
+	bool			 busy;		/* worker's */
+	bool			 t_done;	/* under wr->mu */
+	bool			 o_reopen;	/* reopen after obuf */
+	bool			 reopen_pending;
+	bool			 t_torn, t_failing;	/* the thread's */
+	uint64_t		 t_dropped, t_errors;	/* for the worker */
+	struct pt_post		 post;
 };
+
+struct al_writer;
 
 /* ---- accesslog_conf.c --------------------------------------------------- */
 
@@ -126,5 +142,40 @@ void		 al_sink_flush(struct al_sink *s);
 /* Worker, SIGUSR1: flushes, then opens the file again by its path; on
  * failure keeps the descriptor it had (logged). */
 void		 al_sink_reopen(struct al_sink *s);
+/* Worker: the timer that writes a buffer flush ms after its first
+ * record. */
+void		 al_sink_arm(struct al_sink *s);
+/* Worker: appends the dropped-records line when there is room. */
+void		 al_sink_note_dropped(struct al_sink *s);
+void		 al_sink_set_fd(struct al_sink *s, int fd);
+/* Any thread: Unix time in ms; a connected non-blocking socket to the
+ * syslog daemon (or -errno); the whole lines at the start of a buffer,
+ * at most <max> bytes; how many lines a buffer holds. */
+uint64_t	 al_wall_ms(void);
+int		 al_syslog_connect(const char *path);
+size_t		 al_whole_lines(const char *buf, size_t len, size_t max);
+size_t		 al_count_lines(const char *buf, size_t len);
+/* Any thread: one non-blocking write of whole lines to a file (one
+ * write) or a pipe (PIPE_BUF at most); bytes taken or -errno. A short
+ * write that cuts a line drops the line's rest (*cut counts it) and
+ * sets *torn, so the next write first ends the cut line. */
+ssize_t		 al_write_fd(int fd, bool stream, bool *torn, uint64_t *cut,
+		    const char *buf, size_t len);
+/* Any thread: the records of buf as datagrams (sendmmsg, a batch);
+ * bytes taken or -errno. */
+ssize_t		 al_write_dgram(int fd, const char *buf, size_t len);
+
+/* ---- writer.c ------------------------------------------------------------ */
+
+/* Worker, init_worker: a writer thread for the sinks of <sinks> whose log
+ * has writer = "thread" (each gets its second buffer). 0 or -errno. */
+int		 al_writer_start(struct al_writer **out, struct al_sink *sinks,
+		    size_t n);
+/* Worker: hands the sink's buffer to the thread unless it still has the
+ * other one (then the records wait, or are dropped when it is full). */
+void		 al_writer_handoff(struct al_sink *s);
+/* Worker, exit_worker: the buffers written (<wait_ms> at most for a sink
+ * that takes nothing), the thread joined; NULL is a no-op. */
+void		 al_writer_stop(struct al_writer *wr, unsigned wait_ms);
 
 #endif

@@ -29,7 +29,7 @@
 static const char *const al_top_keys[] = { "name", "path", "logs", NULL };
 static const char *const al_log_keys[] = {
 	"file", "stdout", "syslog", "format", "time", "query", "buffer",
-	"flush", "mode", "facility", "severity", "tag", "syslog_format", NULL
+	"flush", "mode", "writer", "facility", "severity", "tag", "syslog_format", NULL
 };
 
 static const char *const al_facilities[] = {
@@ -296,6 +296,13 @@ al_parse_log(const config_setting_t *g, struct al_log_conf *lc,
 	if (al_int(g, "mode", 0, 0777, &n, err, errsz, where_out) < 0)
 		return -1;
 	lc->mode = (unsigned)n;
+	if (al_str(g, "writer", &v, err, errsz, where_out) < 0)
+		return -1;
+	if (v != NULL && strcmp(v, "thread") != 0 && strcmp(v, "loop") != 0)
+		return al_err(err, errsz, where_out,
+		    config_setting_get_member(g, "writer"), "writer: "
+		    "\"thread\" or \"loop\"");
+	lc->thread = v == NULL || strcmp(v, "thread") == 0;
 	if (lc->kind != AL_FILE && config_setting_get_member(g, "mode"))
 		return al_err(err, errsz, where_out,
 		    config_setting_get_member(g, "mode"), "mode: for a file "
@@ -303,7 +310,7 @@ al_parse_log(const config_setting_t *g, struct al_log_conf *lc,
 	if (lc->kind == AL_SYSLOG)
 		return al_parse_syslog(g, lc, err, errsz, where_out);
 	for (i = 0; al_log_keys[i] != NULL; i++)
-		if (i >= 9 && config_setting_get_member(g, al_log_keys[i]))
+		if (i >= 10 && config_setting_get_member(g, al_log_keys[i]))
 			return al_err(err, errsz, where_out,
 			    config_setting_get_member(g, al_log_keys[i]),
 			    "%s: for a syslog log only", al_log_keys[i]);

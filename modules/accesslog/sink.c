@@ -38,7 +38,6 @@
 #include "modules/accesslog/accesslog.h"
 
 #define AL_BATCH	64		/* datagrams per sendmmsg */
-#define AL_EXIT_WAIT_MS	200		/* at exit, for a slow reader */
 
 static void	al_sink_on_timer(struct pt_timer *t, void *arg);
 
@@ -48,7 +47,7 @@ al_sink_name(const struct al_sink *s)
 	return s->lc->kind == AL_STDOUT ? "stdout" : s->lc->path;
 }
 
-static uint64_t
+uint64_t
 al_wall_ms(void)
 {
 	struct timespec	 ts;
@@ -57,8 +56,7 @@ al_wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* A connected, non-blocking datagram socket to the syslog daemon. */
-static int
+int
 al_syslog_connect(const char *path)
 {
 	struct sockaddr_un	 sun;
@@ -80,7 +78,7 @@ al_syslog_connect(const char *path)
 	return fd;
 }
 
-static void
+void
 al_sink_set_fd(struct al_sink *s, int fd)
 {
 	struct stat	 st;
@@ -113,6 +111,8 @@ al_sink_init(struct al_sink *s, const struct al_conf *ac,
 		al_sink_set_fd(s, lc->fd);
 		return 0;
 	}
+	if (lc->thread)
+		return 0;	/* the writer thread connects */
 	/* No daemon yet is not fatal: records wait in the buffer (then
 	 * are dropped and counted) and each flush tries again. */
 	if ((fd = al_syslog_connect(lc->path)) < 0) {
@@ -124,11 +124,11 @@ al_sink_init(struct al_sink *s, const struct al_conf *ac,
 	return 0;
 }
 
-static size_t
-al_lines(const struct al_sink *s)
+size_t
+al_count_lines(const char *buf, size_t len)
 {
 	size_t		 n = 0;
-	const char	*p = s->buf, *end = s->buf + s->len;
+	const char	*p = buf, *end = buf + len;
 
 	while (p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
 		n++;
@@ -158,6 +158,10 @@ al_sink_fini(struct al_sink *s)
 	if (s->timer_on)
 		pt_timer_stop(&s->timer);
 	s->timer_on = false;
+	if (s->lc->thread) {
+		/* al_writer_stop wrote what it could. */
+		goto release;
+	}
 	/* The worker is leaving: a slow reader gets a short grace, so
 	 * that a graceful stop loses nothing a live reader would take. */
 	until = al_wall_ms() + AL_EXIT_WAIT_MS;
@@ -172,9 +176,10 @@ al_sink_fini(struct al_sink *s)
 		al_sink_flush(s);
 		al_sink_io_stop(s);
 	}
+release:
 	/* What a dead reader never took is lost: counted, one a line. */
 	if (s->len > 0)
-		pt_counter_add(s->ac->ctr_dropped, (int64_t)al_lines(s));
+		pt_counter_add(s->ac->ctr_dropped, (int64_t)al_count_lines(s->buf, s->len));
 	if (s->lc->kind == AL_SYSLOG && s->fd >= 0)
 		close(s->fd);
 	free(s->buf);
@@ -211,7 +216,7 @@ al_sink_wait(struct al_sink *s)
 	s->io_on = true;
 }
 
-static void
+void
 al_sink_arm(struct al_sink *s)
 {
 	if (!s->timer_on && !s->io_on) {
@@ -241,8 +246,7 @@ al_sink_recovered(struct al_sink *s)
 	}
 }
 
-/* The prefix of buf[0..len) holding whole lines, at most <max> bytes. */
-static size_t
+size_t
 al_whole_lines(const char *buf, size_t len, size_t max)
 {
 	const char	*nl;
@@ -253,46 +257,57 @@ al_whole_lines(const char *buf, size_t len, size_t max)
 	return nl != NULL ? (size_t)(nl - buf) + 1 : max;
 }
 
-/* Writes to a file, pipe or FIFO. Returns bytes taken, or -errno. */
-static ssize_t
-al_sink_write_fd(struct al_sink *s)
+ssize_t
+al_write_fd(int fd, bool stream, bool *torn, uint64_t *cut, const char *buf,
+    size_t len)
 {
-	size_t		 n = s->stream ? al_whole_lines(s->buf, s->len,
-			    PIPE_BUF) : s->len;
+	size_t		 n = stream ? al_whole_lines(buf, len, PIPE_BUF) : len;
 	ssize_t		 w;
 	const char	*nl;
 
 	/* A short write (a full file system) left a line cut: end it before
 	 * anything else, so the next record starts a line of its own. */
-	if (s->torn) {
+	if (*torn) {
 		do
-			w = write(s->fd, "\n", 1);
+			w = write(fd, "\n", 1);
 		while (w < 0 && errno == EINTR);
 		if (w < 0)
 			return -errno;
-		s->torn = false;
+		*torn = false;
 	}
 	do
-		w = write(s->fd, s->buf, n);
+		w = write(fd, buf, n);
 	while (w < 0 && errno == EINTR);
 	if (w < 0)
 		return -errno;
-	if (!s->stream && (size_t)w < n && w > 0 && s->buf[w - 1] != '\n') {
+	if (!stream && (size_t)w < n && w > 0 && buf[w - 1] != '\n') {
 		/* The rest of the cut record cannot join its start any more:
 		 * it is dropped, and counted. */
-		nl = memchr(s->buf + w, '\n', s->len - (size_t)w);
-		w = nl != NULL ? nl - s->buf + 1 : (ssize_t)s->len;
-		s->torn = true;
-		s->dropped++;
-		pt_counter_add(s->ac->ctr_dropped, 1);
+		nl = memchr(buf + w, '\n', len - (size_t)w);
+		w = nl != NULL ? nl - buf + 1 : (ssize_t)len;
+		*torn = true;
+		(*cut)++;
 	}
 	return w;
 }
 
-/* One datagram per record, a batch per call. Returns bytes taken, or
- * -errno (nothing was taken). */
+/* Writes to a file, pipe or FIFO. Returns bytes taken, or -errno. */
 static ssize_t
-al_sink_write_dgram(struct al_sink *s)
+al_sink_write_fd(struct al_sink *s)
+{
+	uint64_t	 cut = 0;
+	ssize_t		 w;
+
+	w = al_write_fd(s->fd, s->stream, &s->torn, &cut, s->buf, s->len);
+	if (cut > 0) {
+		s->dropped += cut;
+		pt_counter_add(s->ac->ctr_dropped, (int64_t)cut);
+	}
+	return w;
+}
+
+ssize_t
+al_write_dgram(int fd, const char *buf, size_t len)
 {
 	struct mmsghdr	 msgs[AL_BATCH];
 	struct iovec	 iov[AL_BATCH];
@@ -302,18 +317,18 @@ al_sink_write_dgram(struct al_sink *s)
 	ssize_t		 taken = 0;
 
 	memset(msgs, 0, sizeof(msgs));
-	while (n < AL_BATCH && off < s->len) {
-		nl = memchr(s->buf + off, '\n', s->len - off);
-		lens[n] = nl != NULL ? (size_t)(nl - (s->buf + off)) + 1 :
-		    s->len - off;
-		iov[n].iov_base = s->buf + off;
+	while (n < AL_BATCH && off < len) {
+		nl = memchr(buf + off, '\n', len - off);
+		lens[n] = nl != NULL ? (size_t)(nl - (buf + off)) + 1 :
+		    len - off;
+		iov[n].iov_base = (void *)(buf + off);
 		iov[n].iov_len = lens[n] - (nl != NULL);	/* no '\n' */
 		msgs[n].msg_hdr.msg_iov = &iov[n];
 		msgs[n].msg_hdr.msg_iovlen = 1;
 		off += lens[n];
 		n++;
 	}
-	sent = sendmmsg(s->fd, msgs, (unsigned)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	sent = sendmmsg(fd, msgs, (unsigned)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (sent < 0) {
 		if (errno == EMSGSIZE)
 			return (ssize_t)lens[0];	/* cannot ever go */
@@ -322,6 +337,12 @@ al_sink_write_dgram(struct al_sink *s)
 	for (i = 0; i < sent; i++)
 		taken += (ssize_t)lens[i];
 	return taken;
+}
+
+static ssize_t
+al_sink_write_dgram(struct al_sink *s)
+{
+	return al_write_dgram(s->fd, s->buf, s->len);
 }
 
 /*
@@ -390,8 +411,7 @@ al_sink_put(struct al_sink *s, const char *line, size_t len, uint64_t ms)
 	s->len += len;
 }
 
-/* The dropped-records line, appended when there is room for it. */
-static void
+void
 al_sink_note_dropped(struct al_sink *s)
 {
 	char	 line[AL_REC_MAX];
@@ -413,6 +433,10 @@ al_sink_flush(struct al_sink *s)
 	ssize_t	 w;
 	int	 err;
 
+	if (s->lc->thread) {
+		al_writer_handoff(s);
+		return;
+	}
 	if (s->io_on)
 		return;		/* EPOLLOUT will call back */
 	if (s->lc->kind == AL_SYSLOG && s->fd < 0 && s->len > 0) {
@@ -502,6 +526,13 @@ al_sink_reopen(struct al_sink *s)
 
 	if (s->buf == NULL || s->lc->kind == AL_STDOUT)
 		return;
+	if (s->lc->thread) {
+		/* The thread writes the records so far to the old file,
+		 * then opens the new one. */
+		s->reopen_pending = true;
+		al_writer_handoff(s);
+		return;
+	}
 	al_sink_flush(s);
 	if (s->lc->kind == AL_SYSLOG) {
 		/* A restarted daemon has a new socket at the same path. */

@@ -47,7 +47,13 @@ def listener(name, port, protocol="http", extra=""):
 
 def module(logs, extra=""):
     """The modules entry of accesslog with <logs> (a list of strings,
-    each the inside of one log group)."""
+    each the inside of one log group). PT_AL_WRITER=loop (or thread) in
+    the environment sets every log's writer, to run a scenario with
+    either."""
+    w = os.environ.get("PT_AL_WRITER")
+    if w:
+        logs = [l if "writer" in l else l + ' writer = "%s";' % w
+                for l in logs]
     return ('{ name = "accesslog"; path = "%s"; logs = ( %s ); %s}'
             % (AL_SO, ", ".join("{ %s }" % l for l in logs), extra))
 
