@@ -65,15 +65,31 @@ al_printf(struct al_out *o, const char *fmt, ...)
 }
 
 /* Decimal digits of <v>, without printf (a record has a dozen numbers). */
+static const char al_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233"
+    "34353637383940414243444546474849505152535455565758596061626364656667"
+    "6869707172737475767778798081828384858687888990919293949596979899";
+
 static void
 al_put_u64(struct al_out *o, uint64_t v)
 {
 	char	 buf[20];
 	size_t	 n = sizeof(buf);
+	unsigned d;
 
-	do
-		buf[--n] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
+	/* Two digits a step: half the divisions of the plain loop. */
+	while (v >= 100) {
+		d = (unsigned)(v % 100) * 2;
+		v /= 100;
+		buf[--n] = al_pairs[d + 1];
+		buf[--n] = al_pairs[d];
+	}
+	if (v >= 10) {
+		d = (unsigned)v * 2;
+		buf[--n] = al_pairs[d + 1];
+		buf[--n] = al_pairs[d];
+	} else
+		buf[--n] = (char)('0' + v);
 	al_put(o, buf + n, sizeof(buf) - n);
 }
 
