@@ -4,9 +4,9 @@
 The accesslog module's writes under contention and against a sink that
 stops reading:
 
-- two workers, four client threads, one JSON file with a small buffer
-  (many writes from both workers at once): every line of the file is one
-  whole record that parses, one per connection, from both workers;
+- four workers, six client threads, one JSON file with a small buffer
+  (many writes from every worker at once): every line of the file is one
+  whole record that parses, one per connection, from every worker;
 - a FIFO whose reader stops reading: 600 connections go through as fast
   as 200 did while the reader kept up (within a generous factor: the
   worker never waits for the FIFO), the records that did not fit are
@@ -45,20 +45,20 @@ def tcp_conf(t, echo, log_text, workers):
 def whole_lines(t, echo):
     log = t.path("shared.log")
     conf, port = tcp_conf(t, echo, 'file = "%s"; format = "json"; '
-                          'buffer = 8192; flush = 5;' % log, 2)
+                          'buffer = 8192; flush = 5;' % log, 4)
     p = t.portico(conf)
-    loop = ptest.ClientLoop(port, threads=4, per_thread=400,
+    loop = ptest.ClientLoop(port, threads=6, per_thread=300,
                             max_seconds=ptest.bound(30)).start()
     loop.join(ptest.bound(40))
     ptest.wait_for(lambda: len(AL.json_records(log)[0]) >= loop.total,
                    ptest.bound(5))
     recs, bad = AL.json_records(log)
     _, partial = AL.read_lines(log)
-    t.check(loop.good == 1600 and not bad and not partial and
+    t.check(loop.good == 1800 and not bad and not partial and
             len(recs) == loop.total and
-            {r["worker"] for r in recs} == {0, 1},
-            "two workers, four clients, one file: 1600 records, every line "
-            "whole and parsing, from both workers",
+            {r["worker"] for r in recs} == {0, 1, 2, 3},
+            "four workers, six clients, one file: 1800 records, every line "
+            "whole and parsing, from every worker",
             lambda: [loop.summary(), "records %d, bad %d, partial %r" % (
                 len(recs), len(bad), partial[:100])] + bad[:5])
     t.stop_portico(p)
