@@ -150,19 +150,31 @@ def main(t):
     sq, pq = AL.squid_lines(slog), AL.squid_lines(plog)
     t.check(len(sq) == 3 and len(pq) == 3, "three lines each",
             lambda: ["squid:"] + sq + ["portico:"] + pq)
+    # paired by URL: a tunnel's line is written when it closes, which may
+    # come after the next request's
+    def by_url(lines):
+        out = {}
+        for ln in lines:
+            m = AL.SQUID_RE.match(ln)
+            if m:
+                out[m.group("url")] = ln
+        return out
+    bs, bp = by_url(sq), by_url(pq)
+    urls = (origin.url + "/len?", "127.0.0.1:%d" % echo.port,
+            "http://blocked.test/page")
     names = ("GET", "CONNECT", "denied GET")
-    for i, what in enumerate(names):
-        if i >= len(sq) or i >= len(pq):
-            break
-        a, b = AL.SQUID_RE.match(sq[i]), AL.SQUID_RE.match(pq[i])
+    for what, url in zip(names, urls):
+        ls, lp = bs.get(url, ""), bp.get(url, "")
+        a, b = AL.SQUID_RE.match(ls), AL.SQUID_RE.match(lp)
         same = a and b and all(a.group(k) == b.group(k) for k in (
             "client", "code", "status", "method", "url", "user", "hier",
             "peer"))
-        t.check(bool(LAYOUT.match(sq[i])) and bool(LAYOUT.match(pq[i])) and
-                same and len(sq[i].split()) == len(pq[i].split()),
+        t.check(bool(LAYOUT.match(ls)) and bool(LAYOUT.match(lp)) and
+                bool(same) and len(ls.split()) == len(lp.split()),
                 "%s: portico's line has Squid's layout and the same client, "
                 "code/status, method, URL, user and hierarchy/peer" % what,
-                ["squid:   " + sq[i], "portico: " + pq[i]])
+                ["squid:   " + ls, "portico: " + lp, "all squid:"] + sq +
+                ["all portico:"] + pq)
 
 
 if __name__ == "__main__":
