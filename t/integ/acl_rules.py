@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""
+The acl module's rules (the real modules/acl acl.so) against loopback
+origins, with allow_private = true (private destinations are
+acl_private.py's), a test DNS server resolving every allowed name to
+127.0.0.1 (dst3.test to 127.0.0.3), and fieldrec loaded after acl to read
+the decision label at LOG.
+
+- each condition alone, in a rule set whose default is allow: src (a
+  client bound to 127.0.0.2), dst (127.0.0.3, literal and by name, judged
+  after DNS), host exact / .suffix / ~regex (anchored and not), host_file
+  (names, .suffix lines, comments), port (one, and a range whose both
+  ends count), user (set by fieldrec from X-User at AUTH; one name, and
+  "*"), listener (by name, and an unnamed one by its address), method
+  (case-sensitive), and a rule of two conditions (both must match). Each
+  refused request is a 403 whose body names no rule, the origin never
+  sees it, and the label is the rule's name; the request that differs in
+  that one condition passes;
+- a host denied at ACCESS is never resolved (the DNS server is never
+  asked for it);
+- a listener with acl = { enabled = false; } lets a denied host through;
+- a keep-alive connection: after a 403 the next request on it (if the
+  proxy kept it open) is judged on its own;
+- matching: exact "example.test" does not match "a.example.test"; a
+  ".suffix" matches the domain and its subdomains but not "xsuffix.test";
+  "~^ads\\.example\\.test$" does not match "ads.example.test.evil.test";
+  upper-case names are matched by lower-case rules; one trailing dot is
+  ignored;
+- first match: an allow before a deny for the same host allows, a deny
+  before an allow denies; default deny refuses what no rule matched
+  (label "default"), default allow lets it through; an unnamed rule's
+  label is "ruleN";
+- protocol: http, connect, socks5, socks4 each denied alone, the others
+  passing (curl -p -x for CONNECT, raw SOCKS5/SOCKS4 clients);
+- a mixed libconfig list port = ( N, "lo-hi" ) is accepted;
+- user with the real auth module (skipped without auth.so): a named user
+  is refused with 403 (not 407), "*" refuses any authenticated user on
+  the listener where credentials are optional and lets the anonymous one
+  through;
+- the master's totals: acl_denied counts the refusals.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ptest  # noqa: E402
+import httptest as H  # noqa: E402
+import sockstest as S  # noqa: E402
+import acltest as ACL  # noqa: E402
+import authtest as A  # noqa: E402
+
+NAMES = ["plain.test", "a.exact.test", "exact.test", "xsuffix.test",
+         "ads.example.test.evil.test", "xads.example.test", "unlisted.test",
+         "combo.test", "example.test", "order1.test", "wild.test",
+         "a.wild.test", "re12.test", "re12.test.evil.test", "none.test",
+         "a.example.test", "proto.test"]
+
+
+def can_bind(host):
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, 0))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def distinct_origins(t, n, avoid):
+    """<n> origins on 127.0.0.1 whose ports (and port+1) are all
+    different from each other and from <avoid>."""
+    out = []
+    taken = set(avoid)
+    for _ in range(n * 10):
+        o = H.origin(t)
+        if o.port in taken or o.port + 1 in taken or o.port - 1 in taken:
+            continue
+        taken.update((o.port, o.port + 1))
+        out.append(o)
+        if len(out) == n:
+            break
+    return out
+
+
+def main(t):
+    why = ACL.missing()
+    if why:
+        t.skip("acl module rules", why, need="acl.so")
+        return
+    if not ACL.have_fieldrec():
+        t.check(False, "fieldrec.so is built (make check builds it)",
+                ACL.FIELDREC_SO)
+        return
+    two = can_bind("127.0.0.2")
+    table = {n: {"A": ["127.0.0.1"]} for n in NAMES}
+    table["dst3.test"] = {"A": ["127.0.0.3"]}
+    dns = H.dns_server(t, table)
+    conditions(t, dns, two)
+    kinds_and_order(t, dns)
+    protocols(t, dns)
+    mixed_list(t)
+    with_auth(t, dns)
+
+
+def conditions(t, dns, two):
+    o = H.origin(t)
+    o3 = H.origin(t, "127.0.0.3") if two else None
+    oport, orange, ocombo = distinct_origins(t, 3, [o.port] + (
+        [o3.port] if o3 else []))
+    web, unnamed, closed, off = (ptest.free_port() for _ in range(4))
+    hf = t.path("hosts-a")
+    ptest.write_file(hf, "# blocked names\nlisted.test\n\n"
+                     "  .filesfx.test  \n# the end\n")
+    rules = [
+        dict(name="r-src", action="deny", src=["127.0.0.2/32"]),
+        dict(name="r-exact", action="deny", host=["exact.test"]),
+        dict(name="r-suffix", action="deny", host=[".suffix.test"]),
+        dict(name="r-regex", action="deny",
+             host=["~^ads\\.example\\.test$"]),
+        dict(name="r-unanchored", action="deny", host="~track"),
+        dict(name="r-file", action="deny", host_file=hf),
+        dict(name="r-port", action="deny", port=oport.port),
+        dict(name="r-range", action="deny",
+             port=["%d-%d" % (orange.port, orange.port + 1)]),
+        dict(name="r-user", action="deny", user=["mallory"]),
+        dict(name="r-anyuser", action="deny", user=["*"], method=["PUT"]),
+        dict(name="r-listener", action="deny", listener=["closed"]),
+        dict(name="r-address", action="deny",
+             listener=["127.0.0.1:%d" % unnamed]),
+        dict(name="r-method", action="deny", method=["POST", "get"]),
+        dict(name="r-combo", action="deny", host=["combo.test"],
+             port=[ocombo.port]),
+        # last: every rule above is judged at ACCESS, before DNS
+        dict(name="r-dst", action="deny", dst=["127.0.0.3/32"]),
+    ]
+    names = [r["name"] for r in rules]
+    rec = t.path("rules.rec")
+    p = ACL.start(t, [ACL.http_listener("web", web),
+                      ACL.http_listener(None, unnamed),
+                      ACL.http_listener("closed", closed),
+                      ACL.http_listener("off", off,
+                                        "acl = { enabled = false; };")],
+                  [ACL.acl_entry(rules, default="allow", allow_private=True),
+                   ACL.fieldrec_entry(rec, 'user_header = "X-User";')],
+                  log="rules.log", dns=dns)
+    w0 = p.workers()
+    j = ACL.Judge(t, o, web, rec, secret=names)
+    denied = 0
+
+    def deny(host, label, desc, **kw):
+        nonlocal denied
+        denied += 1
+        return j.http(host, 403, desc, label=label, **kw)
+
+    j.http("plain.test", 200, "no rule matches: the default allows",
+           label="default")
+    # src
+    if two:
+        deny("plain.test", "r-src", "src 127.0.0.2/32, the client bound to "
+             "127.0.0.2", src="127.0.0.2")
+    else:
+        t.skip("src 127.0.0.2/32 denies a client from 127.0.0.2",
+               "cannot bind 127.0.0.2", need="127.0.0.2")
+    j.http("plain.test", 200, "src 127.0.0.2/32 does not match a client "
+           "from 127.0.0.1", src="127.0.0.1", label="default")
+    # host, exact
+    deny("exact.test", "r-exact", "host exact")
+    deny("EXACT.Test", "r-exact", "host exact, the request in upper case")
+    deny("exact.test.", "r-exact", "host exact, one trailing dot ignored")
+    j.http("a.exact.test", 200, "exact exact.test does not match a "
+           "subdomain", label="default")
+    # host, .suffix
+    deny("suffix.test", "r-suffix", ".suffix.test matches the domain")
+    deny("a.suffix.test", "r-suffix", ".suffix.test matches a subdomain")
+    deny("b.a.suffix.test", "r-suffix", ".suffix.test matches a "
+         "sub-subdomain")
+    deny("A.SUFFIX.Test", "r-suffix", ".suffix.test matches in upper "
+         "case")
+    j.http("xsuffix.test", 200, ".suffix.test does not match xsuffix.test "
+           "(not a label boundary)", label="default")
+    # host, ~regex
+    deny("ads.example.test", "r-regex", "~^ads\\.example\\.test$")
+    deny("ADS.Example.Test", "r-regex", "the regex is case-insensitive")
+    j.http("ads.example.test.evil.test", 200, "the anchored regex does not "
+           "match a longer name", label="default")
+    j.http("xads.example.test", 200, "the anchored regex does not match a "
+           "name with a prefix", label="default")
+    deny("www.tracking.test", "r-unanchored", "~track is not anchored: it "
+         "matches inside a name")
+    # host_file
+    deny("listed.test", "r-file", "host_file: a listed name")
+    deny("LISTED.test", "r-file", "host_file: a listed name in upper case")
+    deny("filesfx.test", "r-file", "host_file: a .suffix line matches the "
+         "domain")
+    deny("x.filesfx.test", "r-file", "host_file: a .suffix line matches a "
+         "subdomain")
+    j.http("unlisted.test", 200, "host_file: an unlisted name passes",
+           label="default")
+    asked = [n for n in ("exact.test", "suffix.test", "a.suffix.test",
+                         "ads.example.test", "listed.test",
+                         "x.filesfx.test", "www.tracking.test")
+             if dns.count(n)]
+    t.check(not asked and dns.count("a.exact.test") > 0,
+            "names denied at ACCESS were never resolved (the DNS server "
+            "was asked only for allowed ones)",
+            "asked for %r; queries %r" % (asked, dns.queries))
+    # port
+    deny("plain.test", "r-port", "port %d (one port)" % oport.port,
+         origin=oport)
+    deny("plain.test", "r-range", "port range, its low end",
+         origin=orange)
+    # nothing listens on the range's high end: a 403 (not a 502) shows
+    # the rule refused it before any connect
+    deny("plain.test", "r-range", "port range, its high end (nobody "
+         "listens there)", port=orange.port + 1)
+    j.http("plain.test", 200, "a port in no rule passes", label="default")
+    # user (fieldrec sets it from X-User at AUTH)
+    deny("plain.test", "r-user", "user mallory", headers=[("X-User",
+                                                           "mallory")])
+    j.http("plain.test", 200, "user bob is not mallory",
+           headers=[("X-User", "bob")], label="default")
+    deny("plain.test", "r-anyuser", "user \"*\" (and PUT): any user",
+         method="PUT", headers=[("X-User", "bob")])
+    j.http("plain.test", 200, "user \"*\" does not match a request "
+           "without a user", method="PUT", label="default")
+    # listener
+    deny("plain.test", "r-listener", "listener \"closed\" by name",
+         via=closed)
+    deny("plain.test", "r-address", "an unnamed listener by its address "
+         "127.0.0.1:PORT", via=unnamed)
+    # method
+    deny("plain.test", "r-method", "method POST", method="POST")
+    j.http("plain.test", 200, "method \"get\" in a rule does not match GET "
+           "(case-sensitive)", label="default")
+    # two conditions
+    deny("combo.test", "r-combo", "host and port both match",
+         origin=ocombo)
+    j.http("combo.test", 200, "the host alone does not match a rule of "
+           "host and port", label="default")
+    j.http("plain.test", 200, "the port alone does not match a rule of "
+           "host and port", origin=ocombo, label="default")
+    # dst, judged after DNS
+    if o3 is not None:
+        deny("127.0.0.3", "r-dst", "dst 127.0.0.3/32, a literal",
+             origin=o3)
+        deny("dst3.test", "r-dst", "dst 127.0.0.3/32, a name resolving to "
+             "it", origin=o3)
+        j.http("127.0.0.1", 200, "dst 127.0.0.3/32 does not match "
+               "127.0.0.1", label="default")
+    else:
+        t.skip("dst 127.0.0.3/32", "cannot bind 127.0.0.2 (nor "
+               "127.0.0.3)", need="127.0.0.2")
+
+    # keep-alive: a 403, then the next request on the same connection
+    c = ACL.conn_from(web)
+    tag1, tag2 = j.tag(), j.tag()
+    try:
+        c.send(H.request_bytes("GET", j.url("exact.test", tag1)))
+        r1 = H.read_response(c)
+        try:
+            c.send(H.request_bytes("GET", j.url("plain.test", tag2)))
+            r2 = H.read_response(c)
+        except (H.Closed, OSError) as e:
+            r2 = "closed: %s" % e
+    except Exception as e:
+        r1, r2 = "%s: %s" % (type(e).__name__, e), None
+    c.close()
+    denied += 1
+    t.check(isinstance(r1, H.Resp) and r1.status == 403 and
+            (not isinstance(r2, H.Resp) and str(r2).startswith("closed") or
+             isinstance(r2, H.Resp) and r2.status == 200 and
+             o.reqs_for("/" + tag2)) and not o.reqs_for("/" + tag1),
+            "keep-alive: a 403, then the next request on the connection is "
+            "judged on its own (200) or the connection was closed",
+            lambda: H.describe(r1) + H.describe(r2))
+
+    # curl -x
+    st, head = A.curl_head(web, j.url("EXACT.test", j.tag()))
+    denied += 1
+    t.check(st == 403, "curl -x http://EXACT.test/: 403", head)
+    tag = j.tag()
+    st, head = A.curl_head(web, j.url("a.exact.test", tag))
+    t.check(st == 200 and o.reqs_for("/" + tag), "curl -x "
+            "http://a.exact.test/: 200", head)
+
+    # acl off on one listener: the denied name passes (and now resolves)
+    j.http("exact.test", 200, "a listener with acl = { enabled = false; } "
+           "lets a denied host through", via=off)
+    H.finish(t, p, w0)
+    tot = ACL.totals(p)
+    t.check(tot.get("acl_denied") == denied, "the master's totals: "
+            "acl_denied=%d (every refusal above)" % denied, tot)
+    t.check(tot.get("acl_allowed", 0) > 0 and tot.get("acl_private") == 0,
+            "the master's totals: acl_allowed counted, acl_private=0 with "
+            "allow_private = true", tot)
+
+
+def kinds_and_order(t, dns):
+    o = H.origin(t)
+    rules = [
+        dict(name="allow-exact", action="allow", host="example.test"),
+        dict(name="allow-first", action="allow", host="order1.test"),
+        dict(name="deny-second", action="deny", host="order1.test"),
+        dict(name="deny-first", action="deny", host="order2.test"),
+        dict(name="allow-second", action="allow", host="order2.test"),
+        dict(action="allow", host=".wild.test"),
+        dict(name="allow-re", action="allow", host="~^re[0-9]+\\.test$"),
+    ]
+    port = ptest.free_port()
+    rec = t.path("order.rec")
+    p = ACL.start(t, [ACL.http_listener("web", port)],
+                  [ACL.acl_entry(rules, default="deny", allow_private=True),
+                   ACL.fieldrec_entry(rec)], log="order.log", dns=dns)
+    w0 = p.workers()
+    j = ACL.Judge(t, o, port, rec, secret=[r["name"] for r in rules
+                                           if "name" in r])
+    j.http("example.test", 200, "exact allow", label="allow-exact")
+    j.http("Example.TEST", 200, "exact allow, other letter case",
+           label="allow-exact")
+    j.http("a.example.test", 403, "exact example.test does not match "
+           "a.example.test: default deny", label="default")
+    j.http("order1.test", 200, "an allow before a deny for the same host: "
+           "first match allows", label="allow-first")
+    j.http("order2.test", 403, "a deny before an allow for the same host: "
+           "first match denies", label="deny-first")
+    j.http("wild.test", 200, "an unnamed rule's label is ruleN (N from 1): "
+           ".wild.test matches wild.test", label="rule6")
+    j.http("a.wild.test", 200, "the unnamed .wild.test rule matches "
+           "a.wild.test", label="rule6")
+    j.http("re12.test", 200, "~^re[0-9]+\\.test$ allows re12.test",
+           label="allow-re")
+    j.http("re12.test.evil.test", 403, "the anchored regex does not allow "
+           "re12.test.evil.test: default deny", label="default")
+    j.http("none.test", 403, "no rule matches: default deny",
+           label="default")
+    H.finish(t, p, w0)
+
+
+def protocols(t, dns):
+    o = H.origin(t)
+    echo = t.echo_server()
+    for proto in ("http", "connect", "socks5", "socks4"):
+        hport, sport = ptest.free_port(), ptest.free_port()
+        rules = [dict(name="no-" + proto, action="deny", protocol=proto)]
+        p = ACL.start(t, [ACL.http_listener("h", hport),
+                          ACL.socks_listener("s", sport)],
+                      [ACL.acl_entry(rules, default="allow",
+                                     allow_private=True)],
+                      log="proto-%s.log" % proto, dns=dns)
+        w0 = p.workers()
+        j = ACL.Judge(t, o, hport, secret=["no-" + proto])
+        lbl = "protocol = \"%s\" denied alone: " % proto
+        j.http("proto.test", 403 if proto == "http" else 200,
+               lbl + "GET")
+        # CONNECT through curl -p -x: the tunnel to the origin
+        tag = j.tag()
+        cp = H.curl(["-p", "-x", "http://127.0.0.1:%d" % hport, "-o",
+                     "/dev/null", "-w", "%{http_connect} %{http_code}",
+                     j.url("proto.test", tag)])
+        out = cp.stdout.decode().split()
+        if proto == "connect":
+            t.check(out[:1] == ["403"] and not o.reqs_for("/" + tag),
+                    lbl + "curl -p -x (CONNECT): 403, the origin saw "
+                    "nothing", (cp.returncode, out, cp.stderr))
+        else:
+            t.check(out == ["200", "200"] and o.reqs_for("/" + tag),
+                    lbl + "curl -p -x (CONNECT): 200 and the origin's 200",
+                    (cp.returncode, out, cp.stderr))
+        before = echo.accepted
+        st, ok = ACL.connect_http(hport, "proto.test", echo.port)
+        if proto == "connect":
+            t.check(st == 403 and echo.accepted == before,
+                    lbl + "raw CONNECT: 403, the echo server saw nothing",
+                    (st, echo.accepted - before))
+        else:
+            t.check(st == 200 and ok, lbl + "raw CONNECT: 200, the tunnel "
+                    "echoes", (st, ok))
+        before = echo.accepted
+        rep, ok, closed = ACL.socks5(sport, "proto.test", echo.port)
+        if proto == "socks5":
+            t.check(rep == 0x02 and closed and echo.accepted == before,
+                    lbl + "SOCKS5: REP 0x02, the connection ends, the "
+                    "echo server saw nothing", (S.rep_name(rep), closed,
+                                                echo.accepted - before))
+        else:
+            t.check(rep == 0 and ok, lbl + "SOCKS5: REP 0, the tunnel "
+                    "echoes", (S.rep_name(rep), ok))
+        before = echo.accepted
+        cd, ok, closed = ACL.socks4(sport, "127.0.0.1", echo.port)
+        if proto == "socks4":
+            t.check(cd == 0x5B and closed and echo.accepted == before,
+                    lbl + "SOCKS4: CD 0x5B, the connection ends, the echo "
+                    "server saw nothing", (cd, closed, echo.accepted -
+                                           before))
+        else:
+            t.check(cd == 0x5A and ok, lbl + "SOCKS4: CD 0x5A, the tunnel "
+                    "echoes", (cd, ok))
+        H.finish(t, p, w0, "protocol %s: " % proto)
+
+
+def mixed_list(t):
+    """port = ( N, "lo-hi" ): a libconfig list of an int and a string."""
+    port = ptest.free_port()
+    text = ACL.conf(t, [ACL.http_listener("web", port)], [ACL.acl_entry(
+        ['{ name = "web"; action = "allow"; port = ( 80, "8000-8080" ); }'],
+        default="deny")], log="mixed.log")
+    path = ptest.write_conf(t.tmp, text, "mixed.conf")
+    cp = ptest.run_portico(["-t", "-c", path])
+    t.check(cp.returncode == 0, "port = ( 80, \"8000-8080\" ) (a list of "
+            "an int and a range) passes portico -t",
+            [cp.stdout, cp.stderr])
+
+
+def with_auth(t, dns):
+    why = A.missing()
+    if why:
+        t.skip("user rules with the real auth module", why)
+        return
+    o = H.origin(t)
+    ulist = A.write_users(t, [("bob", A.argon2id("b-pw")),
+                              ("mallory", A.argon2id("m-pw"))], "users-acl")
+    main_port, open_port = ptest.free_port(), ptest.free_port()
+    rules = [dict(name="no-mallory", action="deny", user="mallory"),
+             dict(name="no-users-open", action="deny", user="*",
+                  listener="open")]
+    auth = '{ name = "auth"; path = "%s"; userlist = "%s"; }' % (
+        A.AUTH_SO, ulist)
+    p = ACL.start(t, [ACL.http_listener("main", main_port),
+                      ACL.http_listener("open", open_port,
+                                        "auth = { required = false; };")],
+                  [auth, ACL.acl_entry(rules, default="allow",
+                                       allow_private=True)],
+                  log="auth.log", dns=dns)
+    w0 = p.workers()
+    url = "http://plain.test:%d/auth/%%s" % o.port
+
+    def curl(port, tag, who):
+        st, head = A.curl_head(port, url % tag, who)
+        return st, head, bool(o.reqs_for("/auth/" + tag))
+
+    st, head, seen = curl(main_port, "bob", "bob:b-pw")
+    t.check(st == 200 and seen, "auth + acl: bob (no rule names him) "
+            "200", head)
+    st, head, seen = curl(main_port, "mallory", "mallory:m-pw")
+    t.check(st == 403 and not seen and "no-mallory" not in head,
+            "auth + acl: user = \"mallory\": mallory with the right "
+            "password gets 403 (not 407), the origin saw nothing", head)
+    st, head, seen = curl(main_port, "nocred", None)
+    t.check(st == 407 and not seen, "auth + acl: no credentials where "
+            "they are required: still 407 (auth comes first)", head)
+    st, head, seen = curl(open_port, "anon", None)
+    t.check(st == 200 and seen, "auth + acl: user = \"*\" on listener "
+            "open: an anonymous request passes", head)
+    st, head, seen = curl(open_port, "named", "bob:b-pw")
+    t.check(st == 403 and not seen, "auth + acl: user = \"*\" on listener "
+            "open: bob with credentials gets 403", head)
+    H.finish(t, p, w0, "auth: ")
+
+
+if __name__ == "__main__":
+    ptest.Test("acl_rules").run(main)
