@@ -23,7 +23,8 @@ static char	 modlife_errbuf[512];
 
 int
 modlife_conf(struct conf_module *cm, const struct pt_config *conf,
-    const config_setting_t *node, const char **errstr)
+    const config_setting_t *node, const char **errstr,
+    const config_setting_t **where)
 {
 	const struct pt_module	*m = cm->mod->mod;
 	struct pt_modconf	 mc;
@@ -31,6 +32,7 @@ modlife_conf(struct conf_module *cm, const struct pt_config *conf,
 	unsigned		 i;
 
 	cm->ctx = NULL;
+	*where = node;
 	if (m->conf == NULL) {
 		/* A module without settings still must not let a typo in
 		 * its block pass unnoticed. */
@@ -52,8 +54,11 @@ modlife_conf(struct conf_module *cm, const struct pt_config *conf,
 	mc.module_dir = conf->module_dir;
 	mc.listener_idx = -1;		/* for listener_conf() only */
 	*errstr = "rejected its configuration";
-	if (m->conf(&mc, node, errstr) != 0)
+	if (m->conf(&mc, node, errstr) != 0) {
+		if (mc.where != NULL)
+			*where = mc.where;
 		return -1;
+	}
 	cm->ctx = mc.ctx;
 	return 0;
 }
@@ -61,7 +66,7 @@ modlife_conf(struct conf_module *cm, const struct pt_config *conf,
 int
 modlife_listener_conf(struct conf_module *cm, const struct pt_config *conf,
     int idx, const config_setting_t *node, void **lctx_out,
-    const char **errstr)
+    const char **errstr, const config_setting_t **where)
 {
 	const struct pt_module	*m = cm->mod->mod;
 	struct pt_modconf	 mc;
@@ -80,6 +85,7 @@ modlife_listener_conf(struct conf_module *cm, const struct pt_config *conf,
 	rc = m->listener_conf(&mc, node, cm->ctx, lctx_out, errstr);
 	if (rc < 0 || rc > 1) {
 		*lctx_out = NULL;
+		*where = mc.where != NULL ? mc.where : node;
 		return -1;
 	}
 	/* A module that does not apply keeps no state there. */

@@ -23,24 +23,26 @@ struct pt_worker;
  * Master, while loading <conf>: runs module <cm>'s conf() on its
  * configuration group <node> and keeps the result in cm->ctx. A module
  * without conf() takes no option but "name" and "path". Returns 0, or -1
- * with *errstr set (static text; the caller adds file and line).
+ * with *errstr set (static text; the caller adds file and line: those of
+ * *where, the setting the module named, or of <node> when it named none).
  */
 int	 modlife_conf(struct conf_module *cm, const struct pt_config *conf,
-	    const config_setting_t *node, const char **errstr);
+	    const config_setting_t *node, const char **errstr,
+	    const config_setting_t **where);
 /*
  * Master, while loading <conf>, after every module's conf(): module
  * <cm>'s listener_conf() for listener <idx> (conf->listeners[idx], whose
  * address names it to the module), with <node>, the listener's group
  * named after the module, or NULL. Returns 0 (the module applies; its
  * state, or NULL, in *lctx_out), 1 (it does not apply) or -1 with
- * *errstr set (the caller adds file and line). A module without
+ * *errstr set and *where as for modlife_conf. A module without
  * listener_conf applies everywhere. The states stored in
  * conf_listener.mod_lctx are released by modlife_drop.
  */
 int	 modlife_listener_conf(struct conf_module *cm,
 	    const struct pt_config *conf, int idx,
 	    const config_setting_t *node, void **lctx_out,
-	    const char **errstr);
+	    const char **errstr, const config_setting_t **where);
 /* Releases one state listener_conf() made (NULL is fine). */
 void	 modlife_listener_conf_free(struct conf_module *cm, void *lctx);
 /*

@@ -450,6 +450,7 @@ conf_listener_modules(struct conf_ctx *cc, config_setting_t *s,
 {
 	struct pt_config	*conf = cc->conf;
 	struct conf_module	*cm;
+	const config_setting_t	*where;
 	config_setting_t	*node;
 	const char		*errstr;
 	void			*lctx;
@@ -459,9 +460,9 @@ conf_listener_modules(struct conf_ctx *cc, config_setting_t *s,
 		cm = &conf->modules[i];
 		node = config_setting_get_member(s, cm->name);
 		rc = modlife_listener_conf(cm, conf, (int)(l - conf->listeners),
-		    node, &lctx, &errstr);
+		    node, &lctx, &errstr, &where);
 		if (rc < 0)
-			return conf_err(cc, node != NULL ? node : s,
+			return conf_err(cc, where != NULL ? where : s,
 			    "module \"%s\": %s", cm->name, errstr);
 		if (lctx != NULL && l->mod_lctx == NULL &&
 		    (l->mod_lctx = calloc((size_t)conf->nmodules,
@@ -1065,6 +1066,7 @@ conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 {
 	struct pt_config	*conf = cc->conf;
 	struct conf_module	*cm;
+	const config_setting_t	*where;
 	config_setting_t	*s, *e, *m;
 	const char		*errstr;
 	int			 i, j, n, nhooks[PT_PHASE_COUNT] = { 0 };
@@ -1103,9 +1105,9 @@ conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 			    errstr);
 		if (conf_module_hooks(cc, e, cm, nhooks) < 0)
 			return -1;
-		if (modlife_conf(cm, conf, e, &errstr) < 0)
-			return conf_err(cc, e, "module \"%s\": %s", cm->name,
-			    errstr);
+		if (modlife_conf(cm, conf, e, &errstr, &where) < 0)
+			return conf_err(cc, where, "module \"%s\": %s",
+			    cm->name, errstr);
 	}
 	return 0;
 }

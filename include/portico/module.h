@@ -27,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 1
+#define PT_ABI_MINOR 2
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -194,7 +194,13 @@ struct pt_modconf {
 	 * address when it has none). */
 	int		 listener_idx;
 	const char	*listener;
-	void		*reserved[2];
+	/* 1.2, out, when conf() or listener_conf() refuses: the setting the
+	 * error is about (an element inside the module's own subtree, such
+	 * as one rule of a list). The core then reports that setting's
+	 * file and line instead of the module entry's (or the listener
+	 * group's). NULL (the default): the entry's. */
+	const config_setting_t *where;
+	void		*reserved[1];
 };
 
 /* pt_module.flags */

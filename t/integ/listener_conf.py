@@ -218,6 +218,12 @@ def main(t):
         ("a bad listopt value",
          conf_text(t, ports, b_extra='listopt = { tag = "b"; level = 99; };'),
          'level = 99', ["listopt", "level"]),
+        # ABI 1.2: the module names the bad option (pt_modconf.where),
+        # so the line is the option's, not the group's.
+        ("a bad listopt value on its own line",
+         conf_text(t, ports, b_extra='listopt = {\n      tag = "b";\n'
+                   '      level = 42; };'),
+         'level = 42', ["listopt", "level"]),
         ("a group named after a module that is not loaded",
          conf_text(t, ports, b_extra='nosuch = { a = 1; };'),
          'nosuch = {', ["nosuch"]),

@@ -104,6 +104,7 @@ listopt_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 		} else {
 			snprintf(listopt_err, sizeof(listopt_err),
 			    "bad listopt option \"%s\"", name);
+			mc->where = m;	/* ABI 1.2: the option's own line */
 			free(lc);
 			return -1;
 		}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The acl module: ordered allow/deny rules judged at three points.
+ *
+ * ACCESS (target named, nothing resolved): every rule whose conditions
+ * are all known by then decides, so a denied name is never looked up. A
+ * rule with `dst` cannot be judged before DNS: the request then waits,
+ * undecided, for DIAL, which resumes at that rule with the address about
+ * to be dialled; DIAL also refuses private destinations the
+ * configuration does not open, which is what stops a name that resolves
+ * to 169.254.169.254 (no rebinding bypass: DIAL sees each address the
+ * core will connect to, literals included). DATAGRAM judges each new
+ * destination of a UDP association with the whole rule set.
+ *
+ * The core writes the refusal (403, SOCKS5 0x02, SOCKS4 0x5b); the
+ * module names the rule in the request's label.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <portico/module.h>
+
+#include "modules/acl/rules.h"
+
+PT_API extern const struct pt_module pt_module_acl;
+
+/* What ACCESS decided for the transaction <txn>. */
+struct acl_state {
+	uint64_t	 txn;
+	int32_t		 rule;		/* deciding rule, or where to resume */
+	uint8_t		 undecided;
+	uint8_t		 counted;
+};
+
+static char	 acl_err[512];
+
+static const char *
+acl_label(const struct acl_conf *ac, int rule)
+{
+	return rule >= 0 ? ac->rules[rule].label : "default";
+}
+
+static void
+acl_set_label(struct pt_conn *conn, const char *label)
+{
+	pt_req_set_label(conn, label, strlen(label));
+}
+
+static enum pt_verdict
+acl_refuse(struct pt_conn *conn, const struct acl_conf *ac, int rule,
+    bool private, bool quiet)
+{
+	struct pt_answer	 a;
+
+	memset(&a, 0, sizeof(a));
+	a.http_status = 403;
+	a.socks_reply = 0x02;		/* not allowed by ruleset */
+	a.reason = private ? ac->private_reason : rule >= 0 ?
+	    ac->rules[rule].reason : ac->default_reason;
+	if (!quiet) {
+		pt_conn_answer(conn, &a);
+		acl_set_label(conn, private ? "private" : acl_label(ac, rule));
+	}
+	pt_counter_add(ac->ctr_denied, 1);
+	if (private)
+		pt_counter_add(ac->ctr_private, 1);
+	return PT_VERDICT_DENY;
+}
+
+static void
+acl_allowed(struct pt_conn *conn, const struct acl_conf *ac, int rule)
+{
+	acl_set_label(conn, acl_label(ac, rule));
+	pt_counter_add(ac->ctr_allowed, 1);
+}
+
+static enum pt_verdict
+acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
+{
+	const struct acl_conf	*ac = modctx;
+	struct acl_state	*st = pt_conn_ctx(conn, &pt_module_acl);
+	struct acl_addr		 none = { 0 };
+	struct acl_decision	 d;
+	bool			 udp = req->proto == PT_PROTO_UDP;
+
+	/* A UDP association names no destination yet: only rules without
+	 * destination conditions can refuse it; its datagrams are judged
+	 * one destination at a time (DATAGRAM). */
+	acl_eval(ac, req, &none, 0, udp ? ACL_C_DEST : ACL_C_DST, &d);
+	if (d.outcome == ACL_DENY)
+		return acl_refuse(conn, ac, d.rule, false, false);
+	if (udp) {
+		if (d.outcome == ACL_ALLOW)
+			acl_allowed(conn, ac, d.rule);
+		return PT_VERDICT_CONTINUE;
+	}
+	st->txn = req->txn;
+	st->rule = d.rule;
+	st->undecided = d.outcome == ACL_UNDECIDED;
+	st->counted = 0;
+	/* The label now, in case the transaction ends before DIAL (DNS
+	 * fails): DIAL replaces it if it refuses. */
+	if (d.outcome == ACL_ALLOW)
+		acl_set_label(conn, acl_label(ac, d.rule));
+	return PT_VERDICT_CONTINUE;
+}
+
+static enum pt_verdict
+acl_dial(struct pt_conn *conn, struct pt_req *req, void *modctx)
+{
+	const struct acl_conf	*ac = modctx;
+	struct acl_state	*st = pt_conn_ctx(conn, &pt_module_acl);
+	struct acl_addr		 to;
+	struct acl_decision	 d;
+
+	acl_addr_from((const struct sockaddr *)&req->target, &to);
+	if (st->txn != req->txn || st->undecided)
+		/* Undecided at ACCESS, or ACCESS was skipped (a module
+		 * before this one answered ALLOW): judge it all now. */
+		acl_eval(ac, req, &to, st->txn == req->txn ?
+		    (size_t)st->rule : 0, 0, &d);
+	else {
+		d.outcome = ACL_ALLOW;
+		d.rule = st->rule;
+	}
+	if (d.outcome == ACL_DENY)
+		return acl_refuse(conn, ac, d.rule, false, false);
+	if (acl_private_denied(ac, d.rule, &to))
+		return acl_refuse(conn, ac, d.rule, true, false);
+	/* Once per transaction, though a failed connect dials again. */
+	if (st->txn != req->txn || !st->counted) {
+		st->txn = req->txn;
+		st->counted = 1;
+		st->undecided = 0;
+		st->rule = d.rule;
+		acl_allowed(conn, ac, d.rule);
+	}
+	return PT_VERDICT_CONTINUE;
+}
+
+static enum pt_verdict
+acl_datagram(struct pt_conn *conn, struct pt_req *req, void *modctx)
+{
+	const struct acl_conf	*ac = modctx;
+	struct acl_addr		 to;
+	struct acl_decision	 d;
+
+	/* A name before it is resolved: refuse it now if the rules can,
+	 * else wait for its address (the core asks again). */
+	if (req->target.ss_family == AF_UNSPEC) {
+		acl_eval(ac, req, &(struct acl_addr){ 0 }, 0, ACL_C_DST, &d);
+		return d.outcome == ACL_DENY ?
+		    acl_refuse(conn, ac, d.rule, false, true) :
+		    PT_VERDICT_CONTINUE;
+	}
+	acl_addr_from((const struct sockaddr *)&req->target, &to);
+	acl_eval(ac, req, &to, 0, 0, &d);
+	if (d.outcome == ACL_DENY)
+		return acl_refuse(conn, ac, d.rule, false, true);
+	if (acl_private_denied(ac, d.rule, &to))
+		return acl_refuse(conn, ac, d.rule, true, true);
+	pt_counter_add(ac->ctr_allowed, 1);
+	return PT_VERDICT_CONTINUE;
+}
+
+static uint64_t
+acl_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int
+acl_conf(struct pt_modconf *mc, const config_setting_t *node,
+    const char **errstr)
+{
+	struct acl_conf	*ac;
+	uint64_t	 t0 = acl_ms();
+
+	*errstr = acl_err;
+	if ((ac = acl_conf_parse(node, acl_err, sizeof(acl_err),
+	    &mc->where)) == NULL)
+		return -1;
+	ac->ctr_allowed = pt_counter_register("acl_allowed");
+	ac->ctr_denied = pt_counter_register("acl_denied");
+	ac->ctr_private = pt_counter_register("acl_private");
+	if (ac->ctr_allowed < 0 || ac->ctr_denied < 0 || ac->ctr_private < 0) {
+		snprintf(acl_err, sizeof(acl_err), "pt_counter_register "
+		    "failed");
+		acl_conf_free(ac);
+		return -1;
+	}
+	pt_log(PT_LOG_NOTICE, "acl: %zu rules, default %s, private "
+	    "destinations %s; host_file: %zu names, %zu KiB, %llu ms",
+	    ac->nrules, ac->default_allow ? "allow" : "deny",
+	    ac->allow_private ? "allowed" : "denied", ac->hostfile_names,
+	    ac->hostfile_bytes / 1024,
+	    (unsigned long long)(acl_ms() - t0));
+	mc->ctx = ac;
+	return 0;
+}
+
+static void
+acl_conf_release(void *ctx)
+{
+	acl_conf_free(ctx);
+}
+
+/* A listener's `acl = { enabled = false; }` turns the rules off there. */
+static int
+acl_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
+    void *modctx, void **lctx_out, const char **errstr)
+{
+	const config_setting_t	*m;
+	int			 i;
+
+	(void)modctx;
+	*lctx_out = NULL;
+	*errstr = acl_err;
+	if (node == NULL)
+		return 0;
+	if (!config_setting_is_group(node)) {
+		snprintf(acl_err, sizeof(acl_err), "acl: expected a group "
+		    "({ enabled = false; })");
+		return -1;
+	}
+	for (i = 0; (m = config_setting_get_elem(node, (unsigned)i)) != NULL;
+	    i++) {
+		if (strcmp(config_setting_name(m), "enabled") != 0 ||
+		    config_setting_type(m) != CONFIG_TYPE_BOOL) {
+			snprintf(acl_err, sizeof(acl_err), "acl: \"%.64s\": "
+			    "the only listener option is enabled = true or "
+			    "false", config_setting_name(m));
+			mc->where = m;
+			return -1;
+		}
+		if (!config_setting_get_bool(m))
+			return 1;
+	}
+	return 0;
+}
+
+static const struct pt_hook acl_hooks[] = {
+	{ PT_PHASE_ACCESS, 10, acl_access },
+	{ PT_PHASE_DIAL, 10, acl_dial },
+	{ PT_PHASE_DATAGRAM, 10, acl_datagram },
+	{ 0, 0, NULL }
+};
+
+const struct pt_module pt_module_acl = {
+	PT_MODULE_INIT,
+	.name = "acl",
+	.conf = acl_conf,
+	.conf_free = acl_conf_release,
+	.listener_conf = acl_listener_conf,
+	.hooks = acl_hooks,
+	.conn_ctx_size = sizeof(struct acl_state),
+};

@@ -1,0 +1,623 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The ACL's configuration, read in the master at start-up and at each
+ * reload: the module's entry in `modules` with its ordered `rules`. Every
+ * error names the setting it is about (the core prints that setting's
+ * file and line), a regex error carries PCRE2's message and offset, and a
+ * host_file error its own file's line. Nothing here runs in a worker.
+ */
+#include "modules/acl/rules.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct acl_parse {
+	char			*err;
+	size_t			 errlen;
+	const config_setting_t	**where;
+	const config_setting_t	*root;		/* for listener names */
+	char			 rule[96];	/* "rule 3 (\"web\")" */
+};
+
+static const char *const acl_keys[] = {
+	"name", "path", "default", "allow_private", "rules", NULL
+};
+
+static const char *const acl_rule_keys[] = {
+	"name", "action", "src", "dst", "host", "host_file", "port", "user",
+	"listener", "protocol", "method", NULL
+};
+
+static int __attribute__((format(printf, 3, 4)))
+acl_fail(struct acl_parse *p, const config_setting_t *s, const char *fmt,
+    ...)
+{
+	va_list	 ap;
+	int	 n = 0;
+
+	if (p->rule[0] != '\0')
+		n = snprintf(p->err, p->errlen, "%s: ", p->rule);
+	if (n < 0 || (size_t)n >= p->errlen)
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	*p->where = s;
+	return -1;
+}
+
+static const char *
+acl_unknown_key(const config_setting_t *node, const char *const *keys,
+    const config_setting_t **which)
+{
+	config_setting_t	*m;
+	const char		*name;
+	int			 i, k;
+
+	for (i = 0; (m = config_setting_get_elem(node, (unsigned)i)) != NULL;
+	    i++) {
+		if ((name = config_setting_name(m)) == NULL)
+			continue;
+		for (k = 0; keys[k] != NULL; k++)
+			if (strcmp(name, keys[k]) == 0)
+				break;
+		if (keys[k] == NULL) {
+			*which = m;
+			return name;
+		}
+	}
+	return NULL;
+}
+
+/* A condition is a list or one value: how many values, and the i-th. */
+static int
+acl_count(const config_setting_t *s)
+{
+	return config_setting_is_aggregate(s) ? config_setting_length(s) : 1;
+}
+
+static const config_setting_t *
+acl_item(const config_setting_t *s, int i)
+{
+	return config_setting_is_aggregate(s) ?
+	    config_setting_get_elem(s, (unsigned)i) : s;
+}
+
+/* The i-th value of <s> as a string, or NULL (after an error). */
+static const char *
+acl_item_str(struct acl_parse *p, const config_setting_t *s, int i,
+    const char *key)
+{
+	const config_setting_t	*e = acl_item(s, i);
+	const char		*v = config_setting_get_string(e);
+
+	if (v == NULL || v[0] == '\0') {
+		acl_fail(p, e, "%s: expected a non-empty string", key);
+		return NULL;
+	}
+	return v;
+}
+
+static void *
+acl_array(struct acl_parse *p, const config_setting_t *s, size_t size)
+{
+	void	*v = calloc((size_t)acl_count(s), size);
+
+	if (v == NULL)
+		acl_fail(p, s, "out of memory");
+	return v;
+}
+
+static int
+acl_nets(struct acl_parse *p, const config_setting_t *s, const char *key,
+    struct acl_net **out, size_t *nout)
+{
+	const char	*v, *why;
+	int		 i, n = acl_count(s);
+
+	if ((*out = acl_array(p, s, sizeof(**out))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if ((v = acl_item_str(p, s, i, key)) == NULL)
+			return -1;
+		if (acl_net_parse(v, &(*out)[i], &why) < 0)
+			return acl_fail(p, acl_item(s, i), "%s: \"%.64s\": %s",
+			    key, v, why);
+	}
+	*nout = (size_t)n;
+	return 0;
+}
+
+/* Each regex alone (its own error), and all of them as one alternation
+ * when that cannot change what they mean: one JIT call a request then
+ * judges the whole list. */
+static bool
+acl_re_combinable(const char *re)
+{
+	const char	*b;
+
+	if (strchr(re, '#') != NULL || strstr(re, "(?") != NULL)
+		return false;
+	for (b = strchr(re, '\\'); b != NULL; b = strchr(b + 2, '\\')) {
+		if (b[1] == '\0')
+			return false;
+		if (strchr("QEgkK0123456789", b[1]) != NULL)
+			return false;
+	}
+	return true;
+}
+
+static pcre2_code *
+acl_re_compile(struct acl_parse *p, const config_setting_t *e,
+    const char *pattern, size_t len)
+{
+	PCRE2_UCHAR	 msg[160];
+	PCRE2_SIZE	 off;
+	pcre2_code	*re;
+	int		 code;
+
+	re = pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_CASELESS, &code,
+	    &off, NULL);
+	if (re == NULL) {
+		pcre2_get_error_message(code, msg, sizeof(msg));
+		acl_fail(p, e, "host: \"~%.64s\": regex: %s at offset %zu",
+		    pattern, (const char *)msg, (size_t)off);
+		return NULL;
+	}
+	/* Without a JIT for this CPU PCRE2 interprets: slower, as right. */
+	(void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+	return re;
+}
+
+static int
+acl_hosts(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
+{
+	const config_setting_t	*e;
+	const char		*v, *why;
+	char			*all;
+	size_t			 total = 0, at = 0;
+	bool			 combine = true;
+	int			 i, n = acl_count(s), rc;
+
+	if ((r->re = acl_array(p, s, sizeof(*r->re))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		e = acl_item(s, i);
+		if ((v = acl_item_str(p, s, i, "host")) == NULL)
+			return -1;
+		if (v[0] == '~') {
+			if (v[1] == '\0')
+				return acl_fail(p, e, "host: \"~\" needs a "
+				    "regex after it");
+			if ((r->re[r->nre] = acl_re_compile(p, e, v + 1,
+			    strlen(v + 1))) == NULL)
+				return -1;
+			r->nre++;
+			combine = combine && acl_re_combinable(v + 1);
+			total += strlen(v + 1) + 5;
+			continue;
+		}
+		why = NULL;
+		if ((rc = acl_hostset_add(&r->hosts, v, strlen(v), &why)) < 0)
+			return acl_fail(p, e, "host: \"%.64s\": %s", v,
+			    why != NULL ? why : "out of memory");
+	}
+	if (r->nre < 2 || !combine)
+		return 0;
+	if ((all = malloc(total + 1)) == NULL)
+		return acl_fail(p, s, "out of memory");
+	for (i = 0; i < n; i++) {
+		v = config_setting_get_string(acl_item(s, i));
+		if (v[0] == '~')
+			at += (size_t)sprintf(all + at, "%s(?:%s)",
+			    at > 0 ? "|" : "", v + 1);
+	}
+	r->re_any = acl_re_compile(p, s, all, at);
+	free(all);
+	return r->re_any == NULL ? -1 : 0;
+}
+
+static int
+acl_hostfiles(struct acl_parse *p, struct acl_rule *r,
+    const config_setting_t *s)
+{
+	const char	*v;
+	char		 why[400];
+	int		 i, n = acl_count(s);
+
+	for (i = 0; i < n; i++) {
+		if ((v = acl_item_str(p, s, i, "host_file")) == NULL)
+			return -1;
+		/* The loader's message names the file and its line. */
+		if (acl_hostset_load(&r->hostfile, v, why, sizeof(why)) < 0)
+			return acl_fail(p, acl_item(s, i), "host_file: %s", why);
+	}
+	return 0;
+}
+
+static int
+acl_port_num(const char *s, char **end)
+{
+	unsigned long	 v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	v = strtoul(s, end, 10);
+	return v < 1 || v > 65535 ? -1 : (int)v;
+}
+
+static int
+acl_ports(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
+{
+	const config_setting_t	*e;
+	const char		*v;
+	char			*end;
+	long long		 n1;
+	int			 i, n = acl_count(s), lo, hi;
+
+	if ((r->ports = acl_array(p, s, sizeof(*r->ports))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		e = acl_item(s, i);
+		if (config_setting_type(e) == CONFIG_TYPE_INT ||
+		    config_setting_type(e) == CONFIG_TYPE_INT64) {
+			n1 = config_setting_get_int64(e);
+			if (n1 < 1 || n1 > 65535)
+				return acl_fail(p, e, "port: %lld is not a port "
+				    "(1-65535)", n1);
+			lo = hi = (int)n1;
+		} else if ((v = config_setting_get_string(e)) != NULL) {
+			if ((lo = acl_port_num(v, &end)) < 0 ||
+			    (*end == '-' ? (hi = acl_port_num(end + 1, &end)) <
+			    0 : (hi = lo, false)) || *end != '\0' || hi < lo)
+				return acl_fail(p, e, "port: \"%.32s\" is not a "
+				    "port or range (\"8000-8080\", 1-65535, "
+				    "low end first)", v);
+		} else
+			return acl_fail(p, e, "port: expected a number or a "
+			    "\"low-high\" range");
+		r->ports[i].lo = (uint16_t)lo;
+		r->ports[i].hi = (uint16_t)hi;
+	}
+	r->nports = (size_t)n;
+	return 0;
+}
+
+static int
+acl_names(struct acl_parse *p, const config_setting_t *s, const char *key,
+    char ***out, size_t *nout)
+{
+	const char	*v;
+	int		 i, n = acl_count(s);
+
+	if ((*out = acl_array(p, s, sizeof(**out))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if ((v = acl_item_str(p, s, i, key)) == NULL)
+			return -1;
+		if (((*out)[*nout] = strdup(v)) == NULL)
+			return acl_fail(p, s, "out of memory");
+		(*nout)++;
+	}
+	return 0;
+}
+
+static int
+acl_users(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
+{
+	size_t	 i, j;
+
+	if (acl_names(p, s, "user", &r->users, &r->nusers) < 0)
+		return -1;
+	for (i = j = 0; i < r->nusers; i++) {
+		if (strcmp(r->users[i], "*") == 0) {
+			r->user_any = true;
+			free(r->users[i]);
+		} else
+			r->users[j++] = r->users[i];
+	}
+	r->nusers = j;
+	return 0;
+}
+
+static int
+acl_methods(struct acl_parse *p, struct acl_rule *r,
+    const config_setting_t *s)
+{
+	size_t	 i;
+
+	if (acl_names(p, s, "method", &r->methods, &r->nmethods) < 0)
+		return -1;
+	for (i = 0; i < r->nmethods; i++)
+		if (strspn(r->methods[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~") !=
+		    strlen(r->methods[i]))
+			return acl_fail(p, acl_item(s, (int)i), "method: "
+			    "\"%.32s\" is not an HTTP method", r->methods[i]);
+	return 0;
+}
+
+static int
+acl_protos(struct acl_parse *p, struct acl_rule *r,
+    const config_setting_t *s)
+{
+	const char	*v, *name;
+	int		 i, n = acl_count(s), k;
+
+	for (i = 0; i < n; i++) {
+		if ((v = acl_item_str(p, s, i, "protocol")) == NULL)
+			return -1;
+		for (k = PT_PROTO_TCP; k <= PT_PROTO_UDP; k++)
+			if ((name = acl_proto_name((enum pt_proto)k)) != NULL &&
+			    strcmp(v, name) == 0)
+				break;
+		if (k > PT_PROTO_UDP)
+			return acl_fail(p, acl_item(s, i), "protocol: "
+			    "\"%.32s\" is not one of http, connect, websocket, "
+			    "socks5, socks4, tcp, udp", v);
+		r->protos |= 1u << k;
+	}
+	return 0;
+}
+
+/* A listener is known by its name, or by its address when it has none
+ * (what the core calls it, req->listener). */
+static int
+acl_listener_idx(const config_setting_t *root, const char *name)
+{
+	const config_setting_t	*ls, *l;
+	const char		*v;
+	int			 i;
+
+	if (root == NULL ||
+	    (ls = config_setting_get_member(root, "listeners")) == NULL)
+		return -1;
+	for (i = 0; (l = config_setting_get_elem(ls, (unsigned)i)) != NULL;
+	    i++)
+		if ((config_setting_lookup_string(l, "name", &v) ||
+		    config_setting_lookup_string(l, "address", &v)) &&
+		    strcmp(v, name) == 0)
+			return i;
+	return -1;
+}
+
+static int
+acl_listeners(struct acl_parse *p, struct acl_rule *r,
+    const config_setting_t *s)
+{
+	const char	*v;
+	int		 i, n = acl_count(s);
+
+	if ((r->listeners = acl_array(p, s, sizeof(*r->listeners))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if ((v = acl_item_str(p, s, i, "listener")) == NULL)
+			return -1;
+		if ((r->listeners[i] = acl_listener_idx(p->root, v)) < 0)
+			return acl_fail(p, acl_item(s, i), "listener: no "
+			    "listener is named \"%.64s\"", v);
+	}
+	r->nlisteners = (size_t)n;
+	return 0;
+}
+
+static bool
+acl_label_ok(const char *s)
+{
+	size_t	 n = strlen(s);
+
+	return n > 0 && n <= 64 && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
+}
+
+static int
+acl_rule_cond(struct acl_parse *p, struct acl_rule *r,
+    const config_setting_t *s, const char *key)
+{
+	if (config_setting_is_aggregate(s) && config_setting_length(s) == 0)
+		return acl_fail(p, s, "%s: an empty list matches nothing", key);
+	if (strcmp(key, "src") == 0) {
+		r->has |= ACL_C_SRC;
+		return acl_nets(p, s, key, &r->src, &r->nsrc);
+	}
+	if (strcmp(key, "dst") == 0) {
+		r->has |= ACL_C_DST;
+		return acl_nets(p, s, key, &r->dst, &r->ndst);
+	}
+	if (strcmp(key, "host") == 0) {
+		r->has |= ACL_C_HOST;
+		return acl_hosts(p, r, s);
+	}
+	if (strcmp(key, "host_file") == 0) {
+		r->has |= ACL_C_HOSTFILE;
+		return acl_hostfiles(p, r, s);
+	}
+	if (strcmp(key, "port") == 0) {
+		r->has |= ACL_C_PORT;
+		return acl_ports(p, r, s);
+	}
+	if (strcmp(key, "user") == 0) {
+		r->has |= ACL_C_USER;
+		return acl_users(p, r, s);
+	}
+	if (strcmp(key, "listener") == 0) {
+		r->has |= ACL_C_LISTENER;
+		return acl_listeners(p, r, s);
+	}
+	if (strcmp(key, "protocol") == 0) {
+		r->has |= ACL_C_PROTO;
+		return acl_protos(p, r, s);
+	}
+	r->has |= ACL_C_METHOD;
+	return acl_methods(p, r, s);
+}
+
+static int
+acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
+    size_t idx)
+{
+	const config_setting_t	*m, *bad;
+	const char		*key, *name = NULL, *action = NULL;
+	char			 label[80];
+	int			 i;
+
+	snprintf(p->rule, sizeof(p->rule), "rule %zu", idx + 1);
+	if (!config_setting_is_group(e))
+		return acl_fail(p, e, "expected a group { action = \"allow\"; "
+		    "... }");
+	if ((key = acl_unknown_key(e, acl_rule_keys, &bad)) != NULL)
+		return acl_fail(p, bad, "unknown condition \"%.64s\" (src, dst, "
+		    "host, host_file, port, user, listener, protocol, method)",
+		    key);
+	if ((m = config_setting_get_member(e, "name")) != NULL) {
+		if ((name = config_setting_get_string(m)) == NULL ||
+		    !acl_label_ok(name))
+			return acl_fail(p, m, "name: 1-64 of A-Z a-z 0-9 . _ "
+			    ": -");
+		snprintf(p->rule, sizeof(p->rule), "rule %zu (\"%s\")",
+		    idx + 1, name);
+	}
+	m = config_setting_get_member(e, "action");
+	if (m == NULL)
+		return acl_fail(p, e, "action = \"allow\" or \"deny\" is "
+		    "required");
+	action = config_setting_get_string(m);
+	if (action == NULL || (strcmp(action, "allow") != 0 &&
+	    strcmp(action, "deny") != 0))
+		return acl_fail(p, m, "action: \"allow\" or \"deny\"");
+	r->allow = action[0] == 'a';
+	if (name != NULL)
+		snprintf(label, sizeof(label), "%s", name);
+	else
+		snprintf(label, sizeof(label), "rule%zu", idx + 1);
+	if ((r->label = strdup(label)) == NULL ||
+	    (r->reason = malloc(strlen(label) + 20)) == NULL)
+		return acl_fail(p, e, "out of memory");
+	sprintf(r->reason, "acl: %s by %s", r->allow ? "allowed" : "denied",
+	    label);
+	for (i = 0; (m = config_setting_get_elem(e, (unsigned)i)) != NULL;
+	    i++) {
+		key = config_setting_name(m);
+		if (strcmp(key, "name") == 0 || strcmp(key, "action") == 0)
+			continue;
+		if (acl_rule_cond(p, r, m, key) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+acl_top(struct acl_parse *p, struct acl_conf *ac,
+    const config_setting_t *node)
+{
+	const config_setting_t	*m, *bad;
+	const char		*key, *v;
+	int			 i, n;
+
+	if ((key = acl_unknown_key(node, acl_keys, &bad)) != NULL)
+		return acl_fail(p, bad, "unknown option \"%.64s\" (default, "
+		    "allow_private, rules)", key);
+	if ((m = config_setting_get_member(node, "default")) != NULL) {
+		v = config_setting_get_string(m);
+		if (v == NULL || (strcmp(v, "allow") != 0 &&
+		    strcmp(v, "deny") != 0))
+			return acl_fail(p, m, "default: \"allow\" or \"deny\"");
+		ac->default_allow = v[0] == 'a';
+	}
+	if ((m = config_setting_get_member(node, "allow_private")) != NULL) {
+		if (config_setting_type(m) != CONFIG_TYPE_BOOL)
+			return acl_fail(p, m, "allow_private: true or false");
+		ac->allow_private = config_setting_get_bool(m);
+	}
+	if ((m = config_setting_get_member(node, "rules")) == NULL)
+		return 0;
+	if (!config_setting_is_list(m))
+		return acl_fail(p, m, "rules: expected a list ( { action = "
+		    "\"allow\"; ... }, ... )");
+	n = config_setting_length(m);
+	if ((ac->rules = calloc((size_t)n + 1, sizeof(*ac->rules))) == NULL)
+		return acl_fail(p, m, "out of memory");
+	for (i = 0; i < n; i++) {
+		ac->nrules = (size_t)i + 1;
+		if (acl_rule(p, &ac->rules[i], config_setting_get_elem(m,
+		    (unsigned)i), (size_t)i) < 0)
+			return -1;
+		ac->hostfile_names += ac->rules[i].hostfile.count;
+		ac->hostfile_bytes += acl_hostset_bytes(&ac->rules[i].hostfile);
+	}
+	p->rule[0] = '\0';
+	return 0;
+}
+
+struct acl_conf *
+acl_conf_parse(const config_setting_t *node, char *err, size_t errlen,
+    const config_setting_t **where)
+{
+	struct acl_parse	 p;
+	struct acl_conf		*ac;
+
+	memset(&p, 0, sizeof(p));
+	p.err = err;
+	p.errlen = errlen;
+	p.where = where;
+	p.root = config_root_setting(node->config);
+	err[0] = '\0';
+	*where = NULL;
+	if ((ac = calloc(1, sizeof(*ac))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (acl_top(&p, ac, node) < 0 ||
+	    (ac->default_reason = strdup(ac->default_allow ?
+	    "acl: allowed by default" : "acl: denied by default")) == NULL ||
+	    (ac->private_reason = strdup("acl: private destination")) ==
+	    NULL) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "out of memory");
+		acl_conf_free(ac);
+		return NULL;
+	}
+	return ac;
+}
+
+static void
+acl_rule_free(struct acl_rule *r)
+{
+	size_t	 i;
+
+	free(r->label);
+	free(r->reason);
+	free(r->src);
+	free(r->dst);
+	acl_hostset_free(&r->hosts);
+	for (i = 0; i < r->nre; i++)
+		pcre2_code_free(r->re[i]);
+	free(r->re);
+	pcre2_code_free(r->re_any);
+	acl_hostset_free(&r->hostfile);
+	free(r->ports);
+	for (i = 0; i < r->nusers; i++)
+		free(r->users[i]);
+	free(r->users);
+	free(r->listeners);
+	for (i = 0; i < r->nmethods; i++)
+		free(r->methods[i]);
+	free(r->methods);
+}
+
+void
+acl_conf_free(struct acl_conf *ac)
+{
+	size_t	 i;
+
+	if (ac == NULL)
+		return;
+	for (i = 0; i < ac->nrules; i++)
+		acl_rule_free(&ac->rules[i]);
+	free(ac->rules);
+	free(ac->default_reason);
+	free(ac->private_reason);
+	free(ac);
+}
