@@ -39,7 +39,7 @@ BAD = [
     ("port 70000", "port = [ 70000 ];", r"70000"),
     ("protocol ftp", 'protocol = [ "ftp" ];', r"ftp"),
     ("unknown listener name", 'listener = [ "nosuch" ];', r"nosuch"),
-    ("action maybe", 'action = "maybe";', r"maybe"),
+    ("action maybe", 'action = "maybe";', r"maybe|\baction\b.*allow.*deny"),
     ("regex ~(", 'host = [ "~(" ];',
      r"(?i)missing closing parenthesis.*offset \d+|offset \d+.*missing "
      r"closing parenthesis"),

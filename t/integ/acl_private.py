@@ -10,9 +10,10 @@ mapped.test to ::ffff:127.0.0.1 only.
   127.0.0.1 is refused: HTTP GET (raw and curl -x) and CONNECT 403,
   SOCKS5 REP 0x02 (by name, IPv4 127.0.0.1, IPv6 ::ffff:127.0.0.1), SOCKS4
   and 4a CD 0x5B, the connection ending after a SOCKS refusal; literals
-  127.0.0.1, 127.0.0.2 and [::ffff:127.0.0.1], and a name whose only
-  address is ::ffff:127.0.0.1, refused; the origins and the echo server
-  see none of it. fieldrec, loaded after acl, sees the label "private" at
+  127.0.0.1, 127.0.0.2, [::ffff:127.0.0.1], [::ffff:7f00:1], [::1], and
+  0.0.0.0 and [::] (which Linux connects to loopback), "localhost", and a
+  name whose only address is ::ffff:127.0.0.1, refused; the origins and
+  the echo server see none of it. fieldrec, loaded after acl, sees the label "private" at
   LOG; with log_level debug the core's error log has a "denied" line for
   each refusal; the master's totals count acl_private for each;
 - allow_private = true: the same requests pass (200, REP 0, CD 0x5A);
@@ -122,6 +123,7 @@ def main(t):
     e = Env()
     e.o = H.origin(t)
     e.o2 = H.origin(t, "127.0.0.2") if can_bind("127.0.0.2") else None
+    e.o6 = H.origin(t, "::1") if ptest.have_ipv6() else None
     e.echo = t.echo_server()
     e.dns = H.dns_server(t, {"priv.test": {"A": ["127.0.0.1"]},
                              "mapped.test": {"AAAA": ["::ffff:127.0.0.1"]}})
@@ -138,10 +140,22 @@ def refused_default(t, e):
     for host, desc in (("priv.test", "a name resolving to 127.0.0.1"),
                        ("127.0.0.1", "the literal 127.0.0.1"),
                        ("[::ffff:127.0.0.1]", "the IPv4-mapped literal"),
+                       ("[::ffff:7f00:1]", "the IPv4-mapped literal in "
+                        "hex"),
                        ("mapped.test", "a name whose only address is "
-                        "::ffff:127.0.0.1")):
+                        "::ffff:127.0.0.1"),
+                       ("0.0.0.0", "0.0.0.0 (Linux connects it to "
+                        "127.0.0.1)"),
+                       ("localhost", "localhost")):
         j.http(host, 403, lbl + desc, label="private")
         n += 1
+    if e.o6:
+        for host, desc in (("[::1]", "the literal [::1]"),
+                           ("[::]", "[::] (Linux connects it to ::1)")):
+            j.http(host, 403, lbl + desc, origin=e.o6, label="private")
+            n += 1
+    else:
+        t.skip(lbl + "[::1] and [::]", "no IPv6 loopback", need="ipv6")
     if e.o2:
         j.http("127.0.0.2", 403, lbl + "the literal 127.0.0.2",
                origin=e.o2, label="private")
@@ -183,6 +197,9 @@ def allowed_all(t, e):
            label="default")
     j.http("127.0.0.1", 200, lbl + "the literal 127.0.0.1",
            label="default")
+    if e.o6:
+        j.http("[::1]", 200, lbl + "the literal [::1]", origin=e.o6,
+               label="default")
     if e.o2:
         j.http("127.0.0.2", 200, lbl + "the literal 127.0.0.2",
                origin=e.o2, label="default")

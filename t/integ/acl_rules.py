@@ -31,8 +31,9 @@ the decision label at LOG.
   before an allow denies; default deny refuses what no rule matched
   (label "default"), default allow lets it through; an unnamed rule's
   label is "ruleN";
-- protocol: http, connect, socks5, socks4 each denied alone, the others
-  passing (curl -p -x for CONNECT, raw SOCKS5/SOCKS4 clients);
+- protocol: http, connect, websocket, socks5, socks4, tcp each denied
+  alone, the others passing (curl -p -x and raw CONNECT, a WebSocket
+  upgrade, raw SOCKS5/SOCKS4 clients, a tcp forwarding listener);
 - a mixed libconfig list port = ( N, "lo-hi" ) is accepted;
 - user with the real auth module (skipped without auth.so): a named user
   is refused with 403 (not 407), "*" refuses any authenticated user on
@@ -40,6 +41,7 @@ the decision label at LOG.
   through;
 - the master's totals: acl_denied counts the refusals.
 """
+import base64
 import os
 import sys
 
@@ -339,14 +341,29 @@ def kinds_and_order(t, dns):
     H.finish(t, p, w0)
 
 
+def ws_upgrade(port, url):
+    """A WebSocket handshake through the proxy: the status or an error
+    string."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    r = ACL.request(port, "GET", url, headers=[
+        ("Upgrade", "websocket"), ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Key", key), ("Sec-WebSocket-Version", "13")])
+    return r.status if isinstance(r, H.Resp) else r
+
+
+PROTOCOLS = ("http", "connect", "websocket", "socks5", "socks4", "tcp")
+
+
 def protocols(t, dns):
     o = H.origin(t)
     echo = t.echo_server()
-    for proto in ("http", "connect", "socks5", "socks4"):
-        hport, sport = ptest.free_port(), ptest.free_port()
+    for proto in PROTOCOLS:
+        hport, sport, tport = (ptest.free_port() for _ in range(3))
         rules = [dict(name="no-" + proto, action="deny", protocol=proto)]
+        tcp = '{ name = "t"; address = "127.0.0.1:%d"; protocol = "tcp"; ' \
+            'to = "127.0.0.1:%d"; }' % (tport, echo.port)
         p = ACL.start(t, [ACL.http_listener("h", hport),
-                          ACL.socks_listener("s", sport)],
+                          ACL.socks_listener("s", sport), tcp],
                       [ACL.acl_entry(rules, default="allow",
                                      allow_private=True)],
                       log="proto-%s.log" % proto, dns=dns)
@@ -378,6 +395,14 @@ def protocols(t, dns):
         else:
             t.check(st == 200 and ok, lbl + "raw CONNECT: 200, the tunnel "
                     "echoes", (st, ok))
+        tag = j.tag()
+        st = ws_upgrade(hport, "http://proto.test:%d/ws?%s" % (o.port, tag))
+        if proto == "websocket":
+            t.check(st == 403 and not o.reqs_for(tag), lbl + "a WebSocket "
+                    "upgrade: 403, the origin saw nothing", st)
+        else:
+            t.check(st == 101 and o.reqs_for(tag), lbl + "a WebSocket "
+                    "upgrade: 101 from the origin", st)
         before = echo.accepted
         rep, ok, closed = ACL.socks5(sport, "proto.test", echo.port)
         if proto == "socks5":
@@ -398,6 +423,15 @@ def protocols(t, dns):
         else:
             t.check(cd == 0x5A and ok, lbl + "SOCKS4: CD 0x5A, the tunnel "
                     "echoes", (cd, ok))
+        before = echo.accepted
+        ok, why = ptest.echo_once(tport)
+        if proto == "tcp":
+            t.check(not ok and echo.accepted == before, lbl + "a tcp "
+                    "listener's connection is closed, the echo server saw "
+                    "nothing", (why, echo.accepted - before))
+        else:
+            t.check(ok, lbl + "a tcp listener relays to the echo server",
+                    why)
         H.finish(t, p, w0, "protocol %s: " % proto)
 
 

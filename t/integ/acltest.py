@@ -9,6 +9,7 @@ client side every scenario uses: one HTTP request on a fresh connection
 (from a chosen source address), CONNECT, SOCKS5 and SOCKS4 requests, and
 the verdict of each against what the origin saw.
 """
+import itertools
 import os
 import re
 import socket
@@ -19,6 +20,9 @@ import sockstest as S
 
 ACL_SO = os.path.join(ptest.BUILDDIR, "modules", "acl", ".libs", "acl.so")
 FIELDREC_SO = os.path.join(ptest.TESTMODDIR, "fieldrec.so")
+
+# Tags are unique in the whole scenario: several Judges share origins.
+_tags = itertools.count(1)
 
 
 def missing():
@@ -233,13 +237,11 @@ class Judge:
         self.o = origin
         self.port = port
         self.rec = rec
-        self.n = 0
         # words no 403 body may contain (the rules' names)
         self.secret = list(secret)
 
     def tag(self):
-        self.n += 1
-        return "acl%04d" % self.n
+        return "acl%04d" % next(_tags)
 
     def url(self, host, tag, port=None):
         return "http://%s:%d/%s" % (host, port or self.o.port, tag)
