@@ -178,6 +178,13 @@ def refused_default(t, e):
             lbl + "CONNECT priv.test: 403, the echo server saw nothing",
             (st, e.echo.accepted - before))
     n += socks_all(t, e, sport, j, lbl, True, label="private")
+    for name in ("127.0.0.1", "localhost"):
+        before = e.echo.accepted
+        rep, closed = ACL.socks5_name(sport, name, e.echo.port)
+        n += 1
+        t.check(rep == 0x02 and closed and e.echo.accepted == before,
+                lbl + "SOCKS5 ATYP 3 (a name) \"%s\": REP 0x02" % name,
+                (S.rep_name(rep), closed, e.echo.accepted - before))
     # the core logs each refusal at debug
     lines = p.wait_log(r"(ACCESS|DIAL): denied", count=n,
                        timeout=ptest.bound(3))

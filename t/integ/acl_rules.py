@@ -11,7 +11,7 @@ the decision label at LOG.
   client bound to 127.0.0.2), dst (127.0.0.3, literal and by name, judged
   after DNS), host exact / .suffix / ~regex (anchored and not), host_file
   (names, .suffix lines, comments), port (one, and a range whose both
-  ends count), user (set by fieldrec from X-User at AUTH; one name, and
+  ends count), src and dst ::1/128 over IPv6, user (set by fieldrec from X-User at AUTH; one name, and
   "*"), listener (by name, and an unnamed one by its address), method
   (case-sensitive), and a rule of two conditions (both must match). Each
   refused request is a 403 whose body names no rule, the origin never
@@ -21,12 +21,21 @@ the decision label at LOG.
   asked for it);
 - a listener with acl = { enabled = false; } lets a denied host through;
 - a keep-alive connection: after a 403 the next request on it (if the
-  proxy kept it open) is judged on its own;
+  proxy kept it open) is judged on its own; after a 200, a denied one
+  gets 403;
+- CONNECT and SOCKS5/SOCKS4a targets meet the same host and port rules;
+- a name resolving to a denied and an allowed address: the denied one
+  is never connected to;
 - matching: exact "example.test" does not match "a.example.test"; a
   ".suffix" matches the domain and its subdomains but not "xsuffix.test";
   "~^ads\\.example\\.test$" does not match "ads.example.test.evil.test";
-  upper-case names are matched by lower-case rules; one trailing dot is
-  ignored;
+  upper-case names are matched by lower-case rules, and lower-case names
+  by rules written in mixed case; one trailing dot is ignored (exact,
+  suffix, regex, host_file);
+- the host judged is the request URI's (a Host field naming another is
+  not what counts); an origin-form request never reaches a denied host;
+  a SOCKS5 name that is an address literal still meets dst rules;
+- a rule without conditions matches everything;
 - first match: an allow before a deny for the same host allows, a deny
   before an allow denies; default deny refuses what no rule matched
   (label "default"), default allow lets it through; an unnamed rule's
@@ -99,9 +108,11 @@ def main(t):
     two = can_bind("127.0.0.2")
     table = {n: {"A": ["127.0.0.1"]} for n in NAMES}
     table["dst3.test"] = {"A": ["127.0.0.3"]}
+    table["two.test"] = {"A": ["127.0.0.3", "127.0.0.1"]}
     dns = H.dns_server(t, table)
     conditions(t, dns, two)
     kinds_and_order(t, dns)
+    catch_all(t, dns)
     protocols(t, dns)
     mixed_list(t)
     with_auth(t, dns)
@@ -112,17 +123,24 @@ def conditions(t, dns, two):
     o3 = H.origin(t, "127.0.0.3") if two else None
     oport, orange, ocombo = distinct_origins(t, 3, [o.port] + (
         [o3.port] if o3 else []))
-    web, unnamed, closed, off = (ptest.free_port() for _ in range(4))
+    v6 = ptest.have_ipv6()
+    o6 = H.origin(t, "::1") if v6 else None
+    echo = t.echo_server()
+    web, unnamed, closed, off, socks = (ptest.free_port() for _ in range(5))
+    web6 = ptest.free_port("::1") if v6 else None
     hf = t.path("hosts-a")
     ptest.write_file(hf, "# blocked names\nlisted.test\n\n"
                      "  .filesfx.test  \n# the end\n")
     rules = [
         dict(name="r-src", action="deny", src=["127.0.0.2/32"]),
+        dict(name="r-src6", action="deny", src=["::1/128"]),
         dict(name="r-exact", action="deny", host=["exact.test"]),
         dict(name="r-suffix", action="deny", host=[".suffix.test"]),
         dict(name="r-regex", action="deny",
              host=["~^ads\\.example\\.test$"]),
         dict(name="r-unanchored", action="deny", host="~track"),
+        dict(name="r-mixed", action="deny",
+             host=["MiXeD.Test", "~^UP\\.Case\\.test$"]),
         dict(name="r-file", action="deny", host_file=hf),
         dict(name="r-port", action="deny", port=oport.port),
         dict(name="r-range", action="deny",
@@ -137,6 +155,7 @@ def conditions(t, dns, two):
              port=[ocombo.port]),
         # last: every rule above is judged at ACCESS, before DNS
         dict(name="r-dst", action="deny", dst=["127.0.0.3/32"]),
+        dict(name="r-dst6", action="deny", dst=["::1/128"]),
     ]
     names = [r["name"] for r in rules]
     rec = t.path("rules.rec")
@@ -144,7 +163,10 @@ def conditions(t, dns, two):
                       ACL.http_listener(None, unnamed),
                       ACL.http_listener("closed", closed),
                       ACL.http_listener("off", off,
-                                        "acl = { enabled = false; };")],
+                                        "acl = { enabled = false; };"),
+                      ACL.socks_listener("socks", socks)] +
+                  (['{ name = "v6"; address = "[::1]:%d"; protocol = "http"; '
+                    '}' % web6] if v6 else []),
                   [ACL.acl_entry(rules, default="allow", allow_private=True),
                    ACL.fieldrec_entry(rec, 'user_header = "X-User";')],
                   log="rules.log", dns=dns)
@@ -201,6 +223,19 @@ def conditions(t, dns, two):
          "subdomain")
     j.http("unlisted.test", 200, "host_file: an unlisted name passes",
            label="default")
+    # one trailing dot, and rules written in mixed case
+    deny("ads.example.test.", "r-regex", "the anchored regex, the name with "
+         "one trailing dot")
+    deny("a.suffix.test.", "r-suffix", ".suffix.test, a subdomain with one "
+         "trailing dot")
+    deny("listed.test.", "r-file", "host_file, a listed name with one "
+         "trailing dot")
+    deny("x.filesfx.test.", "r-file", "host_file .suffix line, a subdomain "
+         "with one trailing dot")
+    deny("mixed.test", "r-mixed", "a rule written \"MiXeD.Test\" matches "
+         "mixed.test")
+    deny("up.case.test", "r-mixed", "a regex written with upper case "
+         "matches a lower-case name")
     asked = [n for n in ("exact.test", "suffix.test", "a.suffix.test",
                          "ads.example.test", "listed.test",
                          "x.filesfx.test", "www.tracking.test")
@@ -252,9 +287,27 @@ def conditions(t, dns, two):
              "it", origin=o3)
         j.http("127.0.0.1", 200, "dst 127.0.0.3/32 does not match "
                "127.0.0.1", label="default")
+        # one address of two denied: that one is never connected to
+        tag = j.tag()
+        r = ACL.request(web, "GET", j.url("two.test", tag))
+        st = r.status if isinstance(r, H.Resp) else r
+        t.check(not o3.reqs_for("/" + tag) and (
+            st == 403 or st == 200 and o.reqs_for("/" + tag)),
+            "a name resolving to 127.0.0.3 and 127.0.0.1, dst 127.0.0.3/32 "
+            "denied: 127.0.0.3 is never connected to (the request is "
+            "refused or goes to 127.0.0.1)", lambda: H.describe(r))
+        t.diag("two.test (127.0.0.3 denied, 127.0.0.1 not): %s" % st)
+        if st == 403:
+            denied += 1
     else:
         t.skip("dst 127.0.0.3/32", "cannot bind 127.0.0.2 (nor "
                "127.0.0.3)", need="127.0.0.2")
+    if v6:
+        deny("plain.test", "r-src6", "src ::1/128, a client on an IPv6 "
+             "listener", via=web6, via_host="::1")
+        deny("[::1]", "r-dst6", "dst ::1/128, the literal [::1]", origin=o6)
+    else:
+        t.skip("src and dst ::1/128", "no IPv6 loopback", need="ipv6")
 
     # keep-alive: a 403, then the next request on the same connection
     c = ACL.conn_from(web)
@@ -278,6 +331,86 @@ def conditions(t, dns, two):
             "keep-alive: a 403, then the next request on the connection is "
             "judged on its own (200) or the connection was closed",
             lambda: H.describe(r1) + H.describe(r2))
+
+    # keep-alive: a 200, then a request the rules deny on that connection
+    c = ACL.conn_from(web)
+    tag1, tag2 = j.tag(), j.tag()
+    try:
+        c.send(H.request_bytes("GET", j.url("plain.test", tag1)))
+        r1 = H.read_response(c)
+        c.send(H.request_bytes("GET", j.url("exact.test", tag2)))
+        r2 = H.read_response(c)
+    except Exception as e:
+        r1, r2 = "%s: %s" % (type(e).__name__, e), None
+    c.close()
+    denied += 1
+    t.check(isinstance(r1, H.Resp) and r1.status == 200 and
+            isinstance(r2, H.Resp) and r2.status == 403 and
+            o.reqs_for("/" + tag1) and not o.reqs_for("/" + tag2),
+            "keep-alive: a 200, then a request for a denied host on the "
+            "same connection gets 403 (each request is judged)",
+            lambda: H.describe(r1) + H.describe(r2))
+
+    # the host judged is the one the proxy connects to
+    tag = j.tag()
+    r = ACL.request(web, "GET", j.url("exact.test", tag),
+                    headers=[("Host", "plain.test:%d" % o.port)])
+    denied += 1
+    t.check(isinstance(r, H.Resp) and r.status == 403 and
+            not o.reqs_for("/" + tag), "GET http://exact.test/ with Host: "
+            "plain.test: 403 (the URI's host is judged)",
+            lambda: H.describe(r))
+    tag = j.tag()
+    c = ACL.conn_from(web)
+    try:
+        c.send("GET /%s HTTP/1.1\r\nHost: exact.test:%d\r\n\r\n" % (
+            tag, o.port))
+        r = H.read_response(c)
+    except Exception as e:
+        r = "%s: %s" % (type(e).__name__, e)
+    c.close()
+    t.check(not o.reqs_for("/" + tag), "an origin-form GET /... with Host: "
+            "exact.test never reaches the origin", lambda: H.describe(r))
+    if isinstance(r, H.Resp) and r.status == 403:
+        denied += 1
+    if o3 is not None:
+        before = o3.accepted
+        rep, closed = ACL.socks5_name(socks, "127.0.0.3", o3.port)
+        denied += 1
+        t.check(rep == 0x02 and o3.accepted == before, "SOCKS5 ATYP 3 (a "
+                "name) \"127.0.0.3\": dst 127.0.0.3/32 still applies, REP "
+                "0x02", (S.rep_name(rep), o3.accepted - before))
+
+    # CONNECT and SOCKS meet the same rules
+    before = oport.accepted
+    st, ok = ACL.connect_http(web, "plain.test", oport.port)
+    denied += 1
+    t.check(st == 403 and oport.accepted == before, "CONNECT to the denied "
+            "port: 403, nothing connected there", st)
+    st, ok = ACL.connect_http(web, "EXACT.test.", echo.port)
+    denied += 1
+    t.check(st == 403, "CONNECT EXACT.test.:PORT (upper case, trailing "
+            "dot): 403", st)
+    st, ok = ACL.connect_http(web, "plain.test", echo.port)
+    t.check(st == 200 and ok, "CONNECT plain.test: 200, the tunnel echoes",
+            st)
+    before = oport.accepted
+    rep, ok, closed = ACL.socks5(socks, "plain.test", oport.port)
+    denied += 1
+    t.check(rep == 0x02 and closed and oport.accepted == before,
+            "SOCKS5 to the denied port: REP 0x02, nothing connected there",
+            S.rep_name(rep))
+    rep, ok, closed = ACL.socks5(socks, "EXACT.TEST.", echo.port)
+    denied += 1
+    t.check(rep == 0x02 and closed, "SOCKS5 to EXACT.TEST. (a name, upper "
+            "case, trailing dot): REP 0x02", S.rep_name(rep))
+    cd, ok, closed = ACL.socks4(socks, None, echo.port, name="x.filesfx.test")
+    denied += 1
+    t.check(cd == 0x5B and closed, "SOCKS4a to x.filesfx.test (host_file "
+            ".suffix): CD 0x5B", cd)
+    rep, ok, closed = ACL.socks5(socks, "plain.test", echo.port)
+    t.check(rep == 0 and ok, "SOCKS5 to plain.test: REP 0, the tunnel "
+            "echoes", S.rep_name(rep))
 
     # curl -x
     st, head = A.curl_head(web, j.url("EXACT.test", j.tag()))
@@ -352,6 +485,25 @@ def ws_upgrade(port, url):
 
 
 PROTOCOLS = ("http", "connect", "websocket", "socks5", "socks4", "tcp")
+
+
+def catch_all(t, dns):
+    """A rule with no condition matches everything."""
+    o = H.origin(t)
+    port = ptest.free_port()
+    rec = t.path("catch.rec")
+    rules = [dict(name="ok", action="allow", host="example.test"),
+             dict(name="catch", action="deny")]
+    p = ACL.start(t, [ACL.http_listener("web", port)],
+                  [ACL.acl_entry(rules, default="allow", allow_private=True),
+                   ACL.fieldrec_entry(rec)], log="catch.log", dns=dns)
+    w0 = p.workers()
+    j = ACL.Judge(t, o, port, rec, secret=["ok", "catch"])
+    j.http("example.test", 200, "before a rule without conditions",
+           label="ok")
+    j.http("none.test", 403, "a rule without conditions matches anything "
+           "(the default allow is never reached)", label="catch")
+    H.finish(t, p, w0, "catch-all: ")
 
 
 def protocols(t, dns):

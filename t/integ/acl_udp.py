@@ -10,7 +10,9 @@ to 127.0.0.1.
   and by name) come back; those to B are dropped (B counts none, the
   client gets nothing) and a datagram to A right after still comes back:
   the association goes on, its control connection stays open; C (no
-  rule) comes back; the core's udp_denied counts each dropped datagram;
+  rule) comes back; a datagram to a name a udp host rule denies is
+  dropped though the name resolves to A's address; the core's
+  udp_denied counts each dropped datagram;
 - a rule without destination conditions (listener) denying: UDP
   ASSOCIATE on that listener is refused with REP 0x02 and the connection
   ends;
@@ -97,7 +99,8 @@ def main(t):
         return
     e = Env()
     e.a, e.b, e.c = S.udp_echo(t), S.udp_echo(t), S.udp_echo(t)
-    e.dns = H.dns_server(t, {"udp.test": {"A": ["127.0.0.1"]}})
+    e.dns = H.dns_server(t, {"udp.test": {"A": ["127.0.0.1"]},
+                             "bad.test": {"A": ["127.0.0.1"]}})
     ports(t, e)
     default_deny(t, e)
     private(t, e)
@@ -106,6 +109,8 @@ def main(t):
 def ports(t, e):
     s2 = ptest.free_port()
     rules = [dict(name="no-udp-s2", action="deny", listener="s2"),
+             dict(name="udp-host", action="deny", protocol="udp",
+                  host="bad.test"),
              dict(name="udp-a", action="allow", protocol="udp",
                   port=e.a.port),
              dict(name="udp-b", action="deny", protocol="udp",
@@ -135,6 +140,15 @@ def ports(t, e):
                 why)
     t.check(e.b.count() == 0, lbl + "B's echo server counted 0 datagrams",
             "B saw %d" % e.b.count())
+    for host in ("bad.test", "BAD.Test."):
+        ok, why = dropped(a, host, e.a)
+        denied += 1
+        t.check(ok, lbl + "a datagram to %s:A (host = \"bad.test\" denied "
+                "for udp, though it resolves to 127.0.0.1) is dropped" % host,
+                why)
+    ok, why = roundtrip(a, "127.0.0.1", e.a.port, b"A after bad.test")
+    t.check(ok, lbl + "... and one to 127.0.0.1:A after them comes back",
+            why)
     ok, why = roundtrip(a, "127.0.0.1", e.c.port, b"to C")
     t.check(ok, lbl + "a datagram to C (no rule: default allow) comes back",
             why)

@@ -136,27 +136,29 @@ def totals(p):
 # ---------------------------------------------------------------------------
 # clients
 
-def conn_from(port, src=None, timeout=None):
-    """A H.Conn to the proxy on 127.0.0.1:<port>, from <src> (an address
+def conn_from(port, src=None, timeout=None, host="127.0.0.1"):
+    """A H.Conn to the proxy on <host>:<port>, from <src> (an address
     of this machine) when given."""
     timeout = timeout or ptest.bound(10)
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET,
+                      socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         if src:
             s.bind((src, 0))
-        s.connect(("127.0.0.1", port))
+        s.connect((host, port))
     except BaseException:
         s.close()
         raise
     return H.Conn(s, timeout)
 
 
-def request(port, method, url, src=None, headers=(), body=None):
-    """One request on a fresh connection (closed after). Returns the
-    Resp or the error as a string."""
+def request(port, method, url, src=None, headers=(), body=None,
+            host="127.0.0.1"):
+    """One request on a fresh connection to the proxy at <host>:<port>
+    (closed after). Returns the Resp or the error as a string."""
     try:
-        c = conn_from(port, src)
+        c = conn_from(port, src, host=host)
     except Exception as e:
         return "connect: %s" % ptest.err_kind(e)
     try:
@@ -208,6 +210,30 @@ def socks5(port, host, tport):
         c.close()
 
 
+def socks5_name(port, name, tport):
+    """SOCKS5 CONNECT with ATYP 3 (a name) even when <name> is an address
+    literal: (REP or error string, closed after a refusal)."""
+    try:
+        c = S.Client.to(port, timeout=ptest.bound(10))
+    except Exception as e:
+        return "connect: %s" % ptest.err_kind(e), None
+    try:
+        if c.greet([S.M_NONE]) != S.M_NONE:
+            return "no method", None
+        n = name.encode()
+        c.send(b"\x05\x01\x00\x03" + bytes([len(n)]) + n +
+               tport.to_bytes(2, "big"))
+        r = c.read_reply()
+        if r.rep == 0:
+            return 0, None
+        _, how, _ = S.ending(c, ptest.bound(3))
+        return r.rep, S.closes(how)
+    except Exception as e:
+        return "%s: %s" % (type(e).__name__, e), None
+    finally:
+        c.close()
+
+
 def socks4(port, ip, tport, name=None):
     """SOCKS4 (or 4a with <name>) CONNECT: (CD or error string, echoed
     ok, closed after a refusal)."""
@@ -247,7 +273,8 @@ class Judge:
         return "http://%s:%d/%s" % (host, port or self.o.port, tag)
 
     def http(self, host, want, desc, method="GET", src=None, port=None,
-             origin=None, headers=(), label=None, via=None):
+             origin=None, headers=(), label=None, via=None,
+             via_host="127.0.0.1"):
         """<method> http://<host>:<origin port>/<tag> through the proxy
         (or <via>): <want> 200 (the origin saw it) or 403 (it did not,
         and the body names no rule). <label>: the label fieldrec must see
@@ -255,7 +282,8 @@ class Judge:
         o = origin or self.o
         tag = self.tag()
         url = self.url(host, tag, port or o.port)
-        r = request(via or self.port, method, url, src=src, headers=headers)
+        r = request(via or self.port, method, url, src=src, headers=headers,
+                    host=via_host)
         seen = o.reqs_for("/" + tag)
         st = r.status if isinstance(r, H.Resp) else r
         ok = st == want
