@@ -11,7 +11,8 @@ The acl module's configuration errors and reloads (the real acl.so).
   IPv6 prefix in dst, the bad element on its own line of an array, a
   port range "80-70", port 70000, protocol "ftp", an unknown listener
   name, action "maybe", a regex "~(" (PCRE2's message and an offset), an
-  unknown rule key; a host_file with a bad line fails naming
+  unknown rule key, a host_file that does not exist; default "maybe" and
+  an unknown key of the module's entry; a host_file with a bad line fails naming
   "<host_file>:<its line>"; a bad file also stops a real start (exit 1);
 - reload: rules denying host a.test (403), SIGHUP with rules allowing it
   (a new generation, 200); SIGHUP with a broken file: "reload failed"
@@ -19,7 +20,8 @@ The acl module's configuration errors and reloads (the real acl.so).
 - host_file reloads: a list with b.test (b 403, c 200); the file edited to
   list c.test and SIGHUP (b 200, c 403); the file given a bad line and
   SIGHUP: "reload failed" naming the file and line, the old list still
-  serves.
+  serves; a reload that leaves allow_private out refuses b.test
+  (127.0.0.1).
 """
 import os
 import re
@@ -44,6 +46,8 @@ BAD = [
      r"(?i)missing closing parenthesis.*offset \d+|offset \d+.*missing "
      r"closing parenthesis"),
     ("unknown rule key", 'hots = [ "a.test" ];', r"hots"),
+    ("a host_file that does not exist", 'host_file = "/nonexistent/acl";',
+     r"/nonexistent/acl"),
 ]
 
 
@@ -138,6 +142,21 @@ def main(t):
             "message names %s:5" % os.path.basename(bad_hf),
             ["exit %s" % cp.returncode, out])
 
+    # the module's own keys
+    for what, old, new, rx in (
+            ("default maybe", 'default = "deny";', 'default = "maybe";  '
+             '# ERROR', r"maybe|default"),
+            ("unknown module key", 'default = "deny";', 'default = "deny"; '
+             'defualt = "allow";  # ERROR', r"defualt")):
+        text = conf_text(t, port, 'host = [ "x.test" ];').replace(
+            "  # ERROR\n", "\n").replace(old, new)
+        line = ptest.line_of(text, "# ERROR")
+        path, cp, out = check_t(t, text, "bad.conf")
+        t.check(cp.returncode == 1 and "%s:%d:" % (path, line) in out and
+                re.search(rx, out) is not None, "-t, %s: exit 1, FILE:%d, "
+                "the message says what" % (what, line),
+                ["exit %s" % cp.returncode, out])
+
     # a real start on a bad file
     text = conf_text(t, port, 'src = [ "10.1.2.3/8" ];')
     line = ptest.line_of(text, "# ERROR")
@@ -230,6 +249,13 @@ def reloads(t):
             (gen, p.workers()))
     j.http("c.test", 403, "the old list still serves: c.test denied")
     j.http("b.test", 200, "the old list still serves: b.test passes")
+    # allow_private turned off by a reload
+    p.set_conf(ACL.conf(t, [ACL.http_listener("web", port)],
+                        [ACL.acl_entry(None, default="allow")],
+                        log="reload.log", dns=dns))
+    hup(4, "with allow_private left out")
+    j.http("b.test", 403, "after the reload a private destination (b.test, "
+           "127.0.0.1) is refused")
     t.stop_portico(p)
 
 

@@ -19,8 +19,8 @@ mapped.test to ::ffff:127.0.0.1 only.
 - allow_private = true: the same requests pass (200, REP 0, CD 0x5A);
 - allow_private false with an allowing rule whose dst lies inside the
   private range (127.0.0.1/32, 127.0.0.0/8): they pass, with that rule's
-  label; an allowing rule with dst 0.0.0.0/0, or one by host name alone,
-  does not excuse a private destination (403 / 0x02 / 0x5B, label
+  label; an allowing rule with dst 0.0.0.0/0, or 126.0.0.0/7 (wider than
+  127/8), or one by host name alone, does not excuse a private destination (403 / 0x02 / 0x5B, label
   "private").
 
 The NAT64 (64:ff9b::/96) and 6to4 forms are left to the unit tests: this
@@ -237,16 +237,18 @@ def dst_rules(t, e):
     H.finish(t, p, w0, "dst rules: ")
 
     rules = [dict(name="byname", action="allow", host=["priv.test"]),
+             dict(name="wider", action="allow", dst=["126.0.0.0/7"],
+                  port=e.o.port),
              dict(name="all", action="allow", dst=["0.0.0.0/0"])]
     p, j, hport, sport = start(t, e, "dst-all", rules, default="deny",
                                allow_private=False)
     w0 = p.workers()
-    lbl = "allow_private = false, rules by host and dst 0.0.0.0/0: "
+    lbl = "allow_private = false, rules by host, dst 126/7, dst 0/0: "
     n = 0
     j.http("priv.test", 403, lbl + "an allow by host name does not excuse "
            "a private destination", label="private")
-    j.http("127.0.0.1", 403, lbl + "dst 0.0.0.0/0 does not excuse "
-           "127.0.0.1", label="private")
+    j.http("127.0.0.1", 403, lbl + "dst 126.0.0.0/7 (wider than 127/8, "
+           "not inside it) does not excuse 127.0.0.1", label="private")
     n += 2
     if e.o2:
         j.http("127.0.0.2", 403, lbl + "nor 127.0.0.2", origin=e.o2,
@@ -256,7 +258,8 @@ def dst_rules(t, e):
     st, ok = ACL.connect_http(hport, "127.0.0.1", e.echo.port)
     n += 1
     t.check(st == 403 and e.echo.accepted == before,
-            lbl + "CONNECT 127.0.0.1: 403", (st, e.echo.accepted - before))
+            lbl + "dst 0.0.0.0/0 does not excuse 127.0.0.1: CONNECT 403",
+            (st, e.echo.accepted - before))
     n += socks_all(t, e, sport, j, lbl, True, label="private")
     H.finish(t, p, w0, "dst 0.0.0.0/0: ")
     tot = ACL.totals(p)

@@ -10,7 +10,7 @@ the decision label at LOG.
 - each condition alone, in a rule set whose default is allow: src (a
   client bound to 127.0.0.2), dst (127.0.0.3, literal and by name, judged
   after DNS), host exact / .suffix / ~regex (anchored and not), host_file
-  (names, .suffix lines, comments), port (one, and a range whose both
+  (two files; names, .suffix lines, comments), port (one, and a range whose both
   ends count), src and dst ::1/128 over IPv6, user (set by fieldrec from X-User at AUTH; one name, and
   "*"), listener (by name, and an unnamed one by its address), method
   (case-sensitive), and a rule of two conditions (both must match). Each
@@ -33,9 +33,9 @@ the decision label at LOG.
   by rules written in mixed case; one trailing dot is ignored (exact,
   suffix, regex, host_file);
 - the host judged is the request URI's (a Host field naming another is
-  not what counts); an origin-form request never reaches a denied host;
-  a SOCKS5 name that is an address literal still meets dst rules;
-- a rule without conditions matches everything;
+  not what counts); a SOCKS5 name that is an address literal still meets dst rules;
+- a rule without conditions matches everything; without a default key,
+  what no rule matches is denied;
 - first match: an allow before a deny for the same host allows, a deny
   before an allow denies; default deny refuses what no rule matched
   (label "default"), default allow lets it through; an unnamed rule's
@@ -65,7 +65,7 @@ NAMES = ["plain.test", "a.exact.test", "exact.test", "xsuffix.test",
          "ads.example.test.evil.test", "xads.example.test", "unlisted.test",
          "combo.test", "example.test", "order1.test", "wild.test",
          "a.wild.test", "re12.test", "re12.test.evil.test", "none.test",
-         "a.example.test", "proto.test"]
+         "a.example.test", "proto.test", "x.filesfx.test"]
 
 
 def can_bind(host):
@@ -113,6 +113,7 @@ def main(t):
     conditions(t, dns, two)
     kinds_and_order(t, dns)
     catch_all(t, dns)
+    default_omitted(t, dns)
     protocols(t, dns)
     mixed_list(t)
     with_auth(t, dns)
@@ -120,7 +121,9 @@ def main(t):
 
 def conditions(t, dns, two):
     o = H.origin(t)
-    o3 = H.origin(t, "127.0.0.3") if two else None
+    # 127.0.0.3 on the same port: two.test (127.0.0.3 first) would reach
+    # it without the dst rule
+    o3 = ACL.origin_at(t, "127.0.0.3", o.port) if two else None
     oport, orange, ocombo = distinct_origins(t, 3, [o.port] + (
         [o3.port] if o3 else []))
     v6 = ptest.have_ipv6()
@@ -131,6 +134,8 @@ def conditions(t, dns, two):
     hf = t.path("hosts-a")
     ptest.write_file(hf, "# blocked names\nlisted.test\n\n"
                      "  .filesfx.test  \n# the end\n")
+    hf2 = t.path("hosts-b")
+    ptest.write_file(hf2, "second.test\n")
     rules = [
         dict(name="r-src", action="deny", src=["127.0.0.2/32"]),
         dict(name="r-src6", action="deny", src=["::1/128"]),
@@ -141,7 +146,7 @@ def conditions(t, dns, two):
         dict(name="r-unanchored", action="deny", host="~track"),
         dict(name="r-mixed", action="deny",
              host=["MiXeD.Test", "~^UP\\.Case\\.test$"]),
-        dict(name="r-file", action="deny", host_file=hf),
+        dict(name="r-file", action="deny", host_file=[hf, hf2]),
         dict(name="r-port", action="deny", port=oport.port),
         dict(name="r-range", action="deny",
              port=["%d-%d" % (orange.port, orange.port + 1)]),
@@ -217,6 +222,8 @@ def conditions(t, dns, two):
     # host_file
     deny("listed.test", "r-file", "host_file: a listed name")
     deny("LISTED.test", "r-file", "host_file: a listed name in upper case")
+    deny("second.test", "r-file", "host_file: a name listed in the second "
+         "file of two")
     deny("filesfx.test", "r-file", "host_file: a .suffix line matches the "
          "domain")
     deny("x.filesfx.test", "r-file", "host_file: a .suffix line matches a "
@@ -360,19 +367,6 @@ def conditions(t, dns, two):
             not o.reqs_for("/" + tag), "GET http://exact.test/ with Host: "
             "plain.test: 403 (the URI's host is judged)",
             lambda: H.describe(r))
-    tag = j.tag()
-    c = ACL.conn_from(web)
-    try:
-        c.send("GET /%s HTTP/1.1\r\nHost: exact.test:%d\r\n\r\n" % (
-            tag, o.port))
-        r = H.read_response(c)
-    except Exception as e:
-        r = "%s: %s" % (type(e).__name__, e)
-    c.close()
-    t.check(not o.reqs_for("/" + tag), "an origin-form GET /... with Host: "
-            "exact.test never reaches the origin", lambda: H.describe(r))
-    if isinstance(r, H.Resp) and r.status == 403:
-        denied += 1
     if o3 is not None:
         before = o3.accepted
         rep, closed = ACL.socks5_name(socks, "127.0.0.3", o3.port)
@@ -404,10 +398,12 @@ def conditions(t, dns, two):
     denied += 1
     t.check(rep == 0x02 and closed, "SOCKS5 to EXACT.TEST. (a name, upper "
             "case, trailing dot): REP 0x02", S.rep_name(rep))
+    before = echo.accepted
     cd, ok, closed = ACL.socks4(socks, None, echo.port, name="x.filesfx.test")
     denied += 1
-    t.check(cd == 0x5B and closed, "SOCKS4a to x.filesfx.test (host_file "
-            ".suffix): CD 0x5B", cd)
+    t.check(cd == 0x5B and closed and echo.accepted == before,
+            "SOCKS4a to x.filesfx.test (host_file .suffix; it resolves): CD "
+            "0x5B, the echo server saw nothing", cd)
     rep, ok, closed = ACL.socks5(socks, "plain.test", echo.port)
     t.check(rep == 0 and ok, "SOCKS5 to plain.test: REP 0, the tunnel "
             "echoes", S.rep_name(rep))
@@ -485,6 +481,25 @@ def ws_upgrade(port, url):
 
 
 PROTOCOLS = ("http", "connect", "websocket", "socks5", "socks4", "tcp")
+
+
+def default_omitted(t, dns):
+    """Without a default key, what no rule matches is denied."""
+    o = H.origin(t)
+    port = ptest.free_port()
+    rec = t.path("nodefault.rec")
+    p = ACL.start(t, [ACL.http_listener("web", port)],
+                  [ACL.acl_entry([dict(name="ok", action="allow",
+                                       host="example.test")],
+                                 allow_private=True),
+                   ACL.fieldrec_entry(rec)], log="nodefault.log", dns=dns)
+    w0 = p.workers()
+    j = ACL.Judge(t, o, port, rec, secret=["ok"])
+    j.http("example.test", 200, "no default key: a rule allows",
+           label="ok")
+    j.http("none.test", 403, "no default key: what no rule matches is "
+           "denied", label="default")
+    H.finish(t, p, w0, "no default key: ")
 
 
 def catch_all(t, dns):

@@ -13,6 +13,7 @@ import itertools
 import os
 import re
 import socket
+import threading
 
 import ptest
 import httptest as H
@@ -131,6 +132,17 @@ def totals(p):
     if not tot:
         return {}
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", tot[-1])}
+
+
+def origin_at(t, host, port):
+    """A httptest origin on <host>:<port> (another address's origin may
+    have that port: a name resolving to both then reaches either)."""
+    o = H.Origin.__new__(H.Origin)
+    o.requests, o.bad, o.serial = [], [], 0
+    o.hang_release = threading.Event()
+    ptest._Server.__init__(o, host, port)
+    t.servers.append(o)
+    return o
 
 
 # ---------------------------------------------------------------------------
