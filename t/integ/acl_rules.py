@@ -131,6 +131,7 @@ def conditions(t, dns, two):
     echo = t.echo_server()
     web, unnamed, closed, off, socks = (ptest.free_port() for _ in range(5))
     web6 = ptest.free_port("::1") if v6 else None
+    unnamed6 = ptest.free_port("::1") if v6 else None
     hf = t.path("hosts-a")
     ptest.write_file(hf, "# blocked names\nlisted.test\n\n"
                      "  .filesfx.test  \n# the end\n")
@@ -138,6 +139,8 @@ def conditions(t, dns, two):
     ptest.write_file(hf2, "second.test\n")
     rules = [
         dict(name="r-src", action="deny", src=["127.0.0.2/32"]),
+        dict(name="r-address6", action="deny", method="HEAD",
+             listener=["[::1]:%s" % unnamed6]),
         dict(name="r-src6", action="deny", src=["::1/128"]),
         dict(name="r-exact", action="deny", host=["exact.test"]),
         dict(name="r-suffix", action="deny", host=[".suffix.test"]),
@@ -162,6 +165,8 @@ def conditions(t, dns, two):
         dict(name="r-dst", action="deny", dst=["127.0.0.3/32"]),
         dict(name="r-dst6", action="deny", dst=["::1/128"]),
     ]
+    if not v6:      # a listener rule must name a listener that exists
+        rules = [r for r in rules if r["name"] != "r-address6"]
     names = [r["name"] for r in rules]
     rec = t.path("rules.rec")
     p = ACL.start(t, [ACL.http_listener("web", web),
@@ -171,7 +176,8 @@ def conditions(t, dns, two):
                                         "acl = { enabled = false; };"),
                       ACL.socks_listener("socks", socks)] +
                   (['{ name = "v6"; address = "[::1]:%d"; protocol = "http"; '
-                    '}' % web6] if v6 else []),
+                    '}' % web6, '{ address = "[::1]:%d"; protocol = "http"; '
+                    '}' % unnamed6] if v6 else []),
                   [ACL.acl_entry(rules, default="allow", allow_private=True),
                    ACL.fieldrec_entry(rec, 'user_header = "X-User";')],
                   log="rules.log", dns=dns)
@@ -313,6 +319,9 @@ def conditions(t, dns, two):
         deny("plain.test", "r-src6", "src ::1/128, a client on an IPv6 "
              "listener", via=web6, via_host="::1")
         deny("[::1]", "r-dst6", "dst ::1/128, the literal [::1]", origin=o6)
+        deny("plain.test", "r-address6", "an unnamed listener [::1]:PORT by "
+             "its address (and HEAD)", method="HEAD", via=unnamed6,
+             via_host="::1")
     else:
         t.skip("src and dst ::1/128", "no IPv6 loopback", need="ipv6")
 
@@ -623,7 +632,8 @@ def with_auth(t, dns):
     o = H.origin(t)
     ulist = A.write_users(t, [("bob", A.argon2id("b-pw")),
                               ("mallory", A.argon2id("m-pw"))], "users-acl")
-    main_port, open_port = ptest.free_port(), ptest.free_port()
+    main_port, open_port, socks = (ptest.free_port() for _ in range(3))
+    echo = t.echo_server()
     rules = [dict(name="no-mallory", action="deny", user="mallory"),
              dict(name="no-users-open", action="deny", user="*",
                   listener="open")]
@@ -631,7 +641,8 @@ def with_auth(t, dns):
         A.AUTH_SO, ulist)
     p = ACL.start(t, [ACL.http_listener("main", main_port),
                       ACL.http_listener("open", open_port,
-                                        "auth = { required = false; };")],
+                                        "auth = { required = false; };"),
+                      ACL.socks_listener("socks", socks)],
                   [auth, ACL.acl_entry(rules, default="allow",
                                        allow_private=True)],
                   log="auth.log", dns=dns)
@@ -658,6 +669,18 @@ def with_auth(t, dns):
     st, head, seen = curl(open_port, "named", "bob:b-pw")
     t.check(st == 403 and not seen, "auth + acl: user = \"*\" on listener "
             "open: bob with credentials gets 403", head)
+    rep, c = S.connect5(socks, "plain.test", echo.port, auth=("bob", "b-pw"))
+    ok, _ = S.echo_check(c, b"bob") if S.ok5(rep) else (False, None)
+    c.close()
+    t.check(ok, "auth + acl: SOCKS5 as bob: REP 0, the tunnel echoes", rep)
+    before = echo.accepted
+    rep, c = S.connect5(socks, "plain.test", echo.port,
+                        auth=("mallory", "m-pw"))
+    c.close()
+    t.check(isinstance(rep, S.Reply) and rep.rep == 0x02 and
+            echo.accepted == before, "auth + acl: SOCKS5 as mallory (right "
+            "password): REP 0x02 from the acl, the echo server saw nothing",
+            rep)
     H.finish(t, p, w0, "auth: ")
 
 
