@@ -44,6 +44,12 @@ SCENARIOS = [
      "connect, one GET /bytes/1024, close; repeated"),
     ("http-auth", "HTTP GET 1 KiB with Basic auth", "requests/s", "rate",
      True, "as http-1k with Proxy-Authorization: Basic on every request"),
+    ("http-acl", "HTTP GET 1 KiB through the ACL module", "requests/s",
+     "rate", True, "as http-1k through the acl module: 100 regex host "
+     "rules, a host_file of 1,000,000 names, 100 CIDR rules on the "
+     "destination, then the rule that allows the origin, so every rule is "
+     "tried (portico only: set against portico's own http-1k of the same "
+     "campaign below the table)"),
     ("connect", "HTTP CONNECT tunnel throughput", "MiB/s", "both", True,
      "CONNECT to a TCP sink, 16 KiB writes, bytes per second "
      "(upload: see FAIRNESS.md)"),
@@ -313,6 +319,37 @@ def campaign_lines(m, name):
                                      if k != "direct" and ver(k))]
 
 
+def acl_lines(by, src, sums):
+    """http-acl against portico's http-1k of the same campaign, and what
+    loading the host_file cost."""
+    out = []
+    acl = (sums.get("portico") or {}).get("median")
+    plain = None
+    if src.get("http-1k") == src.get("http-acl") and ("http-1k", "portico") in by:
+        plain = (summarise(by[("http-1k", "portico")], "rate", True) or {}).get("median")
+    if acl and plain:
+        out.append("")
+        out.append("With the ACL against without it (portico's http-1k, same "
+                   "campaign): %s against %s requests/s, ratio %.3f." % (
+                       fmt(acl, "requests/s"), fmt(plain, "requests/s"),
+                       acl / plain))
+    recs = [r for r in by.get(("http-acl", "portico"), [])
+            if r.get("acl_load_ms") is not None]
+    if recs:
+        def med(k):
+            v = sorted(r[k] for r in recs if isinstance(r.get(k), int))
+            return v[len(v) // 2] if v else None
+        out.append("")
+        out.append("host_file: %s names loaded in %s ms (median of %d starts, "
+                   "in the master before the fork); RSS after start: master "
+                   "%s MiB, worker %s MiB (the worker shares the master's "
+                   "pages copy-on-write)." % (
+                       "{:,}".format(med("acl_names") or 0), med("acl_load_ms"),
+                       len(recs), "%.1f" % ((med("acl_master_kib") or 0) / 1024),
+                       "%.1f" % ((med("acl_worker_kib") or 0) / 1024)))
+    return out
+
+
 def main():
     args = sys.argv[1:]
     out = os.path.join(HERE, "RESULTS.md")
@@ -471,6 +508,8 @@ def main():
                 fmt(s["max"], unit), ratio, s["level"], s["n"], note, lat,
                 extra_cell(s, scen, kind)))
             rows.append((p, s["median"], s["min"], s["max"]))
+        if scen == "http-acl":
+            L.extend(acl_lines(by, src, sums))
         if gp and rows:
             c = chart(camp[src[scen]][0], scen if level is None else
                       "%s-%d" % (scen, level), title, unit, rows, gp)

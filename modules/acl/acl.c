@@ -193,9 +193,9 @@ acl_conf(struct pt_modconf *mc, const config_setting_t *node,
 		acl_conf_free(ac);
 		return -1;
 	}
-	pt_log(PT_LOG_NOTICE, "acl: %zu rules, default %s, private "
-	    "destinations %s; host_file: %zu names, %zu KiB, %llu ms",
-	    ac->nrules, ac->default_allow ? "allow" : "deny",
+	pt_log(PT_LOG_NOTICE, "acl: %zu rules (%zu steps), default %s, "
+	    "private destinations %s; host_file: %zu names, %zu KiB, %llu ms",
+	    ac->nrules, ac->nblocks, ac->default_allow ? "allow" : "deny",
 	    ac->allow_private ? "allowed" : "denied", ac->hostfile_names,
 	    ac->hostfile_bytes / 1024,
 	    (unsigned long long)(acl_ms() - t0));

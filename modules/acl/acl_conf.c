@@ -130,25 +130,6 @@ acl_nets(struct acl_parse *p, const config_setting_t *s, const char *key,
 	return 0;
 }
 
-/* Each regex alone (its own error), and all of them as one alternation
- * when that cannot change what they mean: one JIT call a request then
- * judges the whole list. */
-static bool
-acl_re_combinable(const char *re)
-{
-	const char	*b;
-
-	if (strchr(re, '#') != NULL || strstr(re, "(?") != NULL)
-		return false;
-	for (b = strchr(re, '\\'); b != NULL; b = strchr(b + 2, '\\')) {
-		if (b[1] == '\0')
-			return false;
-		if (strchr("QEgkK0123456789", b[1]) != NULL)
-			return false;
-	}
-	return true;
-}
-
 static pcre2_code *
 acl_re_compile(struct acl_parse *p, const config_setting_t *e,
     const char *pattern, size_t len)
@@ -171,17 +152,19 @@ acl_re_compile(struct acl_parse *p, const config_setting_t *e,
 	return re;
 }
 
+/* Each regex is compiled alone (for its own error message); a rule
+ * with several also gets them all as one, so one JIT call judges the
+ * list (acl_re_union). */
 static int
 acl_hosts(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
 {
 	const config_setting_t	*e;
 	const char		*v, *why;
-	char			*all;
-	size_t			 total = 0, at = 0;
 	bool			 combine = true;
-	int			 i, n = acl_count(s), rc;
+	int			 i, n = acl_count(s);
 
-	if ((r->re = acl_array(p, s, sizeof(*r->re))) == NULL)
+	if ((r->re = acl_array(p, s, sizeof(*r->re))) == NULL ||
+	    (r->re_text = acl_array(p, s, sizeof(*r->re_text))) == NULL)
 		return -1;
 	for (i = 0; i < n; i++) {
 		e = acl_item(s, i);
@@ -194,29 +177,19 @@ acl_hosts(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
 			if ((r->re[r->nre] = acl_re_compile(p, e, v + 1,
 			    strlen(v + 1))) == NULL)
 				return -1;
-			r->nre++;
+			if ((r->re_text[r->nre++] = strdup(v + 1)) == NULL)
+				return acl_fail(p, e, "out of memory");
 			combine = combine && acl_re_combinable(v + 1);
-			total += strlen(v + 1) + 5;
 			continue;
 		}
 		why = NULL;
-		if ((rc = acl_hostset_add(&r->hosts, v, strlen(v), &why)) < 0)
+		if (acl_hostset_add(&r->hosts, v, strlen(v), &why) < 0)
 			return acl_fail(p, e, "host: \"%.64s\": %s", v,
 			    why != NULL ? why : "out of memory");
 	}
-	if (r->nre < 2 || !combine)
-		return 0;
-	if ((all = malloc(total + 1)) == NULL)
-		return acl_fail(p, s, "out of memory");
-	for (i = 0; i < n; i++) {
-		v = config_setting_get_string(acl_item(s, i));
-		if (v[0] == '~')
-			at += (size_t)sprintf(all + at, "%s(?:%s)",
-			    at > 0 ? "|" : "", v + 1);
-	}
-	r->re_any = acl_re_compile(p, s, all, at);
-	free(all);
-	return r->re_any == NULL ? -1 : 0;
+	if (r->nre >= 2 && combine)
+		r->re_any = acl_re_union(r->re_text, r->nre);
+	return 0;
 }
 
 static int
@@ -570,6 +543,7 @@ acl_conf_parse(const config_setting_t *node, char *err, size_t errlen,
 		return NULL;
 	}
 	if (acl_top(&p, ac, node) < 0 ||
+	    acl_blocks_build(ac, err, errlen) < 0 ||
 	    (ac->default_reason = strdup(ac->default_allow ?
 	    "acl: allowed by default" : "acl: denied by default")) == NULL ||
 	    (ac->private_reason = strdup("acl: private destination")) ==
@@ -592,9 +566,12 @@ acl_rule_free(struct acl_rule *r)
 	free(r->src);
 	free(r->dst);
 	acl_hostset_free(&r->hosts);
-	for (i = 0; i < r->nre; i++)
+	for (i = 0; i < r->nre; i++) {
 		pcre2_code_free(r->re[i]);
+		free(r->re_text[i]);
+	}
 	free(r->re);
+	free(r->re_text);
 	pcre2_code_free(r->re_any);
 	acl_hostset_free(&r->hostfile);
 	free(r->ports);
@@ -614,6 +591,8 @@ acl_conf_free(struct acl_conf *ac)
 
 	if (ac == NULL)
 		return;
+	acl_memo_forget();
+	acl_blocks_free(ac);
 	for (i = 0; i < ac->nrules; i++)
 		acl_rule_free(&ac->rules[i]);
 	free(ac->rules);

@@ -34,8 +34,77 @@ struct acl_query {
 	struct acl_addr		 src;
 	bool			 src_done;
 	int			 hlen;		/* -2: not lowered yet */
+	uint64_t		 hhash;		/* of host, 0: not yet */
 	char			 host[ACL_HOST_MAX + 1];
 };
+
+/*
+ * The answers of the dear host matchers (a regex, a large host set) for
+ * the hosts seen last, per process: a direct-mapped table keyed by the
+ * matcher and the host. An answer depends on nothing else and a worker
+ * keeps one configuration for life, so an entry never goes stale; a
+ * busy site costs its JIT call or its probes into a million-name table
+ * once, not on every request.
+ */
+#define ACL_MEMO_SLOTS	1024		/* a power of two */
+#define ACL_MEMO_HOST	54		/* longer hosts are not kept */
+struct acl_memo {
+	const void	*what;
+	uint8_t		 len;
+	uint8_t		 result;
+	char		 host[ACL_MEMO_HOST];
+};
+static struct acl_memo	 acl_memo[ACL_MEMO_SLOTS];
+
+void
+acl_memo_forget(void)
+{
+	memset(acl_memo, 0, sizeof(acl_memo));
+}
+
+static struct acl_memo *
+acl_memo_slot(struct acl_query *q, const void *what)
+{
+	uint64_t	 h;
+	int		 i;
+
+	if (q->hlen > ACL_MEMO_HOST)
+		return NULL;
+	if (q->hhash == 0) {
+		h = 0xcbf29ce484222325ULL;
+		for (i = 0; i < q->hlen; i++)
+			h = (h ^ (unsigned char)q->host[i]) * 0x100000001b3ULL;
+		q->hhash = h | 1;
+	}
+	h = (q->hhash ^ (uint64_t)(uintptr_t)what) * 0x9e3779b97f4a7c15ULL;
+	return &acl_memo[h >> 54 & (ACL_MEMO_SLOTS - 1)];
+}
+
+/* The kept answer of <what> for the query's host: 0, 1, or -1 (none),
+ * with *slot where to keep a new one (NULL: not kept). */
+static int
+acl_memo_get(struct acl_query *q, const void *what, struct acl_memo **slot)
+{
+	struct acl_memo	*m = *slot = acl_memo_slot(q, what);
+
+	if (m != NULL && m->what == what && m->len == q->hlen &&
+	    memcmp(m->host, q->host, (size_t)q->hlen) == 0)
+		return m->result;
+	return -1;
+}
+
+static bool
+acl_memo_put(struct acl_memo *m, const void *what,
+    const struct acl_query *q, bool result)
+{
+	if (m != NULL) {
+		m->what = what;
+		m->len = (uint8_t)q->hlen;
+		m->result = result;
+		memcpy(m->host, q->host, (size_t)q->hlen);
+	}
+	return result;
+}
 
 static const struct acl_addr *
 acl_q_src(struct acl_query *q)
@@ -106,16 +175,34 @@ acl_listeners_have(const struct acl_rule *r, int idx)
  * match: a deny rule then still denies, and an allow rule is no wider
  * than what its other conditions allow. */
 static bool
-acl_re_match(const pcre2_code *re, const struct acl_query *q)
+acl_re_match(const pcre2_code *re, struct acl_query *q)
 {
-	int	 rc;
+	struct acl_memo	*m;
+	int		 rc;
 
+	if ((rc = acl_memo_get(q, re, &m)) >= 0)
+		return rc;
 	if (acl_md == NULL && (acl_md = pcre2_match_data_create(1, NULL)) ==
 	    NULL)
 		return true;
 	rc = pcre2_match(re, (PCRE2_SPTR)q->host, (PCRE2_SIZE)q->hlen, 0, 0,
 	    acl_md, NULL);
-	return rc >= 0;
+	return acl_memo_put(m, re, q, rc >= 0);
+}
+
+/* A small set is probed directly: cheaper than the memo. */
+static bool
+acl_set_has(const struct acl_hostset *hs, struct acl_query *q)
+{
+	struct acl_memo	*m;
+	int		 rc;
+
+	if (hs->count < 256)
+		return acl_hostset_has(hs, q->host, (size_t)q->hlen);
+	if ((rc = acl_memo_get(q, hs, &m)) >= 0)
+		return rc;
+	return acl_memo_put(m, hs, q, acl_hostset_has(hs, q->host,
+	    (size_t)q->hlen));
 }
 
 static bool
@@ -125,7 +212,7 @@ acl_host_matches(const struct acl_rule *r, struct acl_query *q)
 
 	if (!acl_q_host(q))
 		return false;
-	if (acl_hostset_has(&r->hosts, q->host, (size_t)q->hlen))
+	if (acl_set_has(&r->hosts, q))
 		return true;
 	if (r->re_any != NULL)
 		return acl_re_match(r->re_any, q);
@@ -162,11 +249,69 @@ acl_rule_matches(const struct acl_rule *r, struct acl_query *q,
 	    !acl_names_have(r->users, r->nusers, &req->user))))
 		return 0;
 	if ((has & ACL_C_HOSTFILE) && (!acl_q_host(q) ||
-	    !acl_hostset_has(&r->hostfile, q->host, (size_t)q->hlen)))
+	    !acl_set_has(&r->hostfile, q)))
 		return 0;
 	if ((has & ACL_C_HOST) && !acl_host_matches(r, q))
 		return 0;
 	return (r->has & unknown) != 0 ? -1 : 1;
+}
+
+/* The first rule of block <b> whose networks hold IPv4 <a>, or b->end:
+ * the last network starting at or before <a>, then up its parents to
+ * the first that holds <a> (networks nest, so that one and its
+ * ancestors are all that hold it). */
+static size_t
+acl_v4_first(const struct acl_block *b, const struct acl_addr *a)
+{
+	uint32_t	 v = (uint32_t)a->b[0] << 24 | (uint32_t)a->b[1] << 16 |
+			    (uint32_t)a->b[2] << 8 | a->b[3];
+	size_t		 lo = 0, hi = b->nv4, mid;
+	int32_t		 j;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (b->v4[mid].lo <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (j = (int32_t)lo - 1; j >= 0 && b->v4[j].hi < v;
+	    j = b->v4[j].parent)
+		;
+	return j >= 0 ? b->v4[j].minrule : b->end;
+}
+
+/*
+ * Where in block <b> evaluation goes on: its first rule that can match.
+ * For networks that rule matches for sure; for hosts it is the block's
+ * first rule when the union matches (the rules are then tried in turn),
+ * and b->end when nothing in the block can match.
+ */
+static size_t
+acl_block_start(const struct acl_block *b, struct acl_query *q)
+{
+	const struct acl_addr	*a;
+	struct acl_addr		 v4;
+	size_t			 i, first = b->end, f;
+
+	if (b->kind == ACL_C_HOST) {
+		if (acl_q_host(q) && (b->re_opaque ||
+		    acl_set_has(&b->hosts, q) ||
+		    (b->re_any != NULL && acl_re_match(b->re_any, q))))
+			return b->first;
+		return b->end;
+	}
+	a = b->kind == ACL_C_SRC ? acl_q_src(q) : q->target;
+	if (a->family == AF_INET)
+		return acl_v4_first(b, a);
+	if (a->family != AF_INET6)
+		return b->end;
+	for (i = 0; i < b->nv6; i++)
+		if (b->v6[i].rule < first && acl_net_has(&b->v6[i].net, a))
+			first = b->v6[i].rule;
+	if (acl_addr_embedded_v4(a, &v4) && (f = acl_v4_first(b, &v4)) < first)
+		first = f;
+	return first;
 }
 
 void
@@ -174,21 +319,33 @@ acl_eval(const struct acl_conf *ac, const struct pt_req *req,
     const struct acl_addr *target, size_t from, unsigned unknown,
     struct acl_decision *d)
 {
+	const struct acl_block	*b;
 	struct acl_query	 q;
-	size_t			 i;
+	size_t			 i, bi;
 	int			 m;
 
 	q.req = req;
 	q.target = target;
 	q.src_done = false;
 	q.hlen = -2;
-	for (i = from; i < ac->nrules; i++) {
-		if ((m = acl_rule_matches(&ac->rules[i], &q, unknown)) == 0)
-			continue;
-		d->rule = (int)i;
-		d->outcome = m < 0 ? ACL_UNDECIDED : ac->rules[i].allow ?
-		    ACL_ALLOW : ACL_DENY;
-		return;
+	q.hhash = 0;
+	for (bi = from < ac->nrules ? ac->block_of[from] : ac->nblocks;
+	    bi < ac->nblocks; bi++) {
+		b = &ac->blocks[bi];
+		i = from > b->first ? from : b->first;
+		/* A block whose kind is not known yet leaves the request
+		 * undecided at its first rule, as that rule would. */
+		if (b->kind != 0 && i == b->first && !(b->kind & unknown))
+			i = acl_block_start(b, &q);
+		for (; i < b->end; i++) {
+			m = acl_rule_matches(&ac->rules[i], &q, unknown);
+			if (m == 0)
+				continue;
+			d->rule = (int)i;
+			d->outcome = m < 0 ? ACL_UNDECIDED :
+			    ac->rules[i].allow ? ACL_ALLOW : ACL_DENY;
+			return;
+		}
 	}
 	d->rule = -1;
 	d->outcome = ac->default_allow ? ACL_ALLOW : ACL_DENY;

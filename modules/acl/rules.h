@@ -47,6 +47,7 @@ struct acl_rule {
 	size_t		 nsrc, ndst;
 	struct acl_hostset hosts;	/* `host` names and suffixes */
 	pcre2_code	**re;		/* `host` ~regexes */
+	char		**re_text;	/* their source, for blocks */
 	size_t		 nre;
 	pcre2_code	*re_any;	/* all of them in one, or NULL */
 	struct acl_hostset hostfile;
@@ -62,11 +63,56 @@ struct acl_rule {
 	size_t		 nmethods;
 };
 
+/*
+ * One IPv4 network of a block, host order. Networks are nested or
+ * disjoint, so sorted by start (wider first) each has one parent, the
+ * nearest network that holds it; minrule is the first rule among it and
+ * its ancestors, which is the first rule of the block that an address
+ * in it (and in no deeper network) matches.
+ */
+struct acl_v4node {
+	uint32_t	 lo, hi;
+	int32_t		 parent;	/* index, or -1 */
+	uint32_t	 minrule;
+};
+
+/* One IPv6 network of a block and its rule (tried in turn). */
+struct acl_v6entry {
+	struct acl_net	 net;
+	uint32_t	 rule;
+};
+
+/*
+ * A run of consecutive rules that each have one condition, of one kind
+ * (host, src or dst), with an index over all of them. Networks: the index
+ * names the first rule of the run that holds the address, in one binary
+ * search. Hosts: the union of the names and of the regexes (one JIT
+ * call); when it does not match, the run is skipped, else its rules are
+ * tried one by one. Either way first-match order is exactly kept.
+ */
+struct acl_block {
+	size_t		 first, end;	/* rules [first, end) */
+	unsigned	 kind;		/* ACL_C_HOST/SRC/DST; 0: no filter */
+	struct acl_hostset hosts;	/* HOST: every name and suffix */
+	pcre2_code	*re_any;	/* HOST: every regex, or NULL */
+	bool		 re_opaque;	/* HOST: a regex left out of re_any */
+	struct acl_v4node *v4;		/* SRC/DST: sorted by lo */
+	size_t		 nv4;
+	struct acl_v6entry *v6;
+	size_t		 nv6;
+};
+
+/* Runs shorter than this are not worth a filter. */
+#define ACL_BLOCK_MIN	4
+
 struct acl_conf {
 	bool		 default_allow;
 	bool		 allow_private;
 	struct acl_rule	*rules;
 	size_t		 nrules;
+	struct acl_block *blocks;	/* cover the rules, in order */
+	size_t		 nblocks;
+	size_t		*block_of;	/* rule index -> block index */
 	char		*default_reason, *private_reason;
 	size_t		 hostfile_names;	/* for the log */
 	size_t		 hostfile_bytes;
@@ -84,6 +130,17 @@ struct acl_conf {
 struct acl_conf *acl_conf_parse(const config_setting_t *node, char *err,
 	    size_t errlen, const config_setting_t **where);
 void	 acl_conf_free(struct acl_conf *ac);
+
+/* ---- blocks.c (master) ------------------------------------------------ */
+
+/* Groups the parsed rules into blocks; 0, or -1 with <err> (memory). */
+int	 acl_blocks_build(struct acl_conf *ac, char *err, size_t errlen);
+void	 acl_blocks_free(struct acl_conf *ac);
+/* Whether <s>, a regex, means the same inside "(?:...)|(?:...)". */
+bool	 acl_re_combinable(const char *s);
+/* The <n> regexes as one alternation, compiled caseless with the JIT;
+ * NULL when that fails (the caller then tries them one by one). */
+pcre2_code *acl_re_union(char *const *texts, size_t n);
 
 /* ---- rules.c (worker) --------------------------------------------------- */
 
@@ -116,6 +173,9 @@ void	 acl_eval(const struct acl_conf *ac, const struct pt_req *req,
  */
 bool	 acl_private_denied(const struct acl_conf *ac, int rule,
 	    const struct acl_addr *target);
+/* Drops the answers kept for hosts (acl_conf_free does, since a new
+ * configuration may reuse the addresses of the old one's matchers). */
+void	 acl_memo_forget(void);
 /* The protocol's name in rules ("http", "socks5", ...), or NULL. */
 const char *acl_proto_name(enum pt_proto p);
 

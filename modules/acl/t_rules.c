@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <CUnit/CUnit.h>
@@ -414,6 +415,120 @@ test_acl_rules_errors(void)
 	}
 }
 
+/* <ac> without its blocks: every rule tried alone, the reference. */
+static void
+t_unblock(struct acl_conf *ac)
+{
+	size_t	 i;
+
+	acl_blocks_free(ac);
+	ac->blocks = calloc(ac->nrules + 1, sizeof(*ac->blocks));
+	ac->block_of = calloc(ac->nrules + 1, sizeof(*ac->block_of));
+	CU_ASSERT_FATAL(ac->blocks != NULL && ac->block_of != NULL);
+	for (i = 0; i < ac->nrules; i++) {
+		ac->blocks[i].first = i;
+		ac->blocks[i].end = i + 1;
+		ac->block_of[i] = i;
+	}
+	ac->nblocks = ac->nrules;
+}
+
+/* Blocks change the cost, never the verdict: 40 regex rules, 40 CIDR
+ * rules (src and dst), names and suffixes, judged with and without. */
+static void
+test_acl_rules_blocks_keep_verdicts(void)
+{
+	static const char *const hosts[] = {
+		"ads7.example.com", "x.ads7.example.com", "ads7.example.co",
+		"ads39.example.com", "ads40.example.com", "n3.test", "a.n3.test",
+		"s5.test", "a.b.s5.test", "ok.test", "ADS1.EXAMPLE.COM",
+		"back2back.test", "z.test",
+	};
+	static const char *const addrs[] = {
+		"10.3.0.1", "10.39.255.255", "10.40.0.1", "192.0.2.1",
+		"2001:db8:5::1", "2001:db8:40::1", "::ffff:10.7.1.1",
+		"64:ff9b::a05:101", "172.16.9.1", "172.16.10.0", "10.3.200.1",
+		"10.25.0.1", "10.45.0.1", "10.31.0.1", "100.64.0.1",
+		"2001:db8:1e::1",
+	};
+	struct acl_conf		*with, *without;
+	struct acl_decision	 d1, d2;
+	struct t_req		 r;
+	char			*text, *at;
+	size_t			 i, j, k, bad = 0, n = 0;
+	unsigned		 unknown;
+
+	text = calloc(1, 65536);
+	CU_ASSERT_FATAL(text != NULL);
+	at = text + sprintf(text, "default = \"allow\"; rules = (\n");
+	for (i = 0; i < 40; i++)
+		at += sprintf(at, "{ action = \"%s\"; host = \"~^(.+\\\\.)?"
+		    "ads%zu\\\\.example\\\\.com$\"; },\n", i % 3 ? "deny" : "allow",
+		    i);
+	at += sprintf(at, "{ action = \"deny\"; host = [ \"n3.test\", "
+	    "\".s5.test\" ]; },\n");
+	for (i = 0; i < 40; i++)
+		if (i == 20 || i == 30 || i == 38)	/* nested networks */
+			at += sprintf(at, "{ action = \"%s\"; dst = \"%s\"; },\n",
+			    i == 30 ? "allow" : "deny", i == 20 ? "10.0.0.0/8" :
+			    i == 30 ? "10.3.128.0/17" : "0.0.0.0/1");
+		else
+			at += sprintf(at, "{ action = \"%s\"; dst = [ "
+			    "\"10.%zu.0.0/16\", \"2001:db8:%zx::/48\" ]; },\n",
+			    i % 2 ? "deny" : "allow", i, i);
+	for (i = 0; i < 40; i++)
+		at += sprintf(at, "{ action = \"deny\"; src = \"172.16.%zu.0/24\"; "
+		    "},\n", i % 10);
+	at += sprintf(at, "{ action = \"deny\"; port = 1; } );");
+	with = t_parse(text);
+	CHECKF_FATAL(with != NULL, "parse: %s", t_err);
+	without = t_parse(text);
+	CU_ASSERT_FATAL(without != NULL);
+	free(text);
+	CHECKF(with->nblocks <= 5 && with->blocks[0].re_any != NULL &&
+	    with->blocks[0].end == 41, "%zu blocks, the first [0, %zu)",
+	    with->nblocks, with->blocks[0].end);
+	t_unblock(without);
+	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
+		for (j = 0; j < sizeof(addrs) / sizeof(addrs[0]); j++)
+			for (k = 0; k < 2; k++) {
+				r = t_req(PT_PROTO_HTTP, hosts[i], 80, addrs[j],
+				    NULL, "GET", 0, k ? addrs[j] : NULL);
+				unknown = k ? 0 : ACL_C_DST;
+				acl_eval(with, &r.req, &r.target, 0, unknown,
+				    &d1);
+				acl_eval(without, &r.req, &r.target, 0, unknown,
+				    &d2);
+				n++;
+				if (d1.outcome != d2.outcome ||
+				    d1.rule != d2.rule) {
+					bad++;
+					CHECKF(false, "%s from/to %s (%s): %d/%d "
+					    "with blocks, %d/%d without",
+					    hosts[i], addrs[j], k ? "dial" :
+					    "access", d1.outcome, d1.rule,
+					    d2.outcome, d2.rule);
+				}
+				/* Resuming at DIAL from where ACCESS left. */
+				if (!k && d1.outcome == ACL_UNDECIDED) {
+					r = t_req(PT_PROTO_HTTP, hosts[i], 80,
+					    addrs[j], NULL, "GET", 0, addrs[j]);
+					acl_eval(with, &r.req, &r.target,
+					    (size_t)d1.rule, 0, &d1);
+					acl_eval(without, &r.req, &r.target, 0,
+					    0, &d2);
+					CHECKF(d1.outcome == d2.outcome &&
+					    d1.rule == d2.rule, "%s to %s "
+					    "resumed: %d/%d, whole: %d/%d",
+					    hosts[i], addrs[j], d1.outcome,
+					    d1.rule, d2.outcome, d2.rule);
+				}
+			}
+	CHECKF(bad == 0 && n == 416, "%zu of %zu differ", bad, n);
+	acl_conf_free(with);
+	acl_conf_free(without);
+}
+
 static int
 t_suite_init(void)
 {
@@ -442,4 +557,6 @@ register_acl_rules_suite(void)
 	CU_add_test(s, "dst waits for DIAL", test_acl_rules_dst_waits_for_dial);
 	CU_add_test(s, "private", test_acl_rules_private);
 	CU_add_test(s, "errors", test_acl_rules_errors);
+	CU_add_test(s, "blocks keep verdicts",
+	    test_acl_rules_blocks_keep_verdicts);
 }
