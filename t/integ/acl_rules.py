@@ -34,6 +34,10 @@ the decision label at LOG.
   suffix, regex, host_file);
 - the host judged is the request URI's (a Host field naming another is
   not what counts); a SOCKS5 name that is an address literal still meets dst rules;
+- rules of one kind in a row (regex, exact and .suffix, host_file, src
+  and dst with nested networks): the first matching rule decides, not
+  the narrowest; a verdict for a host is not reused for a request to
+  that host on another port or with another method;
 - a rule without conditions matches everything; without a default key,
   what no rule matches is denied;
 - first match: an allow before a deny for the same host allows, a deny
@@ -65,7 +69,8 @@ NAMES = ["plain.test", "a.exact.test", "exact.test", "xsuffix.test",
          "ads.example.test.evil.test", "xads.example.test", "unlisted.test",
          "combo.test", "example.test", "order1.test", "wild.test",
          "a.wild.test", "re12.test", "re12.test.evil.test", "none.test",
-         "a.example.test", "proto.test", "x.filesfx.test"]
+         "a.example.test", "proto.test", "x.filesfx.test", "cache.test",
+         "keep.test", "exact1.test", "a.exact2.test", "n12345.big.test"]
 
 
 def can_bind(host):
@@ -114,6 +119,12 @@ def main(t):
     kinds_and_order(t, dns)
     catch_all(t, dns)
     default_omitted(t, dns)
+    runs_and_cache(t, dns)
+    if two:
+        cidr_runs(t, dns)
+    else:
+        t.skip("nested CIDR rules", "cannot bind 127.0.0.2",
+               need="127.0.0.2")
     protocols(t, dns)
     mixed_list(t)
     with_auth(t, dns)
@@ -490,6 +501,112 @@ def ws_upgrade(port, url):
 
 
 PROTOCOLS = ("http", "connect", "websocket", "socks5", "socks4", "tcp")
+
+
+def runs_and_cache(t, dns):
+    """Rules of one kind in a row (which the module may judge together)
+    and answers it may keep per host: first match still decides, and a
+    verdict for one request of a host is not reused for another whose
+    port or method differs."""
+    o = H.origin(t)
+    oc = distinct_origins(t, 1, [o.port])[0]
+    big = t.path("big-hosts")
+    with open(big, "w") as f:
+        f.write("".join("n%05d.big.test\n" % i for i in range(20000)))
+    rules = [
+        dict(name="c-port", action="deny", host="~^cache", port=oc.port),
+        dict(name="c-post", action="deny", host="~^cache", method="POST"),
+        dict(name="k-first", action="allow", host="~^keep"),
+        dict(name="k-second", action="deny", host="~keep"),
+        dict(name="k-third", action="allow", host="~^x.*keep"),
+        dict(name="e-exact", action="allow", host="exact1.test"),
+        dict(name="e-suffix", action="deny", host=".exact1.test"),
+        dict(name="e-exact2", action="deny", host="exact2.test"),
+        dict(name="e-suffix2", action="allow", host=".exact2.test"),
+        dict(name="f-delete", action="deny", host_file=big,
+             method="DELETE"),
+    ]
+    port = ptest.free_port()
+    rec = t.path("runs.rec")
+    p = ACL.start(t, [ACL.http_listener("web", port)],
+                  [ACL.acl_entry(rules, default="allow", allow_private=True),
+                   ACL.fieldrec_entry(rec)], log="runs.log", dns=dns)
+    w0 = p.workers()
+    j = ACL.Judge(t, o, port, rec, secret=[r["name"] for r in rules])
+    lbl = "runs and caches: "
+    for i in range(2):
+        again = " (again)" if i else ""
+        j.http("cache.test", 200, lbl + "host ~^cache on another port" +
+               again, label="default")
+        j.http("cache.test", 403, lbl + "host ~^cache on the denied port" +
+               again, origin=oc, label="c-port")
+        j.http("CACHE.test.", 403, lbl + "CACHE.test. on the denied port" +
+               again, origin=oc, label="c-port")
+        j.http("cache.test", 403, lbl + "host ~^cache, POST" + again,
+               method="POST", label="c-post")
+    j.http("cache.test", 200, lbl + "host ~^cache, GET after the refusals",
+           label="default")
+    j.http("keep.test", 200, lbl + "the first of three matching regex "
+           "rules decides", label="k-first")
+    j.http("xkeep.test", 403, lbl + "the second regex rule decides before "
+           "a later one that also matches", label="k-second")
+    j.http("a.keep.test", 403, lbl + "~keep, not ~^keep", label="k-second")
+    j.http("exact1.test", 200, lbl + "an exact allow before a .suffix deny "
+           "of the same domain", label="e-exact")
+    j.http("a.exact1.test", 403, lbl + "the .suffix deny for a subdomain",
+           label="e-suffix")
+    j.http("exact2.test", 403, lbl + "an exact deny before a .suffix allow "
+           "of the same domain", label="e-exact2")
+    j.http("a.exact2.test", 200, lbl + "the .suffix allow for a "
+           "subdomain", label="e-suffix2")
+    for i in range(2):
+        again = " (again)" if i else ""
+        j.http("n12345.big.test", 200, lbl + "a host_file name, GET" + again,
+               label="default")
+        j.http("n12345.big.test", 403, lbl + "a host_file name, DELETE" +
+               again, method="DELETE", label="f-delete")
+    H.finish(t, p, w0, lbl)
+
+
+def cidr_runs(t, dns):
+    """src and dst rules in rows with nested networks: the first rule
+    that holds the address decides, not the narrowest one."""
+    o = H.origin(t)
+    o3 = ACL.origin_at(t, "127.0.0.3", o.port)
+    o11 = ACL.origin_at(t, "127.0.1.1", o.port)
+    o4 = ACL.origin_at(t, "127.0.0.4", o.port)
+    rules = [
+        dict(name="s-two", action="allow", src="127.0.0.2/32"),
+        dict(name="s-four", action="deny", src="127.0.0.4/30"),
+        dict(name="s-shadow", action="allow", src="127.0.0.4/32"),
+        dict(name="d-three", action="deny", dst="127.0.0.3/32"),
+        dict(name="d-24", action="allow", dst="127.0.0.0/24"),
+        dict(name="d-8", action="deny", dst="127.0.0.0/8"),
+        dict(name="d-shadow", action="allow", dst="127.0.0.4/32"),
+    ]
+    port = ptest.free_port()
+    rec = t.path("cidr.rec")
+    p = ACL.start(t, [ACL.http_listener("web", port)],
+                  [ACL.acl_entry(rules, default="deny", allow_private=True),
+                   ACL.fieldrec_entry(rec)], log="cidr.log", dns=dns)
+    w0 = p.workers()
+    j = ACL.Judge(t, o, port, rec, secret=[r["name"] for r in rules])
+    lbl = "nested CIDRs: "
+    j.http("127.0.0.1", 200, lbl + "127.0.0.1 in dst 127.0.0.0/24",
+           label="d-24")
+    j.http("127.0.0.3", 403, lbl + "dst 127.0.0.3/32 deny before the /24 "
+           "allow", origin=o3, label="d-three")
+    j.http("127.0.0.4", 200, lbl + "127.0.0.4: the /24 allow before a /32 "
+           "allow and the /8 deny", origin=o4, label="d-24")
+    j.http("127.0.1.1", 403, lbl + "127.0.1.1: outside the /24, the /8 "
+           "deny", origin=o11, label="d-8")
+    j.http("127.0.0.3", 200, lbl + "from 127.0.0.2: the src allow comes "
+           "first", origin=o3, src="127.0.0.2", label="s-two")
+    j.http("127.0.0.1", 403, lbl + "from 127.0.0.5: src 127.0.0.4/30 deny",
+           src="127.0.0.5", label="s-four")
+    j.http("127.0.0.1", 403, lbl + "from 127.0.0.4: the /30 deny before the "
+           "/32 allow", src="127.0.0.4", label="s-four")
+    H.finish(t, p, w0, lbl)
 
 
 def default_omitted(t, dns):
