@@ -19,7 +19,9 @@ mapped.test to ::ffff:127.0.0.1 only.
 - allow_private = true: the same requests pass (200, REP 0, CD 0x5A);
 - allow_private false with an allowing rule whose dst lies inside the
   private range (127.0.0.1/32, 127.0.0.0/8): they pass, with that rule's
-  label; an allowing rule with dst 0.0.0.0/0, or 126.0.0.0/7 (wider than
+  label (a POST that rule does not cover, after GETs it allowed kept an
+  upstream connection, is still refused); an allowing rule with dst
+  0.0.0.0/0, or 126.0.0.0/7 (wider than
   127/8), or one by host name alone, does not excuse a private destination (403 / 0x02 / 0x5B, label
   "private").
 
@@ -235,6 +237,27 @@ def dst_rules(t, e):
             "echoes", (st, ok))
     socks_all(t, e, sport, j, lbl, False, label="one")
     H.finish(t, p, w0, "dst rules: ")
+
+    # an excused GET keeps an upstream connection; a POST the rule does
+    # not cover must still meet the private check
+    rules = [dict(name="lab-get", action="allow", dst=["127.0.0.0/8"],
+                  method="GET")]
+    p, j, hport, sport = start(t, e, "dst-get", rules, default="allow")
+    w0 = p.workers()
+    tags = [j.tag() for _ in range(4)]
+    url = "http://priv.test:%d/%%s" % e.o.port
+    got = ACL.keepalive(hport, [("GET", url % tags[0]),
+                                ("POST", url % tags[1]),
+                                ("GET", url % tags[2]),
+                                ("POST", url % tags[3])])
+    seen = [bool(e.o.reqs_for("/" + x)) for x in tags]
+    t.check(got == [200, 403, 200, 403] and seen == [True, False, True,
+                                                     False],
+            "allow dst 127.0.0.0/8 for GET only, default allow: GET, POST, "
+            "GET, POST to priv.test one after another: 200, 403 (private), "
+            "200, 403, the origin saw only the GETs",
+            "statuses %r, seen %r" % (got, seen))
+    H.finish(t, p, w0, "dst for GET only: ")
 
     rules = [dict(name="byname", action="allow", host=["priv.test"]),
              dict(name="wider", action="allow", dst=["126.0.0.0/7"],

@@ -38,6 +38,8 @@ the decision label at LOG.
   and dst with nested networks): the first matching rule decides, not
   the narrowest; a verdict for a host is not reused for a request to
   that host on another port or with another method;
+- a dst rule is judged for each request, also when an upstream
+  connection kept from an allowed request could serve it;
 - a rule without conditions matches everything; without a default key,
   what no rule matches is denied;
 - first match: an allow before a deny for the same host allows, a deny
@@ -120,6 +122,7 @@ def main(t):
     catch_all(t, dns)
     default_omitted(t, dns)
     runs_and_cache(t, dns)
+    pooled(t, dns)
     if two:
         cidr_runs(t, dns)
     else:
@@ -607,6 +610,34 @@ def cidr_runs(t, dns):
     j.http("127.0.0.1", 403, lbl + "from 127.0.0.4: the /30 deny before the "
            "/32 allow", src="127.0.0.4", label="s-four")
     H.finish(t, p, w0, lbl)
+
+
+def pooled(t, dns):
+    """A dst rule is judged for every request, also one that could reuse
+    an upstream connection the proxy keeps from an allowed one."""
+    o = H.origin(t)
+    port = ptest.free_port()
+    rules = [dict(name="no-post-local", action="deny", dst="127.0.0.1/32",
+                  method="POST")]
+    p = ACL.start(t, [ACL.http_listener("web", port)],
+                  [ACL.acl_entry(rules, default="allow", allow_private=True)],
+                  log="pooled.log", dns=dns)
+    w0 = p.workers()
+    j = ACL.Judge(t, o, port, secret=["no-post-local"])
+    tags = [j.tag() for _ in range(4)]
+    got = ACL.keepalive(port, [
+        ("GET", j.url("plain.test", tags[0])),
+        ("POST", j.url("plain.test", tags[1])),
+        ("GET", j.url("plain.test", tags[2])),
+        ("POST", j.url("plain.test", tags[3]))])
+    seen = [bool(o.reqs_for("/" + x)) for x in tags]
+    t.check(got == [200, 403, 200, 403] and seen == [True, False, True,
+                                                     False],
+            "dst 127.0.0.1/32 and POST denied: GET, POST, GET, POST one "
+            "after another (an upstream connection kept from the GETs): "
+            "200, 403, 200, 403, the origin saw only the GETs",
+            "statuses %r, seen %r" % (got, seen))
+    H.finish(t, p, w0, "pooled: ")
 
 
 def default_omitted(t, dns):

@@ -184,6 +184,33 @@ def request(port, method, url, src=None, headers=(), body=None,
         c.close()
 
 
+def keepalive(port, reqs):
+    """[(method, url)] sent one after another on one connection, opening
+    another when the proxy closed it (after a refusal it may). Returns the
+    status (or error string) of each."""
+    out = []
+    c = None
+    for method, url in reqs:
+        body = b"acl body" if method in ("POST", "PUT") else None
+        r = None
+        for attempt in range(2):
+            try:
+                if c is None:
+                    c = conn_from(port)
+                c.send(H.request_bytes(method, url, body=body))
+                r = H.read_response(c, method).status
+                break
+            except Exception as e:
+                r = "%s: %s" % (type(e).__name__, e)
+                if c is not None:
+                    c.close()
+                c = None
+        out.append(r)
+    if c is not None:
+        c.close()
+    return out
+
+
 def connect_http(port, host, tport, src=None):
     """CONNECT host:tport; on 200 a byte through the tunnel to an echo
     server. Returns (status or error string, echoed ok)."""
