@@ -12,8 +12,9 @@ The acl module's configuration errors and reloads (the real acl.so).
   port range "80-70", port 70000, protocol "ftp", an unknown listener
   name, action "maybe", a regex "~(" (PCRE2's message and an offset), an
   unknown rule key, a host_file that does not exist; default "maybe" and
-  an unknown key of the module's entry; a host_file with a bad line fails naming
-  "<host_file>:<its line>"; a bad file also stops a real start (exit 1);
+  an unknown key of the module's entry; a host_file with a bad line
+  fails naming "<host_file>:<its line>"; a bad file also stops a real
+  start (exit 1);
 - reload: rules denying host a.test (403), SIGHUP with rules allowing it
   (a new generation, 200); SIGHUP with a broken file: "reload failed"
   naming FILE:LINE, the same workers, a.test still 200;

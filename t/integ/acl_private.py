@@ -13,16 +13,18 @@ mapped.test to ::ffff:127.0.0.1 only.
   127.0.0.1, 127.0.0.2, [::ffff:127.0.0.1], [::ffff:7f00:1], [::1], and
   0.0.0.0 and [::] (which Linux connects to loopback), "localhost", and a
   name whose only address is ::ffff:127.0.0.1, refused; the origins and
-  the echo server see none of it. fieldrec, loaded after acl, sees the label "private" at
-  LOG; with log_level debug the core's error log has a "denied" line for
-  each refusal; the master's totals count acl_private for each;
+  the echo server see none of it; so are SOCKS5 names (ATYP 3)
+  "127.0.0.1" and "localhost". fieldrec, loaded after acl, sees the label
+  "private" at LOG; with log_level debug the core's error log has a
+  "denied" line for each refusal; the master's totals count acl_private
+  for each;
 - allow_private = true: the same requests pass (200, REP 0, CD 0x5A);
 - allow_private false with an allowing rule whose dst lies inside the
   private range (127.0.0.1/32, 127.0.0.0/8): they pass, with that rule's
   label (a POST that rule does not cover, after GETs it allowed kept an
   upstream connection, is still refused); an allowing rule with dst
-  0.0.0.0/0, or 126.0.0.0/7 (wider than
-  127/8), or one by host name alone, does not excuse a private destination (403 / 0x02 / 0x5B, label
+  0.0.0.0/0, or 126.0.0.0/7 (wider than 127/8), or one by host name
+  alone, does not excuse a private destination (403 / 0x02 / 0x5B, label
   "private").
 
 The NAT64 (64:ff9b::/96) and 6to4 forms are left to the unit tests: this

@@ -10,9 +10,10 @@ the decision label at LOG.
 - each condition alone, in a rule set whose default is allow: src (a
   client bound to 127.0.0.2), dst (127.0.0.3, literal and by name, judged
   after DNS), host exact / .suffix / ~regex (anchored and not), host_file
-  (two files; names, .suffix lines, comments), port (one, and a range whose both
-  ends count), src and dst ::1/128 over IPv6, user (set by fieldrec from X-User at AUTH; one name, and
-  "*"), listener (by name, and an unnamed one by its address), method
+  (two files; names, .suffix lines, comments), port (one, and a range
+  whose both ends count), src and dst ::1/128 over IPv6, user (set by
+  fieldrec from X-User at AUTH; one name, and "*"), listener (by name,
+  and unnamed ones by their address, IPv4 and IPv6), method
   (case-sensitive), and a rule of two conditions (both must match). Each
   refused request is a 403 whose body names no rule, the origin never
   sees it, and the label is the rule's name; the request that differs in
@@ -33,7 +34,8 @@ the decision label at LOG.
   by rules written in mixed case; one trailing dot is ignored (exact,
   suffix, regex, host_file);
 - the host judged is the request URI's (a Host field naming another is
-  not what counts); a SOCKS5 name that is an address literal still meets dst rules;
+  not what counts); a SOCKS5 name that is an address literal still meets
+  dst rules;
 - rules of one kind in a row (regex, exact and .suffix, host_file, src
   and dst with nested networks): the first matching rule decides, not
   the narrowest; a verdict for a host is not reused for a request to
@@ -51,9 +53,9 @@ the decision label at LOG.
   upgrade, raw SOCKS5/SOCKS4 clients, a tcp forwarding listener);
 - a mixed libconfig list port = ( N, "lo-hi" ) is accepted;
 - user with the real auth module (skipped without auth.so): a named user
-  is refused with 403 (not 407), "*" refuses any authenticated user on
-  the listener where credentials are optional and lets the anonymous one
-  through;
+  is refused with 403 (not 407) over HTTP, REP 0x02 over SOCKS5, "*"
+  refuses any authenticated user on the listener where credentials are
+  optional and lets the anonymous one through;
 - the master's totals: acl_denied counts the refusals.
 """
 import base64
