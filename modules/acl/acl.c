@@ -29,6 +29,7 @@ PT_API extern const struct pt_module pt_module_acl;
 struct acl_state {
 	uint64_t	 txn;
 	int32_t		 rule;		/* deciding rule, or where to resume */
+	uint8_t		 seen;		/* txn is set (the state is zeroed) */
 	uint8_t		 undecided;
 	uint8_t		 counted;
 };
@@ -96,6 +97,7 @@ acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 		return PT_VERDICT_CONTINUE;
 	}
 	st->txn = req->txn;
+	st->seen = 1;
 	st->rule = d.rule;
 	st->undecided = d.outcome == ACL_UNDECIDED;
 	st->counted = 0;
@@ -113,27 +115,34 @@ acl_dial(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	struct acl_state	*st = pt_conn_ctx(conn, &pt_module_acl);
 	struct acl_addr		 to;
 	struct acl_decision	 d;
+	bool			 mine = st->seen && st->txn == req->txn;
 
 	acl_addr_from((const struct sockaddr *)&req->target, &to);
-	if (st->txn != req->txn || st->undecided)
+	if (!mine || st->undecided)
 		/* Undecided at ACCESS, or ACCESS was skipped (a module
 		 * before this one answered ALLOW): judge it all now. */
-		acl_eval(ac, req, &to, st->txn == req->txn ?
-		    (size_t)st->rule : 0, 0, &d);
+		acl_eval(ac, req, &to, mine ? (size_t)st->rule : 0, 0, &d);
 	else {
 		d.outcome = ACL_ALLOW;
 		d.rule = st->rule;
 	}
 	if (d.outcome == ACL_DENY)
 		return acl_refuse(conn, ac, d.rule, false, false);
-	if (acl_private_denied(ac, d.rule, &to))
+	/* A tcp listener's destination is the operator's own `to`, not a
+	 * client's choice: the private list guards against clients. */
+	if (req->proto != PT_PROTO_TCP &&
+	    acl_private_denied(ac, d.rule, &to))
 		return acl_refuse(conn, ac, d.rule, true, false);
-	/* Once per transaction, though a failed connect dials again. */
-	if (st->txn != req->txn || !st->counted) {
-		st->txn = req->txn;
+	/* Counted once per transaction, though a failed connect dials the
+	 * next address (judged again: it may be in another network). */
+	if (!mine || !st->counted) {
+		if (!mine) {
+			st->txn = req->txn;
+			st->seen = 1;
+			st->undecided = 1;	/* every DIAL judges it all */
+			st->rule = 0;
+		}
 		st->counted = 1;
-		st->undecided = 0;
-		st->rule = d.rule;
 		acl_allowed(conn, ac, d.rule);
 	}
 	return PT_VERDICT_CONTINUE;

@@ -318,6 +318,12 @@ acl_hostset_load(struct acl_hostset *hs, const char *path, char *err,
 		}
 	}
 	free(buf);
+	/* The arena grew by doubling: give back its unused tail. */
+	if (hs->used > 0 && hs->used < hs->cap &&
+	    (buf = realloc(hs->arena, hs->used)) != NULL) {
+		hs->arena = buf;
+		hs->cap = hs->used;
+	}
 	return 0;
 nomem:
 	snprintf(err, errlen, "%s: out of memory", path);
