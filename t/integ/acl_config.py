@@ -11,7 +11,8 @@ The acl module's configuration errors and reloads (the real acl.so).
   IPv6 prefix in dst, the bad element on its own line of an array, a
   port range "80-70", port 70000, protocol "ftp", an unknown listener
   name, action "maybe", a regex "~(" (PCRE2's message and an offset), an
-  unknown rule key, a host_file that does not exist; default "maybe" and
+  unknown rule key, an empty list, a rule name with a space, a host_file
+  that does not exist; default "maybe" and
   an unknown key of the module's entry; a host_file with a bad line
   fails naming "<host_file>:<its line>"; a bad file also stops a real
   start (exit 1);
@@ -47,6 +48,9 @@ BAD = [
      r"(?i)missing closing parenthesis.*offset \d+|offset \d+.*missing "
      r"closing parenthesis"),
     ("unknown rule key", 'hots = [ "a.test" ];', r"hots"),
+    ("an empty list", "host = [ ];", r"host"),
+    ("a rule name with a space", 'name = "bad name!";',
+     r"bad name!|\bname\b.*(letters|1-64|A-Z)"),
     ("a host_file that does not exist", 'host_file = "/nonexistent/acl";',
      r"/nonexistent/acl"),
 ]
@@ -71,7 +75,7 @@ modules = (
     allow_private = false;
     rules = (
       { name = "lan"; action = "allow"; src = [ "10.0.0.0/8", "::1/128" ]; },
-%s      { name = "second";
+%s      { %s
 %s        %s  # ERROR
       },
       { name = "web"; action = "allow"; port = [ 80, 443 ];
@@ -79,7 +83,8 @@ modules = (
     );
   }
 );
-""" % (t.path(log), t.path(log + ".pid"), port, ACL.ACL_SO, hf, action,
+""" % (t.path(log), t.path(log + ".pid"), port, ACL.ACL_SO, hf,
+       "" if bad_line.startswith("name") else 'name = "second";', action,
        bad_line)
 
 

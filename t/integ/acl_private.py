@@ -17,7 +17,8 @@ mapped.test to ::ffff:127.0.0.1 only.
   "127.0.0.1" and "localhost". fieldrec, loaded after acl, sees the label
   "private" at LOG; with log_level debug the core's error log has a
   "denied" line for each refusal; the master's totals count acl_private
-  for each;
+  for each; a tcp listener forwarding to 127.0.0.1 (the operator's own
+  destination) relays;
 - allow_private = true: the same requests pass (200, REP 0, CD 0x5A);
 - allow_private false with an allowing rule whose dst lies inside the
   private range (127.0.0.1/32, 127.0.0.0/8): they pass, with that rule's
@@ -61,9 +62,12 @@ class Env:
 def start(t, e, name, rules=None, default="allow", allow_private=None,
           log_level="info"):
     hport, sport = ptest.free_port(), ptest.free_port()
+    e.tport = ptest.free_port()
     rec = t.path(name + ".rec")
+    tcp = '{ name = "t"; address = "127.0.0.1:%d"; protocol = "tcp"; ' \
+        'to = "127.0.0.1:%d"; }' % (e.tport, e.echo.port)
     p = ACL.start(t, [ACL.http_listener("h", hport),
-                      ACL.socks_listener("s", sport)],
+                      ACL.socks_listener("s", sport), tcp],
                   [ACL.acl_entry(rules, default=default,
                                  allow_private=allow_private),
                    ACL.fieldrec_entry(rec)],
@@ -189,6 +193,11 @@ def refused_default(t, e):
         t.check(rep == 0x02 and closed and e.echo.accepted == before,
                 lbl + "SOCKS5 ATYP 3 (a name) \"%s\": REP 0x02" % name,
                 (S.rep_name(rep), closed, e.echo.accepted - before))
+    # a tcp listener's destination is the operator's, not the client's
+    ok, why = ptest.echo_once(e.tport)
+    t.check(ok, lbl + "a tcp listener forwarding to 127.0.0.1 relays (its "
+            "destination is the operator's to, not refused for being "
+            "private)", why)
     # the core logs each refusal at debug
     lines = p.wait_log(r"(ACCESS|DIAL): denied", count=n,
                        timeout=ptest.bound(3))

@@ -9,8 +9,9 @@ the decision label at LOG.
 
 - each condition alone, in a rule set whose default is allow: src (a
   client bound to 127.0.0.2), dst (127.0.0.3, literal and by name, judged
-  after DNS), host exact / .suffix / ~regex (anchored and not), host_file
-  (two files; names, .suffix lines, comments), port (one, and a range
+  after DNS; an IPv4-mapped address meets IPv4 networks), host exact /
+  .suffix (and *.suffix) / ~regex (anchored and not), host_file (two
+  files; names, .suffix lines, hosts-file lines, comments), port (one, and a range
   whose both ends count), src and dst ::1/128 over IPv6, user (set by
   fieldrec from X-User at AUTH; one name, and "*"), listener (by name,
   and unnamed ones by their address, IPv4 and IPv6), method
@@ -150,7 +151,9 @@ def conditions(t, dns, two):
     unnamed6 = ptest.free_port("::1") if v6 else None
     hf = t.path("hosts-a")
     ptest.write_file(hf, "# blocked names\nlisted.test\n\n"
-                     "  .filesfx.test  \n# the end\n")
+                     "  .filesfx.test  \n# hosts-file lines\n"
+                     "0.0.0.0 hostsfmt.test\n127.0.0.1 hostsfmt2.test\n"
+                     "# the end\n")
     hf2 = t.path("hosts-b")
     ptest.write_file(hf2, "second.test\n")
     rules = [
@@ -160,6 +163,7 @@ def conditions(t, dns, two):
         dict(name="r-src6", action="deny", src=["::1/128"]),
         dict(name="r-exact", action="deny", host=["exact.test"]),
         dict(name="r-suffix", action="deny", host=[".suffix.test"]),
+        dict(name="r-star", action="deny", host=["*.star.test"]),
         dict(name="r-regex", action="deny",
              host=["~^ads\\.example\\.test$"]),
         dict(name="r-unanchored", action="deny", host="~track"),
@@ -230,6 +234,9 @@ def conditions(t, dns, two):
          "sub-subdomain")
     deny("A.SUFFIX.Test", "r-suffix", ".suffix.test matches in upper "
          "case")
+    deny("star.test", "r-star", "*.star.test (the other spelling of "
+         ".star.test) matches the domain")
+    deny("a.star.test", "r-star", "*.star.test matches a subdomain")
     j.http("xsuffix.test", 200, ".suffix.test does not match xsuffix.test "
            "(not a label boundary)", label="default")
     # host, ~regex
@@ -244,6 +251,10 @@ def conditions(t, dns, two):
     # host_file
     deny("listed.test", "r-file", "host_file: a listed name")
     deny("LISTED.test", "r-file", "host_file: a listed name in upper case")
+    deny("hostsfmt.test", "r-file", "host_file: a hosts-file line "
+         "\"0.0.0.0 name\"")
+    deny("hostsfmt2.test", "r-file", "host_file: a hosts-file line "
+         "\"127.0.0.1 name\"")
     deny("second.test", "r-file", "host_file: a name listed in the second "
          "file of two")
     deny("filesfx.test", "r-file", "host_file: a .suffix line matches the "
@@ -314,6 +325,8 @@ def conditions(t, dns, two):
              origin=o3)
         deny("dst3.test", "r-dst", "dst 127.0.0.3/32, a name resolving to "
              "it", origin=o3)
+        deny("[::ffff:127.0.0.3]", "r-dst", "dst 127.0.0.3/32 holds the "
+             "IPv4-mapped [::ffff:127.0.0.3]", origin=o3)
         j.http("127.0.0.1", 200, "dst 127.0.0.3/32 does not match "
                "127.0.0.1", label="default")
         # one address of two denied: that one is never connected to
