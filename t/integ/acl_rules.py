@@ -11,10 +11,11 @@ the decision label at LOG.
   client bound to 127.0.0.2), dst (127.0.0.3, literal and by name, judged
   after DNS; an IPv4-mapped address meets IPv4 networks), host exact /
   .suffix (and *.suffix) / ~regex (anchored and not), host_file (two
-  files; names, .suffix lines, hosts-file lines, comments), port (one, and a range
-  whose both ends count), src and dst ::1/128 over IPv6, user (set by
-  fieldrec from X-User at AUTH; one name, and "*"), listener (by name,
-  and unnamed ones by their address, IPv4 and IPv6), method
+  files; names, .suffix lines, hosts-file lines, comments), port (one,
+  and a range whose both ends count), src and dst ::1/128 over IPv6,
+  user (set by fieldrec from X-User at AUTH; one name, and "*"),
+  listener (by name, and unnamed ones by their address, IPv4 and IPv6),
+  method
   (case-sensitive), and a rule of two conditions (both must match). Each
   refused request is a 403 whose body names no rule, the origin never
   sees it, and the label is the rule's name; the request that differs in
