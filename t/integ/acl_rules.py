@@ -41,7 +41,9 @@ the decision label at LOG.
 - rules of one kind in a row (regex, exact and .suffix, host_file, src
   and dst with nested networks): the first matching rule decides, not
   the narrowest; a verdict for a host is not reused for a request to
-  that host on another port or with another method;
+  that host on another port or with another method; a regex with a
+  backtracking verb ((*COMMIT), (*PRUNE)) beside others does not stop
+  them matching;
 - a dst rule is judged for each request, also when an upstream
   connection kept from an allowed request could serve it;
 - a rule without conditions matches everything; without a default key,
@@ -76,7 +78,8 @@ NAMES = ["plain.test", "a.exact.test", "exact.test", "xsuffix.test",
          "combo.test", "example.test", "order1.test", "wild.test",
          "a.wild.test", "re12.test", "re12.test.evil.test", "none.test",
          "a.example.test", "proto.test", "x.filesfx.test", "cache.test",
-         "keep.test", "exact1.test", "a.exact2.test", "n12345.big.test"]
+         "keep.test", "exact1.test", "a.exact2.test", "n12345.big.test",
+         "ab.verb.test", "bc.verb.test", "cd.verb.test", "zz.test"]
 
 
 HAVE_CURL = H.have_curl()
@@ -129,6 +132,7 @@ def main(t):
     catch_all(t, dns)
     default_omitted(t, dns)
     runs_and_cache(t, dns)
+    regex_verbs(t, dns)
     pooled(t, dns)
     if two:
         cidr_runs(t, dns)
@@ -613,6 +617,46 @@ def runs_and_cache(t, dns):
     H.finish(t, p, w0, lbl)
 
 
+def regex_verbs(t, dns):
+    """A PCRE2 regex keeps its meaning when it sits beside others (in one
+    rule's host list, or in a row of regex rules the module may join
+    into one expression): a backtracking verb such as (*COMMIT) in one
+    must not stop another from matching."""
+    o = H.origin(t)
+    port = ptest.free_port()
+    rec = t.path("verbs.rec")
+    rules = [
+        dict(name="v-list", action="deny",
+             host=["~a(*COMMIT)x", "~^ab\\.verb\\.test$"]),
+        dict(name="v-1", action="deny", host="~b(*COMMIT)x"),
+        dict(name="v-2", action="deny", host="~^qq"),
+        dict(name="v-3", action="deny", host="~^bc\\.verb\\.test$"),
+        dict(name="v-4", action="deny", host="~^zz"),
+        dict(name="v-prune", action="deny", port=1),
+        dict(name="v-5", action="deny", host="~c(*PRUNE)x"),
+        dict(name="v-6", action="deny", host="~^qq"),
+        dict(name="v-7", action="deny", host="~^cd\\.verb\\.test$"),
+        dict(name="v-8", action="deny", host="~^zz"),
+    ]
+    p = ACL.start(t, [ACL.http_listener("web", port)],
+                  [ACL.acl_entry(rules, default="allow", allow_private=True),
+                   ACL.fieldrec_entry(rec)], log="verbs.log", dns=dns)
+    w0 = p.workers()
+    j = ACL.Judge(t, o, port, rec, secret=[r["name"] for r in rules])
+    lbl = "regexes side by side: "
+    j.http("ab.verb.test", 403, lbl + "host = [ \"~a(*COMMIT)x\", "
+           "\"~^ab\\.verb\\.test$\" ]: the second matches", label="v-list")
+    j.http("bc.verb.test", 403, lbl + "four regex rules in a row, the "
+           "first with (*COMMIT): the third matches", label="v-3")
+    j.http("cd.verb.test", 403, lbl + "four regex rules in a row, the "
+           "first with (*PRUNE): the third matches", label="v-7")
+    j.http("zz.test", 403, lbl + "and the last of a row matches",
+           label="v-4")
+    j.http("plain.test", 200, lbl + "a name none matches passes",
+           label="default")
+    H.finish(t, p, w0, lbl)
+
+
 def cidr_runs(t, dns):
     """src and dst rules in rows with nested networks: the first rule
     that holds the address decides, not the narrowest one."""
@@ -624,6 +668,7 @@ def cidr_runs(t, dns):
         dict(name="s-two", action="allow", src="127.0.0.2/32"),
         dict(name="s-four", action="deny", src="127.0.0.4/30"),
         dict(name="s-shadow", action="allow", src="127.0.0.4/32"),
+        dict(name="s-ten", action="deny", src="10.0.0.0/8"),
         dict(name="d-three", action="deny", dst="127.0.0.3/32"),
         dict(name="d-24", action="allow", dst="127.0.0.0/24"),
         dict(name="d-8", action="deny", dst="127.0.0.0/8"),
