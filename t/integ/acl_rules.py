@@ -10,7 +10,8 @@ the decision label at LOG.
 - each condition alone, in a rule set whose default is allow: src (a
   client bound to 127.0.0.2), dst (127.0.0.3, literal and by name, judged
   after DNS; an IPv4-mapped address meets IPv4 networks), host exact /
-  .suffix (and *.suffix) / ~regex (anchored and not), host_file (two
+  .suffix (and *.suffix) / ~regex (anchored and not) / an address as
+  text (HTTP and SOCKS4), host_file (two
   files; names, .suffix lines, hosts-file lines, comments), port (one,
   and a range whose both ends count), src and dst ::1/128 over IPv6,
   user (set by fieldrec from X-User at AUTH; one name, and "*"),
@@ -149,6 +150,7 @@ def conditions(t, dns, two):
     # 127.0.0.3 on the same port: two.test (127.0.0.3 first) would reach
     # it without the dst rule
     o3 = ACL.origin_at(t, "127.0.0.3", o.port) if two else None
+    o9 = ACL.origin_at(t, "127.0.0.9", o.port) if two else None
     oport, orange, ocombo = distinct_origins(t, 3, [o.port] + (
         [o3.port] if o3 else []))
     v6 = ptest.have_ipv6()
@@ -175,6 +177,7 @@ def conditions(t, dns, two):
         dict(name="r-regex", action="deny",
              host=["~^ads\\.example\\.test$"]),
         dict(name="r-unanchored", action="deny", host="~track"),
+        dict(name="r-iphost", action="deny", host="127.0.0.9"),
         dict(name="r-mixed", action="deny",
              host=["MiXeD.Test", "~^UP\\.Case\\.test$"]),
         dict(name="r-file", action="deny", host_file=[hf, hf2]),
@@ -352,6 +355,18 @@ def conditions(t, dns, two):
     else:
         t.skip("dst 127.0.0.3/32", "cannot bind 127.0.0.2 (nor "
                "127.0.0.3)", need="127.0.0.2")
+    if o9 is not None:
+        deny("127.0.0.9", "r-iphost", "host \"127.0.0.9\": an address the "
+             "client gave is matched as its text", origin=o9)
+        before = o9.accepted
+        cd, ok, closed = ACL.socks4(socks, "127.0.0.9", o9.port)
+        denied += 1
+        t.check(cd == 0x5B and o9.accepted == before, "SOCKS4 to 127.0.0.9 "
+                "(host \"127.0.0.9\"): CD 0x5B, nothing connected there",
+                cd)
+    else:
+        t.skip("host \"127.0.0.9\"", "cannot bind 127.0.0.2 (nor "
+               "127.0.0.9)", need="127.0.0.2")
     if v6:
         deny("plain.test", "r-src6", "src ::1/128, a client on an IPv6 "
              "listener", via=web6, via_host="::1")
