@@ -21,7 +21,8 @@ to 127.0.0.1.
   A comes back, B is dropped;
 - allow_private left out: the association is made, but datagrams to
   127.0.0.1 (by address, by name, and as ::ffff:127.0.0.1) are dropped,
-  A counts none, the control connection stays open;
+  A counts none, the control connection stays open; on a listener with
+  acl = { enabled = false; } they come back;
 - allow_private false with a rule allowing udp to dst 127.0.0.1/32 port
   A: A comes back, B (default deny) is dropped.
 """
@@ -204,7 +205,9 @@ def default_deny(t, e):
 
 
 def private(t, e):
-    p, sport = start(t, e, "private", None)
+    off = ptest.free_port()
+    p, sport = start(t, e, "private", None, more=[ACL.socks_listener(
+        "off", off, "acl = { enabled = false; };")])
     w0 = p.workers()
     lbl = "allow_private left out: "
     a = S.Udp(sport)
@@ -219,6 +222,13 @@ def private(t, e):
         t.check(e.a.count() == before, lbl + "A's echo server counted "
                 "none of them", "A saw %d" % (e.a.count() - before))
         t.check(open_ctl(a), lbl + "the control connection stays open")
+    a.close()
+    a = S.Udp(off)
+    t.at_exit(a.close)
+    ok, why = roundtrip(a, "127.0.0.1", e.a.port, b"acl off") if a.ok() \
+        else (False, a.describe())
+    t.check(ok, lbl + "on a listener with acl = { enabled = false; } a "
+            "datagram to 127.0.0.1:A comes back", why)
     a.close()
     H.finish(t, p, w0, lbl)
 
