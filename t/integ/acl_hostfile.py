@@ -3,7 +3,8 @@
 """
 A host_file of 1,000,000 lines (the size of a public block list): names
 "hNNNNNN.block.test" and, every 100th line, a ".sNNNNNN.sfx.test" suffix
-line, with a comment and a blank line among them. portico starts within
+line, every 1000th a hosts-file line "0.0.0.0 hNNNNNN.block.test", with
+a comment and a blank line among them. portico starts within
 a generous bound (60 s, stretched for slow builds); a listed name is
 denied (403, the origin sees nothing), a subdomain of a listed .suffix
 is denied, the suffix's own domain is denied, an unlisted name (and the
@@ -42,6 +43,7 @@ def write_list(path):
         for base in range(0, LINES, step):
             f.write("".join(
                 ".s%06d.sfx.test\n" % i if i % 100 == 50 else
+                "0.0.0.0 h%06d.block.test\n" % i if i % 1000 == 7 else
                 "h%06d.block.test\n" % i for i in range(base, base + step)))
 
 
@@ -87,6 +89,8 @@ def main(t):
     j.http("h123456.block.test", 403, "a listed name")
     j.http("h000000.block.test", 403, "the first listed name")
     j.http("h999999.block.test", 403, "the last listed name")
+    j.http("h123007.block.test", 403, "a name from a hosts-file line "
+           "\"0.0.0.0 name\"")
     j.http("x.s000150.sfx.test", 403, "a subdomain of a listed .suffix")
     j.http("s999950.sfx.test", 403, "the domain of the last .suffix line")
     j.http("h1000001.block.test", 200, "an unlisted name of the same form")
