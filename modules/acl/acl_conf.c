@@ -25,11 +25,6 @@ static const char *const acl_keys[] = {
 	"name", "path", "default", "allow_private", "rules", NULL
 };
 
-static const char *const acl_rule_keys[] = {
-	"name", "action", "src", "dst", "host", "host_file", "port", "user",
-	"listener", "protocol", "method", NULL
-};
-
 static int __attribute__((format(printf, 3, 4)))
 acl_fail(struct acl_parse *p, const config_setting_t *s, const char *fmt,
     ...)
@@ -386,64 +381,81 @@ acl_label_ok(const char *s)
 }
 
 static int
-acl_rule_cond(struct acl_parse *p, struct acl_rule *r,
-    const config_setting_t *s, const char *key)
+acl_src(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
 {
-	if (config_setting_is_aggregate(s) && config_setting_length(s) == 0)
-		return acl_fail(p, s, "%s: an empty list matches nothing", key);
-	if (strcmp(key, "src") == 0) {
-		r->has |= ACL_C_SRC;
-		return acl_nets(p, s, key, &r->src, &r->nsrc);
+	return acl_nets(p, s, "src", &r->src, &r->nsrc);
+}
+
+static int
+acl_dst(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
+{
+	return acl_nets(p, s, "dst", &r->dst, &r->ndst);
+}
+
+/* A rule's conditions: the key, its bit, and its parser. */
+static const struct acl_cond {
+	const char	*key;
+	unsigned	 bit;
+	int		(*parse)(struct acl_parse *, struct acl_rule *,
+			    const config_setting_t *);
+} acl_conds[] = {
+	{ "src", ACL_C_SRC, acl_src },
+	{ "dst", ACL_C_DST, acl_dst },
+	{ "host", ACL_C_HOST, acl_hosts },
+	{ "host_file", ACL_C_HOSTFILE, acl_hostfiles },
+	{ "port", ACL_C_PORT, acl_ports },
+	{ "user", ACL_C_USER, acl_users },
+	{ "listener", ACL_C_LISTENER, acl_listeners },
+	{ "protocol", ACL_C_PROTO, acl_protos },
+	{ "method", ACL_C_METHOD, acl_methods },
+	{ NULL, 0, NULL }
+};
+
+/* Each setting of a rule other than name and action is a condition. */
+static int
+acl_rule_conds(struct acl_parse *p, struct acl_rule *r,
+    const config_setting_t *e)
+{
+	const struct acl_cond	*c;
+	const config_setting_t	*m;
+	const char		*key;
+	int			 i;
+
+	for (i = 0; (m = config_setting_get_elem(e, (unsigned)i)) != NULL;
+	    i++) {
+		key = config_setting_name(m);
+		if (strcmp(key, "name") == 0 || strcmp(key, "action") == 0)
+			continue;
+		for (c = acl_conds; c->key != NULL; c++)
+			if (strcmp(key, c->key) == 0)
+				break;
+		if (c->key == NULL)
+			return acl_fail(p, m, "unknown condition \"%.64s\" (src, "
+			    "dst, host, host_file, port, user, listener, "
+			    "protocol, method)", key);
+		if (config_setting_is_aggregate(m) &&
+		    config_setting_length(m) == 0)
+			return acl_fail(p, m, "%s: an empty list matches "
+			    "nothing", key);
+		r->has |= c->bit;
+		if (c->parse(p, r, m) < 0)
+			return -1;
 	}
-	if (strcmp(key, "dst") == 0) {
-		r->has |= ACL_C_DST;
-		return acl_nets(p, s, key, &r->dst, &r->ndst);
-	}
-	if (strcmp(key, "host") == 0) {
-		r->has |= ACL_C_HOST;
-		return acl_hosts(p, r, s);
-	}
-	if (strcmp(key, "host_file") == 0) {
-		r->has |= ACL_C_HOSTFILE;
-		return acl_hostfiles(p, r, s);
-	}
-	if (strcmp(key, "port") == 0) {
-		r->has |= ACL_C_PORT;
-		return acl_ports(p, r, s);
-	}
-	if (strcmp(key, "user") == 0) {
-		r->has |= ACL_C_USER;
-		return acl_users(p, r, s);
-	}
-	if (strcmp(key, "listener") == 0) {
-		r->has |= ACL_C_LISTENER;
-		return acl_listeners(p, r, s);
-	}
-	if (strcmp(key, "protocol") == 0) {
-		r->has |= ACL_C_PROTO;
-		return acl_protos(p, r, s);
-	}
-	r->has |= ACL_C_METHOD;
-	return acl_methods(p, r, s);
+	return 0;
 }
 
 static int
 acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
     size_t idx)
 {
-	const config_setting_t	*m, *bad;
-	const char		*key, *name = NULL, *action = NULL;
+	const config_setting_t	*m;
+	const char		*name = NULL, *action = NULL;
 	char			 label[80];
-	int			 i;
 
 	snprintf(p->rule, sizeof(p->rule), "rule %zu", idx + 1);
 	if (!config_setting_is_group(e))
 		return acl_fail(p, e, "expected a group { action = \"allow\"; "
 		    "... }");
-	if ((key = acl_unknown_key(e, acl_rule_keys, &bad)) != NULL)
-		return acl_fail(p, bad, "unknown condition \"%.64s\" (src, dst, "
-		    "host, host_file, port, user, listener, protocol, method)",
-		    key);
 	if ((m = config_setting_get_member(e, "name")) != NULL) {
 		if ((name = config_setting_get_string(m)) == NULL ||
 		    !acl_label_ok(name))
@@ -470,15 +482,7 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 		return acl_fail(p, e, "out of memory");
 	sprintf(r->reason, "acl: %s by %s", r->allow ? "allowed" : "denied",
 	    label);
-	for (i = 0; (m = config_setting_get_elem(e, (unsigned)i)) != NULL;
-	    i++) {
-		key = config_setting_name(m);
-		if (strcmp(key, "name") == 0 || strcmp(key, "action") == 0)
-			continue;
-		if (acl_rule_cond(p, r, m, key) < 0)
-			return -1;
-	}
-	return 0;
+	return acl_rule_conds(p, r, e);
 }
 
 static int
