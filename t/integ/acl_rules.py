@@ -465,6 +465,14 @@ def conditions(t, dns, two):
     t.check(cd == 0x5B and closed and echo.accepted == before,
             "SOCKS4a to x.filesfx.test (host_file .suffix; it resolves): CD "
             "0x5B, the echo server saw nothing", cd)
+    before = echo.accepted
+    rep, closed = ACL.socks5_name(socks, "exact.test\0.x", echo.port)
+    t.check(rep not in (0, None) and echo.accepted == before,
+            "SOCKS5 to a name \"exact.test\\0.x\" (a NUL inside): refused, "
+            "nothing connected (no rule sees one name, the resolver "
+            "another)", (S.rep_name(rep), echo.accepted - before))
+    if rep == 0x02:
+        denied += 1
     rep, ok, closed = ACL.socks5(socks, "plain.test", echo.port)
     t.check(rep == 0 and ok, "SOCKS5 to plain.test: REP 0, the tunnel "
             "echoes", S.rep_name(rep))
