@@ -11,7 +11,8 @@ mapped.test to ::ffff:127.0.0.1 only.
   SOCKS5 REP 0x02 (by name, IPv4 127.0.0.1, IPv6 ::ffff:127.0.0.1), SOCKS4
   and 4a CD 0x5B, the connection ending after a SOCKS refusal; literals
   127.0.0.1, 127.0.0.2, [::ffff:127.0.0.1], [::ffff:7f00:1], [::1], and
-  0.0.0.0 and [::] (which Linux connects to loopback), "localhost", and a
+  0.0.0.0, [::ffff:0.0.0.0] and [::] (which Linux connects to loopback),
+  "localhost", and a
   name whose only address is ::ffff:127.0.0.1, refused; the origins and
   the echo server see none of it; so are SOCKS5 names (ATYP 3)
   "127.0.0.1" and "localhost". fieldrec, loaded after acl, sees the label
@@ -154,6 +155,7 @@ def refused_default(t, e):
                         "::ffff:127.0.0.1"),
                        ("0.0.0.0", "0.0.0.0 (Linux connects it to "
                         "127.0.0.1)"),
+                       ("[::ffff:0.0.0.0]", "[::ffff:0.0.0.0]"),
                        ("localhost", "localhost")):
         j.http(host, 403, lbl + desc, label="private")
         n += 1

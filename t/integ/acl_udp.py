@@ -20,7 +20,8 @@ to 127.0.0.1.
   not refused (only a rule without destination conditions refuses it),
   A comes back, B is dropped;
 - allow_private left out: the association is made, but datagrams to
-  127.0.0.1 (by address, by name, and as ::ffff:127.0.0.1) are dropped,
+  127.0.0.1 (by address, by name, and as ::ffff:127.0.0.1), to 0.0.0.0,
+  ::ffff:0.0.0.0 and :: (which Linux delivers locally) are dropped,
   A counts none, the control connection stays open; on a listener with
   acl = { enabled = false; } they come back;
 - allow_private false with a rule allowing udp to dst 127.0.0.1/32 port
@@ -102,6 +103,7 @@ def main(t):
         return
     e = Env()
     e.a, e.b, e.c = S.udp_echo(t), S.udp_echo(t), S.udp_echo(t)
+    e.a6 = S.udp_echo(t, "::1") if ptest.have_ipv6() else None
     e.dns = H.dns_server(t, {"udp.test": {"A": ["127.0.0.1"]},
                              "bad.test": {"A": ["127.0.0.1"]}})
     ports(t, e)
@@ -218,9 +220,17 @@ def private(t, e):
             "destination yet)", a.describe())
     if a.ok():
         before = e.a.count()
-        for host in ("127.0.0.1", "udp.test", "::ffff:127.0.0.1"):
+        for host in ("127.0.0.1", "udp.test", "::ffff:127.0.0.1", "0.0.0.0",
+                     "::ffff:0.0.0.0"):
             ok, why = dropped(a, host, e.a)
             t.check(ok, lbl + "a datagram to %s:A is dropped" % host, why)
+        if e.a6 is not None:
+            ok, why = dropped(a, "::", e.a6)
+            t.check(ok, lbl + "a datagram to [::]:A6 (Linux delivers it to "
+                    "::1) is dropped", why)
+        else:
+            t.skip(lbl + "a datagram to [::]", "no IPv6 loopback",
+                   need="ipv6")
         t.check(e.a.count() == before, lbl + "A's echo server counted "
                 "none of them", "A saw %d" % (e.a.count() - before))
         t.check(open_ctl(a), lbl + "the control connection stays open")
