@@ -540,6 +540,11 @@ def kinds_and_order(t, dns):
     j.http("none.test", 403, "no rule matches: default deny",
            label="default")
     H.finish(t, p, w0)
+    tot = ACL.totals(p)
+    t.check(tot.get("acl_allowed") == 6 and tot.get("acl_denied") == 4 and
+            tot.get("acl_private") == 0, "the master's totals: "
+            "acl_allowed=6 acl_denied=4 acl_private=0 (one per request)",
+            tot)
 
 
 def ws_upgrade(port, url):
