@@ -692,19 +692,30 @@ def cidr_runs(t, dns):
     o3 = ACL.origin_at(t, "127.0.0.3", o.port)
     o11 = ACL.origin_at(t, "127.0.1.1", o.port)
     o4 = ACL.origin_at(t, "127.0.0.4", o.port)
+    o6 = ACL.origin_at(t, "127.0.0.6", o.port)
+    o7 = ACL.origin_at(t, "127.0.0.7", o.port)
+    v6 = ptest.have_ipv6()
     rules = [
         dict(name="s-two", action="allow", src="127.0.0.2/32"),
         dict(name="s-four", action="deny", src="127.0.0.4/30"),
         dict(name="s-shadow", action="allow", src="127.0.0.4/32"),
+        dict(name="s-v6", action="deny", src="::1/128"),
         dict(name="s-ten", action="deny", src="10.0.0.0/8"),
+        dict(name="dd-deny", action="deny", dst="127.0.0.6/32"),
+        dict(name="dd-allow", action="allow", dst="127.0.0.6/32"),
+        dict(name="de-allow", action="allow", dst="127.0.0.7/32"),
+        dict(name="de-deny", action="deny", dst="127.0.0.7/32"),
         dict(name="d-three", action="deny", dst="127.0.0.3/32"),
         dict(name="d-24", action="allow", dst="127.0.0.0/24"),
         dict(name="d-8", action="deny", dst="127.0.0.0/8"),
         dict(name="d-shadow", action="allow", dst="127.0.0.4/32"),
     ]
     port = ptest.free_port()
+    port6 = ptest.free_port("::1") if v6 else None
     rec = t.path("cidr.rec")
-    p = ACL.start(t, [ACL.http_listener("web", port)],
+    p = ACL.start(t, [ACL.http_listener("web", port)] + (
+        ['{ name = "v6"; address = "[::1]:%d"; protocol = "http"; }' % port6]
+        if v6 else []),
                   [ACL.acl_entry(rules, default="deny", allow_private=True),
                    ACL.fieldrec_entry(rec)], log="cidr.log", dns=dns)
     w0 = p.workers()
@@ -724,6 +735,20 @@ def cidr_runs(t, dns):
            src="127.0.0.5", label="s-four")
     j.http("127.0.0.1", 403, lbl + "from 127.0.0.4: the /30 deny before the "
            "/32 allow", src="127.0.0.4", label="s-four")
+    j.http("127.0.0.6", 403, lbl + "one network in two rules, the deny "
+           "first", origin=o6, label="dd-deny")
+    j.http("127.0.0.7", 200, lbl + "one network in two rules, the allow "
+           "first", origin=o7, label="de-allow")
+    j.http("[::ffff:127.0.0.3]", 403, lbl + "[::ffff:127.0.0.3] meets the "
+           "IPv4 row", origin=o3, label="d-three")
+    j.http("[::ffff:127.0.1.1]", 403, lbl + "[::ffff:127.0.1.1] meets the "
+           "/8 of the IPv4 row", origin=o11, label="d-8")
+    if v6:
+        j.http("127.0.0.1", 403, lbl + "a client from ::1 meets src ::1/128 "
+               "in the row", via=port6, via_host="::1", label="s-v6")
+    else:
+        t.skip(lbl + "src ::1/128 in a row", "no IPv6 loopback",
+               need="ipv6")
     H.finish(t, p, w0, lbl)
 
 
