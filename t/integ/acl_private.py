@@ -34,7 +34,6 @@ machine may route them off the host, and a bug here must never send a
 packet there.
 """
 import os
-import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -43,17 +42,6 @@ import httptest as H  # noqa: E402
 import sockstest as S  # noqa: E402
 import acltest as ACL  # noqa: E402
 import authtest as A  # noqa: E402
-
-
-def can_bind(host):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind((host, 0))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 class Env:
@@ -131,7 +119,7 @@ def main(t):
         return
     e = Env()
     e.o = H.origin(t)
-    e.o2 = H.origin(t, "127.0.0.2") if can_bind("127.0.0.2") else None
+    e.o2 = H.origin(t, "127.0.0.2") if ACL.can_bind("127.0.0.2") else None
     e.o6 = H.origin(t, "::1") if ptest.have_ipv6() else None
     e.echo = t.echo_server()
     e.dns = H.dns_server(t, {"priv.test": {"A": ["127.0.0.1"]},

@@ -61,7 +61,8 @@ the decision label at LOG.
   is refused with 403 (not 407) over HTTP, REP 0x02 over SOCKS5, "*"
   refuses any authenticated user on the listener where credentials are
   optional and lets the anonymous one through;
-- the master's totals: acl_denied counts the refusals.
+- the master's totals: acl_denied counts the refusals; for ten plain
+  requests, acl_allowed and acl_denied count one each.
 """
 import base64
 import os
@@ -84,18 +85,6 @@ NAMES = ["plain.test", "a.exact.test", "exact.test", "xsuffix.test",
 
 
 HAVE_CURL = H.have_curl()
-
-
-def can_bind(host):
-    import socket
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind((host, 0))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def distinct_origins(t, n, avoid):
@@ -123,7 +112,7 @@ def main(t):
         t.check(False, "fieldrec.so is built (make check builds it)",
                 ACL.FIELDREC_SO)
         return
-    two = can_bind("127.0.0.2")
+    two = ACL.can_bind("127.0.0.2")
     table = {n: {"A": ["127.0.0.1"]} for n in NAMES}
     table["dst3.test"] = {"A": ["127.0.0.3"]}
     table["two.test"] = {"A": ["127.0.0.3", "127.0.0.1"]}

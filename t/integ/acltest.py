@@ -38,6 +38,19 @@ def have_fieldrec():
     return os.path.exists(FIELDREC_SO)
 
 
+def can_bind(host):
+    """Whether a TCP socket can be bound to IPv4 <host> (127.0.0.2 and
+    the rest of 127/8 are on lo on Linux, not everywhere)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, 0))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 # ---------------------------------------------------------------------------
 # configuration
 
