@@ -45,6 +45,8 @@ the decision label at LOG.
   that host on another port or with another method; a regex with a
   backtracking verb ((*COMMIT), (*PRUNE)) beside others does not stop
   them matching;
+- two workers and eight clients at once, on keep-alive connections,
+  each get the rules' answer for every name;
 - a dst rule is judged for each request, also when an upstream
   connection kept from an allowed request could serve it;
 - a rule without conditions matches everything; without a default key,
@@ -67,6 +69,7 @@ the decision label at LOG.
 import base64
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
@@ -81,7 +84,8 @@ NAMES = ["plain.test", "a.exact.test", "exact.test", "xsuffix.test",
          "a.wild.test", "re12.test", "re12.test.evil.test", "none.test",
          "a.example.test", "proto.test", "x.filesfx.test", "cache.test",
          "keep.test", "exact1.test", "a.exact2.test", "n12345.big.test",
-         "ab.verb.test", "bc.verb.test", "cd.verb.test", "zz.test"]
+         "ab.verb.test", "bc.verb.test", "cd.verb.test", "zz.test",
+         "bad7.test", "n00123.big.test", "a.sfx.test"]
 
 
 HAVE_CURL = H.have_curl()
@@ -124,6 +128,7 @@ def main(t):
     runs_and_cache(t, dns)
     regex_verbs(t, dns)
     pooled(t, dns)
+    concurrent(t, dns)
     if two:
         cidr_runs(t, dns)
     else:
@@ -739,6 +744,54 @@ def cidr_runs(t, dns):
         t.skip(lbl + "src ::1/128 in a row", "no IPv6 loopback",
                need="ipv6")
     H.finish(t, p, w0, lbl)
+
+
+def concurrent(t, dns):
+    """Two workers, eight clients at once, each sending a mix of denied
+    and allowed names on keep-alive connections: every answer is the
+    rules' (the per-worker answers kept by host never cross names)."""
+    o = H.origin(t)
+    port = ptest.free_port()
+    big = t.path("conc-hosts")
+    with open(big, "w") as f:
+        f.write("".join("n%05d.big.test\n" % i for i in range(300)))
+    rules = [dict(name="re", action="deny", host="~^bad[0-9]*\\.test$"),
+             dict(name="file", action="deny", host_file=big),
+             dict(name="sfx", action="deny", host=".sfx.test")]
+    p = ACL.start(t, [ACL.http_listener("web", port)],
+                  [ACL.acl_entry(rules, default="allow", allow_private=True)],
+                  log="conc.log", dns=dns, workers=2)
+    w0 = p.workers()
+    mix = [("bad7.test", 403), ("plain.test", 200), ("n00123.big.test", 403),
+           ("n12345.big.test", 200), ("a.sfx.test", 403),
+           ("keep.test", 200), ("BAD7.test.", 403), ("cache.test", 200)]
+    wrong = []
+
+    def client(k):
+        reqs = [(m[0], m[1], "http://%s:%d/conc/%d/%d" % (m[0], o.port, k,
+                                                           i))
+                for i, m in enumerate(mix * 3)]
+        got = ACL.keepalive(port, [("GET", u) for _, _, u in reqs])
+        for (host, want, u), st in zip(reqs, got):
+            if st != want:
+                wrong.append("%s: %r, expected %d" % (u, st, want))
+    threads = [threading.Thread(target=client, args=(k,), daemon=True)
+               for k in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(ptest.bound(60))
+    seen_denied = [r["target"] for r in o.requests if "/conc/" in
+                   r["target"] and r.get("headers") and any(
+                       v.split(":")[0].lower().rstrip(".") in
+                       ("bad7.test", "n00123.big.test", "a.sfx.test")
+                       for k, v in r["headers"] if k.lower() == "host")]
+    t.check(not wrong and not seen_denied and
+            not any(th.is_alive() for th in threads),
+            "2 workers, 8 clients x 24 keep-alive requests of 8 names at "
+            "once: every answer is the rules' (403 or 200), the origin saw "
+            "no denied name", wrong[:20] + seen_denied[:5])
+    H.finish(t, p, w0, "concurrent: ")
 
 
 def pooled(t, dns):
