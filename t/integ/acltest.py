@@ -4,10 +4,15 @@ Shared by the t/integ/acl_*.py scenarios: where the real acl.so is (the
 build tree's modules/acl/.libs; configure builds it only when it finds
 libpcre2-8), a configuration with the module loaded (and, when asked,
 fieldrec after it to read the decision label at LOG, and the auth
-module), the module's entry and rules written as libconfig, and the
+module), the module's entry and rules written as libconfig, an origin
+on a chosen address and port (origin_at: another loopback address with
+the same port, so a name resolving to both could reach either), and the
 client side every scenario uses: one HTTP request on a fresh connection
-(from a chosen source address), CONNECT, SOCKS5 and SOCKS4 requests, and
-the verdict of each against what the origin saw.
+(from a chosen source address, to an IPv4 or IPv6 listener), a row of
+requests on keep-alive connections, CONNECT, SOCKS5 (also with a name
+that is an address literal) and SOCKS4 requests, and Judge: the verdict
+of each HTTP request against what the origin saw, the 403 body, and the
+label fieldrec recorded at LOG.
 """
 import itertools
 import os
