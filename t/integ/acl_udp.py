@@ -25,7 +25,10 @@ to 127.0.0.1.
   A counts none, the control connection stays open; on a listener with
   acl = { enabled = false; } they come back;
 - allow_private false with a rule allowing udp to dst 127.0.0.1/32 port
-  A: A comes back, B (default deny) is dropped.
+  A: A comes back, B (default deny) is dropped;
+- with the auth module (skipped without auth.so): a udp rule for user
+  mallory and port A drops mallory's datagrams to A, not bob's, nor
+  mallory's to C.
 """
 import os
 import sys
@@ -35,6 +38,7 @@ import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 import sockstest as S  # noqa: E402
 import acltest as ACL  # noqa: E402
+import authtest as A  # noqa: E402
 
 
 def roundtrip(a, host, port, data, timeout=None):
@@ -109,6 +113,43 @@ def main(t):
     ports(t, e)
     default_deny(t, e)
     private(t, e)
+    users(t, e)
+
+
+def users(t, e):
+    why = A.missing()
+    if why:
+        t.skip("udp rules by user (the auth module)", why)
+        return
+    ulist = A.write_users(t, [("bob", A.argon2id("b-pw")),
+                              ("mallory", A.argon2id("m-pw"))])
+    auth = '{ name = "auth"; path = "%s"; userlist = "%s"; }' % (
+        A.AUTH_SO, ulist)
+    sport = ptest.free_port()
+    p = ACL.start(t, [ACL.socks_listener("s", sport)],
+                  [auth, ACL.acl_entry([dict(
+                      name="no-mallory-a", action="deny", protocol="udp",
+                      user="mallory", port=e.a.port)], default="allow",
+                      allow_private=True)], log="users.log", dns=e.dns)
+    w0 = p.workers()
+    lbl = "auth + acl, deny udp to A for mallory: "
+    a = S.Udp(sport, auth=("bob", "b-pw"))
+    t.at_exit(a.close)
+    ok, why = roundtrip(a, "127.0.0.1", e.a.port, b"bob to A") if a.ok() \
+        else (False, a.describe())
+    t.check(ok, lbl + "bob's datagram to A comes back", why)
+    a.close()
+    m = S.Udp(sport, auth=("mallory", "m-pw"))
+    t.at_exit(m.close)
+    t.check(m.ok(), lbl + "mallory's association is made (the rule has a "
+            "destination condition)", m.describe())
+    if m.ok():
+        ok, why = dropped(m, "127.0.0.1", e.a)
+        t.check(ok, lbl + "mallory's datagram to A is dropped", why)
+        ok, why = roundtrip(m, "127.0.0.1", e.c.port, b"mallory to C")
+        t.check(ok, lbl + "mallory's datagram to C comes back", why)
+    m.close()
+    H.finish(t, p, w0, lbl)
 
 
 def ports(t, e):
