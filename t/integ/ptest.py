@@ -135,6 +135,8 @@ NEEDS = {
                "package libargon2-dev)", r"(?i)libargon2|portico-passwd"),
     "auth.so": ("the auth module built (configure found libargon2, "
                 "libcrypto and libcrypt)", r"auth\.so"),
+    "acl.so": ("the acl module built (configure found libpcre2-8)",
+               r"acl\.so"),
     "argon2cli": ("the argon2 program (Debian package argon2)",
                   r"(?i)\bargon2 program"),
     "mkpasswd": ("mkpasswd (Debian package whois)", r"(?i)\bmkpasswd\b"),
