@@ -144,6 +144,8 @@ NEEDS = {
                  r"(?i)\bhtpasswd\b"),
     "fail2ban": ("fail2ban-regex in PATH (Debian's fail2ban)",
                  r"(?i)fail2ban"),
+    "squid": ("the squid program (Debian package squid)",
+              r"(?i)\bsquid program"),
     "squid_ncsa": ("Squid's basic_ncsa_auth (Debian package squid) and "
                    "htpasswd (apache2-utils)", r"basic_ncsa_auth|htpasswd"),
 }
