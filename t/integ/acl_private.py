@@ -19,8 +19,8 @@ mapped.test to ::ffff:127.0.0.1 only.
   "private" at LOG; with log_level debug the core's error log has a
   "denied" line for each refusal, the access log (the accesslog module,
   json) a record labelled "private"; the master's totals count
-  acl_private for each; a tcp listener forwarding to 127.0.0.1 (the operator's own
-  destination) relays;
+  acl_private for each; a tcp listener forwarding to 127.0.0.1 (the
+  operator's own destination) relays;
 - allow_private = true: the same requests pass (200, REP 0, CD 0x5A);
 - allow_private false with an allowing rule whose dst lies inside the
   private range (127.0.0.1/32, 127.0.0.0/8): they pass, with that rule's
