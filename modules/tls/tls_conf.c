@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The tls module's configuration, in the master: the module entry (no
+ * options), and each listener's `tls` group turned into one SSL_CTX per
+ * certificate before the fork, so every worker inherits the loaded
+ * certificates, keys and session ticket keys (OpenSSL makes those per
+ * SSL_CTX at creation: a ticket one worker issued is one every worker
+ * can open). A certificate or key that does not load, or a key that does
+ * not match its certificate, refuses the configuration with the
+ * setting's file:line; the core then keeps a running configuration on
+ * reload. The two callbacks set on each SSL_CTX (SNI, ALPN) run in the
+ * workers, during handshakes; nothing else here does.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "modules/tls/tls.h"
+
+/* Certificates warned about when they expire sooner than this. */
+#define TLS_EXPIRY_WARN_DAYS	30
+/* certificate = [...]: key types side by side in one SSL_CTX (RSA,
+ * ECDSA, Ed25519); OpenSSL holds one of each. */
+#define TLS_PAIRS_MAX		4
+
+/* The error text handed back to the core (master only: one thread). */
+static char	 tls_err[768];
+
+int	tls_ctr_handshakes = -1;
+int	tls_ctr_failed = -1;
+
+/* Options shared by every certificate of a listener. */
+struct tls_opts {
+	int			 min_version;
+	int			 max_version;	/* 0: OpenSSL's newest */
+	const config_setting_t	*ciphers;	/* TLS <= 1.2, or NULL */
+	const config_setting_t	*ciphersuites;	/* TLS 1.3, or NULL */
+};
+
+static int __attribute__((format(printf, 4, 5)))
+tls_fail(struct pt_modconf *mc, const config_setting_t *where,
+    const char **errstr, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tls_err, sizeof(tls_err), fmt, ap);
+	va_end(ap);
+	*errstr = tls_err;
+	mc->where = where;
+	ERR_clear_error();
+	return -1;
+}
+
+/* Why OpenSSL's last call failed: its first queued reason, the one that
+ * names the cause ("no start line"), not the wrapper ("PEM lib"). */
+static const char *
+tls_reason(void)
+{
+	static char	 buf[160];
+	unsigned long	 e = ERR_peek_error();
+	const char	*r;
+
+	if (e == 0)
+		return "unknown error";
+	if (ERR_SYSTEM_ERROR(e))
+		return strerror(ERR_GET_REASON(e));
+	if ((r = ERR_reason_error_string(e)) != NULL)
+		return r;
+	snprintf(buf, sizeof(buf), "OpenSSL error %#lx", e);
+	return buf;
+}
+
+int
+tls_conf(struct pt_modconf *mc, const config_setting_t *node,
+    const char **errstr)
+{
+	config_setting_t	*e;
+	const char		*name;
+	unsigned		 i;
+
+	for (i = 0; (e = config_setting_get_elem(node, i)) != NULL; i++) {
+		name = config_setting_name(e);
+		if (strcmp(name, "name") != 0 && strcmp(name, "path") != 0)
+			return tls_fail(mc, e, errstr, "unknown option \"%s\" "
+			    "(the tls module's options go in each listener's "
+			    "tls group)", name);
+	}
+	tls_ctr_handshakes = pt_counter_register("tls_handshakes");
+	tls_ctr_failed = pt_counter_register("tls_handshake_failed");
+	mc->ctx = NULL;
+	return 0;
+}
+
+/* ---- callbacks, run by the workers during handshakes --------------- */
+
+/* The client's SNI name picks the certificate; no name, or one no
+ * certificate has, keeps the default. */
+static int
+tls_on_servername(SSL *ssl, int *alert, void *arg)
+{
+	const struct tls_lconf	*lc = arg;
+	const char		*name;
+	int			 i;
+
+	name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	if (name == NULL)
+		return SSL_TLSEXT_ERR_NOACK;
+	i = tls_names_pick(lc->names, lc->nnames, name, strlen(name));
+	if (i < 0)
+		return SSL_TLSEXT_ERR_NOACK;
+	if (i > 0 && SSL_set_SSL_CTX(ssl, lc->ctx[i]) == NULL) {
+		*alert = SSL_AD_INTERNAL_ERROR;
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	}
+	return SSL_TLSEXT_ERR_OK;
+}
+
+/* ALPN: the proxy speaks HTTP/1.1 inside TLS. A client that offers only
+ * other protocols (h2) gets no ALPN answer rather than an alert, the
+ * lenient choice RFC 7301 allows for a server that can still serve. */
+static int
+tls_on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	static const unsigned char	 ours[] = "\x08http/1.1";
+	unsigned char			*sel;
+
+	if (SSL_select_next_proto(&sel, outlen, ours, sizeof(ours) - 1, in,
+	    inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+/* An encrypted key would make OpenSSL prompt on the terminal; refuse it
+ * instead (the master has no one to ask, least of all on reload). */
+static int
+tls_no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	return 0;
+}
+
+/* ---- loading --------------------------------------------------------- */
+
+static SSL_CTX *
+tls_ctx_new(struct pt_modconf *mc, const struct tls_opts *o,
+    struct tls_lconf *lc, const char **errstr)
+{
+	SSL_CTX	*ctx;
+
+	ERR_clear_error();
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL) {
+		tls_fail(mc, NULL, errstr, "SSL_CTX_new: %s", tls_reason());
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, o->min_version);
+	if (o->max_version != 0)
+		SSL_CTX_set_max_proto_version(ctx, o->max_version);
+	/*
+	 * No renegotiation (a client-driven CPU sink); a peer that closes
+	 * without close_notify reads as a plain EOF (HTTP frames its own
+	 * messages, and most clients do close that way); no session cache:
+	 * its state would live in one worker, while tickets work in all.
+	 */
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
+	    SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION |
+	    SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	/*
+	 * The core writes what it can and comes back with the rest, maybe
+	 * from a moved buffer; idle connections give their record buffers
+	 * back (tens of KiB each).
+	 */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_default_passwd_cb(ctx, tls_no_passphrase);
+	if (o->ciphers != NULL && SSL_CTX_set_cipher_list(ctx,
+	    config_setting_get_string(o->ciphers)) != 1) {
+		tls_fail(mc, o->ciphers, errstr, "ciphers \"%s\": %s",
+		    config_setting_get_string(o->ciphers), tls_reason());
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	if (o->ciphersuites != NULL && SSL_CTX_set_ciphersuites(ctx,
+	    config_setting_get_string(o->ciphersuites)) != 1) {
+		tls_fail(mc, o->ciphersuites, errstr, "ciphersuites \"%s\": "
+		    "%s", config_setting_get_string(o->ciphersuites),
+		    tls_reason());
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	SSL_CTX_set_tlsext_servername_callback(ctx, tls_on_servername);
+	SSL_CTX_set_tlsext_servername_arg(ctx, lc);
+	SSL_CTX_set_alpn_select_cb(ctx, tls_on_alpn, NULL);
+	return ctx;
+}
+
+static int
+tls_name_add(struct tls_lconf *lc, const char *name, size_t len, int cert)
+{
+	struct tls_name	*n;
+	char		*p;
+	size_t		 i;
+
+	if (len > 0 && name[len - 1] == '.')
+		len--;
+	if (len == 0 || memchr(name, '\0', len) != NULL)
+		return 0;	/* nothing a client could send */
+	if ((n = realloc(lc->names, (lc->nnames + 1) * sizeof(*n))) == NULL)
+		return -1;
+	lc->names = n;
+	if ((p = malloc(len + 1)) == NULL)
+		return -1;
+	for (i = 0; i < len; i++)
+		p[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ?
+		    name[i] - 'A' + 'a' : name[i]);
+	p[len] = '\0';
+	n[lc->nnames].pattern = p;
+	n[lc->nnames].cert = cert;
+	lc->nnames++;
+	return 0;
+}
+
+/* The DNS names of <x> (subjectAltName; the subject's CN when it has
+ * none), as SNI candidates for certificate <cert>. */
+static int
+tls_names_of(struct tls_lconf *lc, X509 *x, int cert)
+{
+	GENERAL_NAMES		*san;
+	const GENERAL_NAME	*g;
+	X509_NAME_ENTRY		*cn;
+	unsigned char		*utf8;
+	int			 i, n, rc = 0, found = 0;
+
+	if ((san = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL))
+	    != NULL) {
+		for (i = 0; i < sk_GENERAL_NAME_num(san) && rc == 0; i++) {
+			g = sk_GENERAL_NAME_value(san, i);
+			if (g->type != GEN_DNS)
+				continue;
+			found++;
+			rc = tls_name_add(lc, (const char *)
+			    ASN1_STRING_get0_data(g->d.dNSName),
+			    (size_t)ASN1_STRING_length(g->d.dNSName), cert);
+		}
+		GENERAL_NAMES_free(san);
+	}
+	if (found > 0 || rc != 0)
+		return rc;
+	i = X509_NAME_get_index_by_NID(X509_get_subject_name(x),
+	    NID_commonName, -1);
+	if (i < 0 || (cn = X509_NAME_get_entry(X509_get_subject_name(x), i))
+	    == NULL)
+		return 0;
+	if ((n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(cn))) < 0)
+		return 0;
+	rc = tls_name_add(lc, (const char *)utf8, (size_t)n, cert);
+	OPENSSL_free(utf8);
+	return rc;
+}
+
+/* A warning, not an error: an expired certificate still loads, and
+ * refusing it would stop a restart of a proxy that is serving anyway. */
+static void
+tls_check_expiry(struct pt_modconf *mc, const config_setting_t *s, X509 *x,
+    const char *path)
+{
+	const char	*file = config_setting_source_file(s);
+	int		 days, secs, line = (int)config_setting_source_line(s);
+
+	if (file == NULL)
+		file = mc->file;
+	if (!ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notAfter(x)))
+		return;
+	if (days < 0 || secs < 0 || (days == 0 && secs == 0))
+		pt_log(PT_LOG_WARNING, "%s:%d: tls: certificate \"%s\" has "
+		    "expired (%d days ago)", file, line, path, -days);
+	else if (days < TLS_EXPIRY_WARN_DAYS)
+		pt_log(PT_LOG_WARNING, "%s:%d: tls: certificate \"%s\" "
+		    "expires in %d days", file, line, path, days);
+	if (X509_cmp_current_time(X509_get0_notBefore(x)) > 0)
+		pt_log(PT_LOG_WARNING, "%s:%d: tls: certificate \"%s\" is not "
+		    "valid yet", file, line, path);
+}
+
+/* 0 when <path> can be opened for reading, else -errno. */
+static int
+tls_readable(const char *path)
+{
+	FILE	*f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return -errno;
+	fclose(f);
+	return 0;
+}
+
+/* One certificate chain and its key into <ctx>, key checked against it. */
+static int
+tls_load_pair(struct pt_modconf *mc, SSL_CTX *ctx, struct tls_lconf *lc,
+    int cert, const config_setting_t *cs, const config_setting_t *ks,
+    const char **errstr)
+{
+	const char	*cpath = config_setting_get_string(cs);
+	const char	*kpath = config_setting_get_string(ks);
+	X509		*x;
+	int		 rc;
+
+	if ((rc = tls_readable(cpath)) < 0)
+		return tls_fail(mc, cs, errstr, "certificate \"%s\": %s", cpath,
+		    strerror(-rc));
+	if ((rc = tls_readable(kpath)) < 0)
+		return tls_fail(mc, ks, errstr, "key \"%s\": %s", kpath,
+		    strerror(-rc));
+	ERR_clear_error();
+	/* The certificate first: OpenSSL drops a key that does not match a
+	 * certificate loaded after it without a word, while a key loaded
+	 * after its certificate is checked against it. */
+	if (SSL_CTX_use_certificate_chain_file(ctx, cpath) != 1)
+		return tls_fail(mc, cs, errstr, "certificate \"%s\": %s", cpath,
+		    tls_reason());
+	if ((x = SSL_CTX_get0_certificate(ctx)) == NULL)
+		return tls_fail(mc, cs, errstr, "certificate \"%s\": none "
+		    "loaded", cpath);
+	if (SSL_CTX_use_PrivateKey_file(ctx, kpath, SSL_FILETYPE_PEM) != 1) {
+		if (ERR_GET_REASON(ERR_peek_last_error()) ==
+		    X509_R_KEY_VALUES_MISMATCH)
+			return tls_fail(mc, ks, errstr, "key \"%s\" does not "
+			    "match certificate \"%s\"", kpath, cpath);
+		return tls_fail(mc, ks, errstr, "key \"%s\": %s", kpath,
+		    tls_reason());
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1)
+		return tls_fail(mc, ks, errstr, "key \"%s\" does not match "
+		    "certificate \"%s\"", kpath, cpath);
+	tls_check_expiry(mc, cs, x, cpath);
+	if (tls_names_of(lc, x, cert) < 0)
+		return tls_fail(mc, NULL, errstr, "out of memory");
+	return 0;
+}
+
+/* certificate = "a" or ["a", "b"]: the strings of <s> into out[]; their
+ * count, or -1 (not strings, none, or more than TLS_PAIRS_MAX). */
+static int
+tls_paths(const config_setting_t *s, const config_setting_t **out)
+{
+	const config_setting_t	*e;
+	int			 i, n;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		out[0] = s;
+		return 1;
+	}
+	if (!config_setting_is_aggregate(s))
+		return -1;
+	n = config_setting_length(s);
+	if (n < 1 || n > TLS_PAIRS_MAX)
+		return -1;
+	for (i = 0; i < n; i++) {
+		e = config_setting_get_elem(s, (unsigned)i);
+		if (config_setting_type(e) != CONFIG_TYPE_STRING)
+			return -1;
+		out[i] = e;
+	}
+	return n;
+}
+
+/* One group with certificate and key (the listener's own, or an entry of
+ * its `certificates`) into lc->ctx[<cert>]. */
+static int
+tls_load_group(struct pt_modconf *mc, const config_setting_t *g,
+    const struct tls_opts *o, struct tls_lconf *lc, int cert,
+    const char **errstr)
+{
+	const config_setting_t	*cs, *ks, *cp[TLS_PAIRS_MAX], *kp[TLS_PAIRS_MAX];
+	int			 i, nc, nk;
+
+	cs = config_setting_get_member(g, "certificate");
+	ks = config_setting_get_member(g, "key");
+	if (cs == NULL || ks == NULL)
+		return tls_fail(mc, g, errstr, "certificate and key are "
+		    "both required");
+	if ((nc = tls_paths(cs, cp)) < 0)
+		return tls_fail(mc, cs, errstr, "expected a file name, or a "
+		    "list of 1 to %d (one per key type)", TLS_PAIRS_MAX);
+	if ((nk = tls_paths(ks, kp)) < 0 || nk != nc)
+		return tls_fail(mc, ks, errstr, "expected as many key files as "
+		    "certificate files (%d)", nc);
+	if ((lc->ctx[cert] = tls_ctx_new(mc, o, lc, errstr)) == NULL)
+		return -1;
+	lc->nctx = cert + 1;
+	for (i = 0; i < nc; i++)
+		if (tls_load_pair(mc, lc->ctx[cert], lc, cert, cp[i], kp[i],
+		    errstr) < 0)
+			return -1;
+	return 0;
+}
+
+/* The options every certificate of the listener shares. */
+static int
+tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
+    struct tls_opts *o, const config_setting_t **list, const char **errstr)
+{
+	const config_setting_t	*e;
+	const char		*name, *v;
+	unsigned		 i;
+	int			*ver;
+
+	memset(o, 0, sizeof(*o));
+	o->min_version = TLS1_2_VERSION;
+	*list = NULL;
+	for (i = 0; (e = config_setting_get_elem(node, i)) != NULL; i++) {
+		name = config_setting_name(e);
+		v = config_setting_get_string(e);
+		if (strcmp(name, "certificate") == 0 ||
+		    strcmp(name, "key") == 0)
+			continue;	/* tls_load_group */
+		if (strcmp(name, "certificates") == 0) {
+			if (config_setting_type(e) != CONFIG_TYPE_LIST)
+				return tls_fail(mc, e, errstr, "expected a "
+				    "list of groups ( { certificate = ...; "
+				    "key = ...; }, ... )");
+			*list = e;
+			continue;
+		}
+		if (strcmp(name, "min_version") == 0 ||
+		    strcmp(name, "max_version") == 0) {
+			ver = name[1] == 'i' ? &o->min_version :
+			    &o->max_version;
+			if (v == NULL || tls_version_parse(v, ver) < 0)
+				return tls_fail(mc, e, errstr, "%s: expected "
+				    "\"TLSv1\", \"TLSv1.1\", \"TLSv1.2\" or "
+				    "\"TLSv1.3\"", name);
+			continue;
+		}
+		if (strcmp(name, "ciphers") == 0 ||
+		    strcmp(name, "ciphersuites") == 0) {
+			if (v == NULL)
+				return tls_fail(mc, e, errstr, "%s: expected "
+				    "a string (OpenSSL's syntax)", name);
+			if (name[6] == 's')
+				o->ciphersuites = e;
+			else
+				o->ciphers = e;
+			continue;
+		}
+		return tls_fail(mc, e, errstr, "unknown option \"%s\"", name);
+	}
+	if (o->max_version != 0 && o->max_version < o->min_version)
+		return tls_fail(mc, config_setting_get_member(node,
+		    "max_version"), errstr, "max_version is below min_version");
+	return 0;
+}
+
+int
+tls_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
+    void *modctx, void **lctx_out, const char **errstr)
+{
+	const config_setting_t	*list, *g;
+	struct tls_opts		 o;
+	struct tls_lconf	*lc;
+	int			 i, n;
+
+	if (node == NULL)
+		return 1;
+	if (config_setting_type(node) != CONFIG_TYPE_GROUP)
+		return tls_fail(mc, node, errstr, "expected a group "
+		    "{ certificate = ...; key = ...; }");
+	if (tls_parse_opts(mc, node, &o, &list, errstr) < 0)
+		return -1;
+	n = 1 + (list != NULL ? config_setting_length(list) : 0);
+	if ((lc = calloc(1, sizeof(*lc))) == NULL ||
+	    (lc->ctx = calloc((size_t)n, sizeof(*lc->ctx))) == NULL) {
+		free(lc);
+		return tls_fail(mc, NULL, errstr, "out of memory");
+	}
+	if (tls_load_group(mc, node, &o, lc, 0, errstr) < 0)
+		goto fail;
+	for (i = 1; i < n; i++) {
+		g = config_setting_get_elem(list, (unsigned)(i - 1));
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+			tls_fail(mc, g, errstr, "expected a group "
+			    "{ certificate = ...; key = ...; }");
+			goto fail;
+		}
+		if (tls_load_group(mc, g, &o, lc, i, errstr) < 0)
+			goto fail;
+	}
+	*lctx_out = lc;
+	return 0;
+fail:
+	tls_listener_conf_free(lc);
+	return -1;
+}
+
+void
+tls_listener_conf_free(void *lctx)
+{
+	struct tls_lconf	*lc = lctx;
+	size_t			 i;
+	int			 j;
+
+	if (lc == NULL)
+		return;
+	for (j = 0; j < lc->nctx; j++)
+		SSL_CTX_free(lc->ctx[j]);
+	for (i = 0; i < lc->nnames; i++)
+		free((char *)(uintptr_t)lc->names[i].pattern);
+	free(lc->names);
+	free(lc->ctx);
+	free(lc);
+}
