@@ -186,16 +186,15 @@ tls_ctx_new(struct pt_modconf *mc, const struct tls_opts *o,
 	SSL_CTX_set_default_passwd_cb(ctx, tls_no_passphrase);
 	if (o->ciphers != NULL && SSL_CTX_set_cipher_list(ctx,
 	    config_setting_get_string(o->ciphers)) != 1) {
-		tls_fail(mc, o->ciphers, errstr, "ciphers \"%s\": %s",
+		tls_fail(mc, o->ciphers, errstr, "\"%s\": %s",
 		    config_setting_get_string(o->ciphers), tls_reason());
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
 	if (o->ciphersuites != NULL && SSL_CTX_set_ciphersuites(ctx,
 	    config_setting_get_string(o->ciphersuites)) != 1) {
-		tls_fail(mc, o->ciphersuites, errstr, "ciphersuites \"%s\": "
-		    "%s", config_setting_get_string(o->ciphersuites),
-		    tls_reason());
+		tls_fail(mc, o->ciphersuites, errstr, "\"%s\": %s",
+		    config_setting_get_string(o->ciphersuites), tls_reason());
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
@@ -438,17 +437,17 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 			ver = name[1] == 'i' ? &o->min_version :
 			    &o->max_version;
 			if (v == NULL || tls_version_parse(v, ver) < 0)
-				return tls_fail(mc, e, errstr, "%s: expected "
+				return tls_fail(mc, e, errstr, "expected "
 				    "\"TLSv1\", \"TLSv1.1\", \"TLSv1.2\" or "
-				    "\"TLSv1.3\"", name);
+				    "\"TLSv1.3\"");
 			continue;
 		}
 		if (strcmp(name, "ciphers") == 0 ||
 		    strcmp(name, "ciphersuites") == 0) {
 			if (v == NULL)
-				return tls_fail(mc, e, errstr, "%s: expected "
-				    "a string (OpenSSL's syntax)", name);
-			if (name[6] == 's')
+				return tls_fail(mc, e, errstr, "expected "
+				    "a string (OpenSSL's syntax)");
+			if (strcmp(name, "ciphersuites") == 0)
 				o->ciphersuites = e;
 			else
 				o->ciphers = e;

@@ -144,6 +144,10 @@ NEEDS = {
                  r"(?i)fail2ban"),
     "squid_ncsa": ("Squid's basic_ncsa_auth (Debian package squid) and "
                    "htpasswd (apache2-utils)", r"basic_ncsa_auth|htpasswd"),
+    "tls.so": ("the tls module built (configure found OpenSSL 3 libssl)",
+               r"tls\.so"),
+    "openssl": ("the openssl program (Debian package openssl)",
+                r"(?i)\bopenssl program"),
 }
 
 
