@@ -16,9 +16,11 @@ acl_re_combinable(const char *re)
 {
 	const char	*b;
 
-	/* Inline options, comments and back-references could reach past
-	 * their own alternative. */
-	if (strchr(re, '#') != NULL || strstr(re, "(?") != NULL)
+	/* Inline options, comments, back-references and backtracking
+	 * verbs ((*COMMIT) ends the whole match, not its alternative) could
+	 * reach past their own alternative. */
+	if (strchr(re, '#') != NULL || strstr(re, "(?") != NULL ||
+	    strstr(re, "(*") != NULL)
 		return false;
 	for (b = strchr(re, '\\'); b != NULL; b = strchr(b + 2, '\\')) {
 		if (b[1] == '\0')

@@ -218,6 +218,16 @@ test_acl_rules_hosts(void)
 	CU_ASSERT(t_judge(ac, &r, &label) == 'D' && !strcmp(label, "loose"));
 	CU_ASSERT(ac->rules[2].re_any != NULL);	/* one JIT call */
 	acl_conf_free(ac);
+
+	/* A backtracking verb stays in its own expression: joined,
+	 * (*COMMIT) would end the match of the others too. */
+	ac = t_parse("default = \"allow\"; rules = ( { action = \"deny\"; "
+	    "host = [ \"~^a(*COMMIT)x\", \"~^ab\\\\.test$\" ]; } );");
+	CU_ASSERT_FATAL(ac != NULL);
+	r = HTTP("ab.test");
+	CU_ASSERT(t_judge(ac, &r, NULL) == 'D');
+	CU_ASSERT(ac->rules[0].re_any == NULL);
+	acl_conf_free(ac);
 }
 
 static void
