@@ -23,6 +23,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "modules/tls/tls.h"
 
@@ -66,12 +67,43 @@ tls_map(struct pt_conn *c, struct tls_conn *t, int rc, int err,
 	}
 }
 
+/*
+ * A verified client certificate names the connection's user: subject
+ * field <nid> of it (UTF-8) goes to pt_req_set_user, so later phases (an
+ * ACL's user rules, LOG) see it. Returns the name (OPENSSL_free it), or
+ * NULL when there is none: no certificate, no such field, or an empty
+ * one or one with a NUL inside.
+ */
+static char *
+tls_client_user(struct pt_conn *c, SSL *ssl, int nid)
+{
+	X509		*peer;
+	X509_NAME_ENTRY	*e;
+	unsigned char	*utf8 = NULL;
+	int		 i, n;
+
+	if (nid == NID_undef || (peer = SSL_get0_peer_certificate(ssl)) ==
+	    NULL || SSL_get_verify_result(ssl) != X509_V_OK)
+		return NULL;
+	i = X509_NAME_get_index_by_NID(X509_get_subject_name(peer), nid, -1);
+	if (i < 0 || (e = X509_NAME_get_entry(X509_get_subject_name(peer), i))
+	    == NULL || (n = ASN1_STRING_to_UTF8(&utf8,
+	    X509_NAME_ENTRY_get_data(e))) <= 0 ||
+	    memchr(utf8, '\0', (size_t)n) != NULL) {
+		OPENSSL_free(utf8);
+		return NULL;
+	}
+	pt_req_set_user(c, (const char *)utf8, (size_t)n);
+	return (char *)utf8;
+}
+
 static int
 tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 {
 	struct tls_conn		*t = tctx;
 	const struct tls_lconf	*lc;
 	const char		*sni, *why;
+	char			*user;
 	int			 rc, err;
 
 	if (t->ssl == NULL) {
@@ -91,11 +123,16 @@ tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 	if (rc == 1) {
 		t->done = true;
 		pt_counter_add(tls_ctr_handshakes, 1);
+		lc = pt_conn_listener_ctx(c, &pt_module_tls);
+		user = lc != NULL ? tls_client_user(c, t->ssl, lc->user_nid) :
+		    NULL;
 		sni = SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
-		pt_clog(c, PT_LOG_DEBUG, "tls: %s %s%s%s%s",
+		pt_clog(c, PT_LOG_DEBUG, "tls: %s %s%s%s%s%s%s",
 		    SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl),
 		    SSL_session_reused(t->ssl) ? " resumed" : "",
-		    sni != NULL ? " sni=" : "", sni != NULL ? sni : "");
+		    sni != NULL ? " sni=" : "", sni != NULL ? sni : "",
+		    user != NULL ? " user=" : "", user != NULL ? user : "");
+		OPENSSL_free(user);
 		return 0;
 	}
 	rc = tls_map(c, t, rc, err, want, "handshake");

@@ -24,6 +24,9 @@ struct tls_lconf {
 	int		  nctx;
 	struct tls_name	 *names;	/* every certificate's names */
 	size_t		  nnames;
+	/* The client certificate's subject field that becomes the user
+	 * (pt_req_set_user), NID_undef for none. */
+	int		  user_nid;
 };
 
 /* The module descriptor (tls.c), for pt_conn_listener_ctx(). */

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,12 @@ struct tls_opts {
 	int			 max_version;	/* 0: OpenSSL's newest */
 	const config_setting_t	*ciphers;	/* TLS <= 1.2, or NULL */
 	const config_setting_t	*ciphersuites;	/* TLS 1.3, or NULL */
+	/* Client certificates: the CA file that verifies them (NULL: none
+	 * asked for), whether one is required, and a CRL file. */
+	const config_setting_t	*client_ca;
+	const config_setting_t	*client_crl;
+	bool			 client_required;
+	int			 user_nid;	/* subject field; NID_undef */
 };
 
 static int __attribute__((format(printf, 4, 5)))
@@ -152,6 +159,60 @@ tls_no_passphrase(char *buf, int size, int rwflag, void *u)
 
 /* ---- loading --------------------------------------------------------- */
 
+/* 0 when <path> can be opened for reading, else -errno. */
+static int
+tls_readable(const char *path)
+{
+	FILE	*f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return -errno;
+	fclose(f);
+	return 0;
+}
+
+
+/*
+ * Asks clients for a certificate that <o>->client_ca verifies (and that
+ * <o>->client_crl does not revoke, for the client's own certificate):
+ * required, or optional (a client without one goes on unauthenticated,
+ * one with a bad one is refused).
+ */
+static int
+tls_client_verify(struct pt_modconf *mc, SSL_CTX *ctx,
+    const struct tls_opts *o, const char **errstr)
+{
+	const char		*ca = config_setting_get_string(o->client_ca);
+	STACK_OF(X509_NAME)	*names;
+	X509_STORE		*st;
+	const char		*crl;
+	int			 rc;
+
+	if ((rc = tls_readable(ca)) < 0)
+		return tls_fail(mc, o->client_ca, errstr, "\"%s\": %s", ca,
+		    strerror(-rc));
+	ERR_clear_error();
+	if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1 ||
+	    (names = SSL_load_client_CA_file(ca)) == NULL)
+		return tls_fail(mc, o->client_ca, errstr, "\"%s\": %s", ca,
+		    tls_reason());
+	SSL_CTX_set_client_CA_list(ctx, names);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (o->client_required ?
+	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0), NULL);
+	if (o->client_crl == NULL)
+		return 0;
+	crl = config_setting_get_string(o->client_crl);
+	if ((rc = tls_readable(crl)) < 0)
+		return tls_fail(mc, o->client_crl, errstr, "\"%s\": %s", crl,
+		    strerror(-rc));
+	st = SSL_CTX_get_cert_store(ctx);
+	if (X509_STORE_load_file(st, crl) != 1)
+		return tls_fail(mc, o->client_crl, errstr, "\"%s\": %s", crl,
+		    tls_reason());
+	X509_STORE_set_flags(st, X509_V_FLAG_CRL_CHECK);
+	return 0;
+}
+
 static SSL_CTX *
 tls_ctx_new(struct pt_modconf *mc, const struct tls_opts *o,
     struct tls_lconf *lc, const char **errstr)
@@ -201,6 +262,15 @@ tls_ctx_new(struct pt_modconf *mc, const struct tls_opts *o,
 	SSL_CTX_set_tlsext_servername_callback(ctx, tls_on_servername);
 	SSL_CTX_set_tlsext_servername_arg(ctx, lc);
 	SSL_CTX_set_alpn_select_cb(ctx, tls_on_alpn, NULL);
+	/* Sessions resume only on a listener like the one that made them
+	 * (and OpenSSL refuses to resume without it once it verifies
+	 * clients). */
+	SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"portico",
+	    7);
+	if (o->client_ca != NULL && tls_client_verify(mc, ctx, o, errstr) < 0) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
 	return ctx;
 }
 
@@ -290,18 +360,6 @@ tls_check_expiry(struct pt_modconf *mc, const config_setting_t *s, X509 *x,
 	if (X509_cmp_current_time(X509_get0_notBefore(x)) > 0)
 		pt_log(PT_LOG_WARNING, "%s:%d: tls: certificate \"%s\" is not "
 		    "valid yet", file, line, path);
-}
-
-/* 0 when <path> can be opened for reading, else -errno. */
-static int
-tls_readable(const char *path)
-{
-	FILE	*f;
-
-	if ((f = fopen(path, "r")) == NULL)
-		return -errno;
-	fclose(f);
-	return 0;
 }
 
 /* One certificate chain and its key into <ctx>, key checked against it. */
@@ -417,6 +475,8 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 
 	memset(o, 0, sizeof(*o));
 	o->min_version = TLS1_2_VERSION;
+	o->client_required = true;
+	o->user_nid = NID_commonName;
 	*list = NULL;
 	for (i = 0; (e = config_setting_get_elem(node, i)) != NULL; i++) {
 		name = config_setting_name(e);
@@ -453,8 +513,43 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 				o->ciphers = e;
 			continue;
 		}
+		if (strcmp(name, "client_ca") == 0 ||
+		    strcmp(name, "client_crl") == 0) {
+			if (v == NULL)
+				return tls_fail(mc, e, errstr, "expected a "
+				    "file name (PEM)");
+			if (strcmp(name, "client_ca") == 0)
+				o->client_ca = e;
+			else
+				o->client_crl = e;
+			continue;
+		}
+		if (strcmp(name, "client_verify") == 0) {
+			if (v != NULL && strcmp(v, "require") == 0)
+				o->client_required = true;
+			else if (v != NULL && strcmp(v, "optional") == 0)
+				o->client_required = false;
+			else
+				return tls_fail(mc, e, errstr, "expected "
+				    "\"require\" or \"optional\"");
+			continue;
+		}
+		if (strcmp(name, "user_field") == 0) {
+			if (v != NULL && strcmp(v, "none") == 0)
+				o->user_nid = NID_undef;
+			else if (v == NULL ||
+			    (o->user_nid = OBJ_txt2nid(v)) == NID_undef)
+				return tls_fail(mc, e, errstr, "expected a "
+				    "subject field (\"CN\", \"emailAddress\", "
+				    "\"UID\", ...) or \"none\"");
+			continue;
+		}
 		return tls_fail(mc, e, errstr, "unknown option \"%s\"", name);
 	}
+	for (i = 0; o->client_ca == NULL && i < 3; i++)
+		if ((e = config_setting_get_member(node, (const char *[]){
+		    "client_crl", "client_verify", "user_field" }[i])) != NULL)
+			return tls_fail(mc, e, errstr, "needs client_ca");
 	if (o->max_version != 0 && o->max_version < o->min_version)
 		return tls_fail(mc, config_setting_get_member(node,
 		    "max_version"), errstr, "max_version is below min_version");
@@ -483,6 +578,7 @@ tls_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 		free(lc);
 		return tls_fail(mc, NULL, errstr, "out of memory");
 	}
+	lc->user_nid = o.client_ca != NULL ? o.user_nid : NID_undef;
 	if (tls_load_group(mc, node, &o, lc, 0, errstr) < 0)
 		goto fail;
 	for (i = 1; i < n; i++) {

@@ -58,13 +58,15 @@ class CA:
         self.key = t.path("%s.key" % name)
         self.pem = t.path("%s.pem" % name)
         self.serial = t.path("%s.srl" % name)
+        self.name = name
         _ok(openssl(["req", "-x509"] + _newkey("ec") + [
             "-nodes", "-keyout", self.key, "-out", self.pem, "-days", "30",
             "-subj", "/CN=portico test CA %s" % name]), "req CA")
 
     def issue(self, name, dns=(), ips=("127.0.0.1",), days=30, kind="ec",
-              key=None):
-        """(cert, key) paths: a certificate for CN=<name> with
+              key=None, cn=None):
+        """(cert, key) paths <name>.pem, <name>.key: a certificate for
+        CN=<cn> (default <name>) with
         subjectAltName DNS:<dns...>, IP:<ips...>, valid <days> days, for
         a new key of <kind> ("ec" or "rsa"), or for the existing <key>."""
         cert = self.t.path("%s.pem" % name)
@@ -75,7 +77,7 @@ class CA:
         else:
             args = ["-key", key]
         _ok(openssl(["req", "-new"] + args + [
-            "-out", csr, "-subj", "/CN=%s" % name]), "req " + name)
+            "-out", csr, "-subj", "/CN=%s" % (cn or name)]), "req " + name)
         ext = self.t.path("%s.ext" % name)
         alt = ["DNS:%s" % d for d in dns] + ["IP:%s" % i for i in ips]
         ptest.write_file(ext, "subjectAltName=%s\n" % ",".join(alt) if alt
@@ -85,6 +87,28 @@ class CA:
                      "-out", cert, "-days", str(days), "-extfile", ext]),
             "x509 " + name)
         return cert, key
+
+
+    def crl(self, revoked=()):
+        """A CRL (PEM) signed by this CA that revokes the certificate
+        files <revoked>; its path."""
+        d = self.t.path("%s-db" % self.name)
+        os.makedirs(d, exist_ok=True)
+        index, number = os.path.join(d, "index.txt"), \
+            os.path.join(d, "crlnumber")
+        ptest.write_file(index, "")
+        ptest.write_file(number, "01\n")
+        cnf = os.path.join(d, "ca.cnf")
+        ptest.write_file(cnf, "[ca]\ndefault_ca = d\n[d]\ndatabase = %s\n"
+                         "default_md = sha256\ndefault_crl_days = 30\n"
+                         "crlnumber = %s\n" % (index, number))
+        for c in revoked:
+            _ok(openssl(["ca", "-config", cnf, "-revoke", c, "-keyfile",
+                         self.key, "-cert", self.pem]), "ca -revoke")
+        out = self.t.path("%s-crl.pem" % self.name)
+        _ok(openssl(["ca", "-config", cnf, "-gencrl", "-keyfile", self.key,
+                     "-cert", self.pem, "-out", out]), "ca -gencrl")
+        return out
 
 
 def fingerprint(pem_path):
