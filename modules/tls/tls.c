@@ -33,6 +33,8 @@ struct tls_conn {
 	bool	 done;		/* handshake finished */
 	bool	 broken;	/* a fatal error: send nothing more */
 	bool	 shut;		/* our close_notify is out */
+	char	*user;		/* from the client certificate, or NULL */
+	size_t	 user_len;
 };
 
 /* What one failed OpenSSL call means for the core: -EAGAIN with the
@@ -132,7 +134,8 @@ tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 		    SSL_session_reused(t->ssl) ? " resumed" : "",
 		    sni != NULL ? " sni=" : "", sni != NULL ? sni : "",
 		    user != NULL ? " user=" : "", user != NULL ? user : "");
-		OPENSSL_free(user);
+		t->user = user;
+		t->user_len = user != NULL ? strlen(user) : 0;
 		return 0;
 	}
 	rc = tls_map(c, t, rc, err, want, "handshake");
@@ -249,7 +252,36 @@ tls_free(struct pt_conn *c, void *tctx)
 	ERR_clear_error();
 	SSL_free(t->ssl);
 	t->ssl = NULL;
+	OPENSSL_free(t->user);
+	t->user = NULL;
 }
+
+/*
+ * AUTH, before any credential checker (priority -1000): a connection whose
+ * client certificate named a user keeps that user. The core takes the
+ * user of Basic (or RFC 1929) credentials as given, and without this a
+ * client holding bob's certificate could claim alice's name; put back,
+ * the certificate's user meets a checker with the password sent for
+ * another name, and is refused there.
+ */
+static enum pt_verdict
+tls_on_auth(struct pt_conn *c, struct pt_req *req, void *modctx)
+{
+	struct tls_conn	*t = pt_conn_ctx(c, &pt_module_tls);
+
+	if (t == NULL || t->user == NULL || (req->user.len == t->user_len &&
+	    memcmp(req->user.ptr, t->user, t->user_len) == 0))
+		return PT_VERDICT_CONTINUE;
+	pt_clog(c, PT_LOG_INFO, "tls: credentials for another user ignored: "
+	    "the client certificate names \"%s\"", t->user);
+	pt_req_set_user(c, t->user, t->user_len);
+	return PT_VERDICT_CONTINUE;
+}
+
+static const struct pt_hook tls_hooks[] = {
+	{ PT_PHASE_AUTH, -1000, tls_on_auth },
+	{ 0, 0, NULL }
+};
 
 static const struct pt_transport tls_transport = {
 	.name = "tls",
@@ -265,6 +297,7 @@ PT_API const struct pt_module pt_module_tls = {
 	PT_MODULE_INIT,
 	.name = "tls",
 	.conf = tls_conf,
+	.hooks = tls_hooks,
 	.transport = &tls_transport,
 	.conn_ctx_size = sizeof(struct tls_conn),
 	.listener_conf = tls_listener_conf,

@@ -10,7 +10,8 @@ s_client are the clients.
 
 - client_verify "require" (the default), with a CRL:
   alice: 200, LOG user=alice; bob (valid, not allowed by the ACL): 403,
-  LOG user=bob; no certificate, a certificate with CN=alice from another
+  LOG user=bob, also when bob's client sends Basic credentials naming
+  alice; no certificate, a certificate with CN=alice from another
   CA, and carol's revoked certificate: refused in the handshake, the
   origin never hears of them;
 - two requests on one kept-alive connection both carry the user;
@@ -109,6 +110,16 @@ def main(t):
     users = ptest.wait_for(lambda: len(log_users(rec, "")) >= 2 and
                            log_users(rec, ""), ptest.bound(5)) or []
     t.check(users[-1:] == ["bob"], "LOG sees user=bob", users)
+
+    # bob's certificate with alice's name in Basic credentials
+    rc, st, err = curl(req_port, ca.pem, url % "claim", bob,
+                       extra=["--proxy-user", "alice:whatever"])
+    users = ptest.wait_for(lambda: len(log_users(rec, "")) >= 3 and
+                           log_users(rec, ""), ptest.bound(5)) or []
+    t.check(st == "403" and not o.reqs_for("id=claim") and
+            users[-1:] == ["bob"],
+            "bob's certificate with Basic credentials for alice: still "
+            "bob (403, LOG user=bob)", (rc, st, users[-2:], err[-200:]))
 
     for who, name in ((None, "no certificate"),
                       (mallory, "another CA's certificate"),
