@@ -7,8 +7,10 @@
 #define PT_TLS_T_SUITES_H
 
 void	register_tls_names_suite(void);		/* t_names.c */
+void	register_tls_ticket_suite(void);	/* t_ticket.c */
 
 #define SUITES_ALL							\
-	register_tls_names_suite
+	register_tls_names_suite,					\
+	register_tls_ticket_suite
 
 #endif

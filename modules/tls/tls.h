@@ -12,6 +12,7 @@
 
 #include "portico/module.h"
 #include "modules/tls/tls_names.h"
+#include "modules/tls/tls_ticket.h"
 
 /*
  * One listener's TLS state, built in the master by listener_conf before
@@ -27,6 +28,14 @@ struct tls_lconf {
 	/* The client certificate's subject field that becomes the user
 	 * (pt_req_set_user), NID_undef for none. */
 	int		  user_nid;
+	/* Session tickets: keys derived from <ticket_secret> for each
+	 * period of <ticket_rotate> seconds (tls_ticket.h); off when
+	 * ticket_rotate is 0. <label> (the listener's name) keeps two
+	 * listeners' tickets apart. */
+	unsigned	  ticket_rotate;
+	unsigned char	  ticket_secret[TLS_TICKET_SECRET_LEN];
+	char		 *label;
+	unsigned char	  sid_ctx[32];	/* SHA-256 of <label> */
 };
 
 /* The module descriptor (tls.c), for pt_conn_listener_ctx(). */

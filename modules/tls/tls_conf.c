@@ -20,8 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
+#include <openssl/core_names.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -51,7 +56,23 @@ struct tls_opts {
 	const config_setting_t	*client_crl;
 	bool			 client_required;
 	int			 user_nid;	/* subject field; NID_undef */
+	bool			 tickets;
+	unsigned		 ticket_rotate;	/* seconds */
+	const config_setting_t	*ticket_key_file;	/* or NULL */
 };
+
+/* Default seconds per ticket key period: a ticket opens for one to two
+ * periods. */
+#define TLS_TICKET_ROTATE_DEFAULT	3600
+#define TLS_TICKET_ROTATE_MAX		(7 * 86400)
+/* Most bytes of a ticket key file that count. */
+#define TLS_TICKET_FILE_MAX		4096
+
+/* The master's own ticket secret, made at the first configuration and
+ * kept for the life of the master: a reload keeps sessions resumable.
+ * Workers inherit it with the fork. */
+static unsigned char	 tls_master_secret[TLS_TICKET_SECRET_LEN];
+static bool		 tls_master_secret_made;
 
 static int __attribute__((format(printf, 4, 5)))
 tls_fail(struct pt_modconf *mc, const config_setting_t *where,
@@ -147,6 +168,57 @@ tls_on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		return SSL_TLSEXT_ERR_NOACK;
 	*out = sel;
 	return SSL_TLSEXT_ERR_OK;
+}
+
+/* OpenSSL's ticket callback: the keys of the current period seal new
+ * tickets; a ticket sealed with the previous or the next period's keys
+ * (a host whose clock is a little ahead) still opens, and is renewed. */
+static int
+tls_on_ticket(SSL *ssl, unsigned char name[16], unsigned char *iv,
+    EVP_CIPHER_CTX *cctx, EVP_MAC_CTX *hctx, int enc)
+{
+	const struct tls_lconf	*lc;
+	struct tls_ticket_keys	 k;
+	OSSL_PARAM		 params[3];
+	uint64_t		 now;
+	int			 d, rc = 1;
+
+	lc = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+	if (lc == NULL || lc->ticket_rotate == 0)
+		return enc ? -1 : 0;
+	now = (uint64_t)time(NULL) / lc->ticket_rotate;
+	if (enc) {
+		if (tls_ticket_derive(lc->ticket_secret, lc->label, now, &k)
+		    < 0 || RAND_bytes(iv, 16) != 1 ||
+		    EVP_EncryptInit_ex(cctx, EVP_aes_256_cbc(), NULL, k.aes,
+		    iv) != 1)
+			return -1;
+		memcpy(name, k.name, sizeof(k.name));
+	} else {
+		for (d = 0; d < 3; d++) {
+			/* now, now - 1, now + 1 */
+			if (tls_ticket_derive(lc->ticket_secret, lc->label,
+			    d == 0 ? now : d == 1 ? now - 1 : now + 1, &k) < 0)
+				return -1;
+			if (memcmp(name, k.name, sizeof(k.name)) == 0)
+				break;
+		}
+		if (d == 3)
+			return 0;	/* unknown or too old: full handshake */
+		if (EVP_DecryptInit_ex(cctx, EVP_aes_256_cbc(), NULL, k.aes,
+		    iv) != 1)
+			return -1;
+		rc = d == 0 ? 1 : 2;
+	}
+	params[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY,
+	    k.mac, sizeof(k.mac));
+	params[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+	    (char *)"SHA256", 0);
+	params[2] = OSSL_PARAM_construct_end();
+	if (EVP_MAC_CTX_set_params(hctx, params) != 1)
+		return -1;
+	OPENSSL_cleanse(&k, sizeof(k));
+	return rc;
 }
 
 /* An encrypted key would make OpenSSL prompt on the terminal; refuse it
@@ -262,11 +334,18 @@ tls_ctx_new(struct pt_modconf *mc, const struct tls_opts *o,
 	SSL_CTX_set_tlsext_servername_callback(ctx, tls_on_servername);
 	SSL_CTX_set_tlsext_servername_arg(ctx, lc);
 	SSL_CTX_set_alpn_select_cb(ctx, tls_on_alpn, NULL);
-	/* Sessions resume only on a listener like the one that made them
-	 * (and OpenSSL refuses to resume without it once it verifies
-	 * clients). */
-	SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"portico",
-	    7);
+	/* A session resumes only on the listener that made it (one that
+	 * verifies client certificates must not take a session from one
+	 * that does not); OpenSSL needs the context once it verifies. */
+	SSL_CTX_set_session_id_context(ctx, lc->sid_ctx, sizeof(lc->sid_ctx));
+	SSL_CTX_set_app_data(ctx, lc);
+	if (o->tickets) {
+		SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, tls_on_ticket);
+		SSL_CTX_set_timeout(ctx, (long)o->ticket_rotate);
+	} else {
+		SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+		SSL_CTX_set_num_tickets(ctx, 0);
+	}
 	if (o->client_ca != NULL && tls_client_verify(mc, ctx, o, errstr) < 0) {
 		SSL_CTX_free(ctx);
 		return NULL;
@@ -477,6 +556,8 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 	o->min_version = TLS1_2_VERSION;
 	o->client_required = true;
 	o->user_nid = NID_commonName;
+	o->tickets = true;
+	o->ticket_rotate = TLS_TICKET_ROTATE_DEFAULT;
 	*list = NULL;
 	for (i = 0; (e = config_setting_get_elem(node, i)) != NULL; i++) {
 		name = config_setting_name(e);
@@ -524,6 +605,29 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 				o->client_crl = e;
 			continue;
 		}
+		if (strcmp(name, "session_tickets") == 0) {
+			if (config_setting_type(e) != CONFIG_TYPE_BOOL)
+				return tls_fail(mc, e, errstr, "expected true "
+				    "or false");
+			o->tickets = config_setting_get_bool(e);
+			continue;
+		}
+		if (strcmp(name, "ticket_rotate") == 0) {
+			if (config_setting_type(e) != CONFIG_TYPE_INT ||
+			    config_setting_get_int(e) < 1 ||
+			    config_setting_get_int(e) > TLS_TICKET_ROTATE_MAX)
+				return tls_fail(mc, e, errstr, "expected "
+				    "seconds, 1 to %d", TLS_TICKET_ROTATE_MAX);
+			o->ticket_rotate = (unsigned)config_setting_get_int(e);
+			continue;
+		}
+		if (strcmp(name, "ticket_key_file") == 0) {
+			if (v == NULL)
+				return tls_fail(mc, e, errstr, "expected a "
+				    "file name");
+			o->ticket_key_file = e;
+			continue;
+		}
 		if (strcmp(name, "client_verify") == 0) {
 			if (v != NULL && strcmp(v, "require") == 0)
 				o->client_required = true;
@@ -556,6 +660,63 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 	return 0;
 }
 
+/*
+ * The listener's ticket secret: from its ticket_key_file (so hosts
+ * sharing the file resume each other's sessions), else the master's own,
+ * made once. Also names the listener's sessions (sid_ctx).
+ */
+static int
+tls_ticket_setup(struct pt_modconf *mc, const struct tls_opts *o,
+    struct tls_lconf *lc, const char **errstr)
+{
+	unsigned char	 buf[TLS_TICKET_FILE_MAX];
+	const char	*path;
+	struct stat	 st;
+	unsigned	 len = 0;
+	size_t		 n;
+	FILE		*f;
+
+	if ((lc->label = strdup(mc->listener != NULL ? mc->listener : ""))
+	    == NULL)
+		return tls_fail(mc, NULL, errstr, "out of memory");
+	if (EVP_Digest(lc->label, strlen(lc->label), lc->sid_ctx, &len,
+	    EVP_sha256(), NULL) != 1)
+		return tls_fail(mc, NULL, errstr, "SHA-256: %s", tls_reason());
+	lc->ticket_rotate = o->tickets ? o->ticket_rotate : 0;
+	if (!o->tickets)
+		return 0;
+	if (o->ticket_key_file == NULL) {
+		if (!tls_master_secret_made && RAND_priv_bytes(
+		    tls_master_secret, sizeof(tls_master_secret)) != 1)
+			return tls_fail(mc, NULL, errstr, "RAND_priv_bytes: "
+			    "%s", tls_reason());
+		tls_master_secret_made = true;
+		memcpy(lc->ticket_secret, tls_master_secret,
+		    sizeof(lc->ticket_secret));
+		return 0;
+	}
+	path = config_setting_get_string(o->ticket_key_file);
+	if ((f = fopen(path, "rb")) == NULL)
+		return tls_fail(mc, o->ticket_key_file, errstr, "\"%s\": %s",
+		    path, strerror(errno));
+	n = fread(buf, 1, sizeof(buf), f);
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077) != 0)
+		pt_log(PT_LOG_WARNING, "%s:%d: tls: ticket_key_file \"%s\" "
+		    "can be read by others (chmod 600)",
+		    config_setting_source_file(o->ticket_key_file) != NULL ?
+		    config_setting_source_file(o->ticket_key_file) : mc->file,
+		    (int)config_setting_source_line(o->ticket_key_file), path);
+	fclose(f);
+	if (tls_ticket_secret_from(buf, n, lc->ticket_secret) < 0) {
+		OPENSSL_cleanse(buf, sizeof(buf));
+		return tls_fail(mc, o->ticket_key_file, errstr, "\"%s\": "
+		    "%zu bytes, at least %d needed (make one with `openssl "
+		    "rand 80 > file`)", path, n, TLS_TICKET_SECRET_LEN);
+	}
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return 0;
+}
+
 int
 tls_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
     void *modctx, void **lctx_out, const char **errstr)
@@ -579,6 +740,9 @@ tls_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 		return tls_fail(mc, NULL, errstr, "out of memory");
 	}
 	lc->user_nid = o.client_ca != NULL ? o.user_nid : NID_undef;
+	/* Before the contexts: they take sid_ctx from it. */
+	if (tls_ticket_setup(mc, &o, lc, errstr) < 0)
+		goto fail;
 	if (tls_load_group(mc, node, &o, lc, 0, errstr) < 0)
 		goto fail;
 	for (i = 1; i < n; i++) {
@@ -613,5 +777,7 @@ tls_listener_conf_free(void *lctx)
 		free((char *)(uintptr_t)lc->names[i].pattern);
 	free(lc->names);
 	free(lc->ctx);
+	free(lc->label);
+	OPENSSL_cleanse(lc->ticket_secret, sizeof(lc->ticket_secret));
 	free(lc);
 }

@@ -10,8 +10,8 @@ one worker issued opens on every worker.
 - openssl s_client -sess_in, repeated: every connection resumes
   ("Reused", and the debug log says "resumed"), at least one of them on
   another worker than the one that issued the ticket;
-- after a reload (new keys) the old session no longer resumes: a full
-  handshake, which still succeeds.
+- a reload keeps the ticket keys (they derive from a secret the master
+  keeps): the session from before it resumes on the new workers.
 """
 import os
 import re
@@ -94,9 +94,9 @@ def main(t):
     p.wait_workers(2, ptest.bound(10), exclude=gen.values())
     how, ok, out = run(port, ca.pem, o, "after-reload",
                        ["-tls1_3", "-sess_in", sess13])
-    t.check(how == ("new", "TLSv1.3") and ok,
-            "after a reload the old session does not resume: a full "
-            "handshake, answered", lambda: ptest.tail(out, 12))
+    t.check(how == ("reused", "TLSv1.3") and ok,
+            "after a reload the session from before resumes on the new "
+            "workers", lambda: ptest.tail(out, 12))
     t.stop_portico(p)
 
 
