@@ -20,6 +20,13 @@
  * One SSL_CTX per configured certificate, set up alike; the first is the
  * default, the others are chosen by the client's SNI name.
  */
+/* An OCSP response stapled for one certificate (DER, as read). */
+struct tls_ocsp {
+	X509		*cert;		/* a reference */
+	unsigned char	*der;
+	size_t		 len;
+};
+
 struct tls_lconf {
 	SSL_CTX		**ctx;		/* [0]: the default certificate */
 	int		  nctx;
@@ -36,6 +43,8 @@ struct tls_lconf {
 	unsigned char	  ticket_secret[TLS_TICKET_SECRET_LEN];
 	char		 *label;
 	unsigned char	  sid_ctx[32];	/* SHA-256 of <label> */
+	struct tls_ocsp	 *ocsp;
+	size_t		  nocsp;
 };
 
 /* The module descriptor (tls.c), for pt_conn_listener_ctx(). */

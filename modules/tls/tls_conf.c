@@ -26,6 +26,7 @@
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/ocsp.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -221,6 +222,31 @@ tls_on_ticket(SSL *ssl, unsigned char name[16], unsigned char *iv,
 	return rc;
 }
 
+/* OCSP stapling: the response read for the certificate this handshake
+ * uses (OpenSSL has chosen it by now, by SNI and key type), if any. */
+static int
+tls_on_status(SSL *ssl, void *arg)
+{
+	const struct tls_lconf	*lc;
+	X509			*x = SSL_get_certificate(ssl);
+	unsigned char		*copy;
+	size_t			 i;
+
+	lc = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+	for (i = 0; lc != NULL && x != NULL && i < lc->nocsp; i++) {
+		if (X509_cmp(lc->ocsp[i].cert, x) != 0)
+			continue;
+		/* OpenSSL frees what it is given. */
+		if ((copy = OPENSSL_memdup(lc->ocsp[i].der, lc->ocsp[i].len))
+		    == NULL)
+			return SSL_TLSEXT_ERR_NOACK;
+		SSL_set_tlsext_status_ocsp_resp(ssl, copy,
+		    (long)lc->ocsp[i].len);
+		return SSL_TLSEXT_ERR_OK;
+	}
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
 /* An encrypted key would make OpenSSL prompt on the terminal; refuse it
  * instead (the master has no one to ask, least of all on reload). */
 static int
@@ -339,6 +365,7 @@ tls_ctx_new(struct pt_modconf *mc, const struct tls_opts *o,
 	 * that does not); OpenSSL needs the context once it verifies. */
 	SSL_CTX_set_session_id_context(ctx, lc->sid_ctx, sizeof(lc->sid_ctx));
 	SSL_CTX_set_app_data(ctx, lc);
+	SSL_CTX_set_tlsext_status_cb(ctx, tls_on_status);
 	if (o->tickets) {
 		SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, tls_on_ticket);
 		SSL_CTX_set_timeout(ctx, (long)o->ticket_rotate);
@@ -511,6 +538,101 @@ tls_paths(const config_setting_t *s, const config_setting_t **out)
 	return n;
 }
 
+/* A warning with the file:line of setting <s>. */
+static void __attribute__((format(printf, 4, 5)))
+tls_warn(struct pt_modconf *mc, const config_setting_t *s, const char *what,
+    const char *fmt, ...)
+{
+	char		 msg[512];
+	const char	*file = config_setting_source_file(s);
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pt_log(PT_LOG_WARNING, "%s:%d: tls: %s \"%s\" %s", file != NULL ?
+	    file : mc->file, (int)config_setting_source_line(s), what,
+	    config_setting_get_string(s), msg);
+}
+
+/*
+ * The OCSP response in file <s> (DER) for certificate <x>, the one just
+ * loaded into <ctx>: it must parse and be a successful response; when
+ * the chain holds <x>'s issuer it must also answer for <x>. A revoked
+ * status or a response past its next update is warned about (the
+ * operator's cron may be late), not refused.
+ */
+static int
+tls_load_ocsp(struct pt_modconf *mc, SSL_CTX *ctx, struct tls_lconf *lc,
+    X509 *x, const config_setting_t *s, const char **errstr)
+{
+	const char		*path = config_setting_get_string(s);
+	unsigned char		*der = NULL;
+	OCSP_RESPONSE		*resp = NULL;
+	OCSP_BASICRESP		*basic = NULL;
+	OCSP_CERTID		*id = NULL;
+	STACK_OF(X509)		*chain = NULL;
+	ASN1_GENERALIZEDTIME	*next = NULL;
+	struct tls_ocsp		*no;
+	X509			*issuer = NULL;
+	int			 i, status = -1, reason, rc = -1;
+	BIO			*b;
+
+	ERR_clear_error();
+	if ((b = BIO_new_file(path, "rb")) == NULL)
+		return tls_fail(mc, s, errstr, "\"%s\": %s", path,
+		    tls_reason());
+	resp = d2i_OCSP_RESPONSE_bio(b, NULL);
+	BIO_free(b);
+	if (resp == NULL)
+		return tls_fail(mc, s, errstr, "\"%s\": not an OCSP "
+		    "response (DER): %s", path, tls_reason());
+	if (OCSP_response_status(resp) != OCSP_RESPONSE_STATUS_SUCCESSFUL ||
+	    (basic = OCSP_response_get1_basic(resp)) == NULL) {
+		tls_fail(mc, s, errstr, "\"%s\": response status %s", path,
+		    OCSP_response_status_str(OCSP_response_status(resp)));
+		goto out;
+	}
+	SSL_CTX_get0_chain_certs(ctx, &chain);
+	for (i = 0; chain != NULL && i < sk_X509_num(chain); i++)
+		if (X509_check_issued(sk_X509_value(chain, i), x) == X509_V_OK)
+			issuer = sk_X509_value(chain, i);
+	if (issuer != NULL) {
+		if ((id = OCSP_cert_to_id(NULL, x, issuer)) == NULL ||
+		    OCSP_resp_find_status(basic, id, &status, &reason, NULL,
+		    NULL, &next) != 1) {
+			tls_fail(mc, s, errstr, "\"%s\" does not answer for "
+			    "its certificate", path);
+			goto out;
+		}
+		if (status == V_OCSP_CERTSTATUS_REVOKED)
+			tls_warn(mc, s, "ocsp_response", "says the "
+			    "certificate is revoked");
+		if (next != NULL && X509_cmp_current_time(next) < 0)
+			tls_warn(mc, s, "ocsp_response", "is past its next "
+			    "update");
+	}
+	if ((i = i2d_OCSP_RESPONSE(resp, &der)) <= 0 ||
+	    (no = realloc(lc->ocsp, (lc->nocsp + 1) * sizeof(*no))) == NULL) {
+		OPENSSL_free(der);
+		tls_fail(mc, NULL, errstr, "out of memory");
+		goto out;
+	}
+	lc->ocsp = no;
+	/* OPENSSL_malloc'd: freed with OPENSSL_free, copied per handshake */
+	no[lc->nocsp].der = der;
+	no[lc->nocsp].len = (size_t)i;
+	X509_up_ref(x);
+	no[lc->nocsp].cert = x;
+	lc->nocsp++;
+	rc = 0;
+out:
+	OCSP_CERTID_free(id);
+	OCSP_BASICRESP_free(basic);
+	OCSP_RESPONSE_free(resp);
+	return rc;
+}
+
 /* One group with certificate and key (the listener's own, or an entry of
  * its `certificates`) into lc->ctx[<cert>]. */
 static int
@@ -518,11 +640,24 @@ tls_load_group(struct pt_modconf *mc, const config_setting_t *g,
     const struct tls_opts *o, struct tls_lconf *lc, int cert,
     const char **errstr)
 {
-	const config_setting_t	*cs, *ks, *cp[TLS_PAIRS_MAX], *kp[TLS_PAIRS_MAX];
+	const config_setting_t	*cs, *ks, *os, *e;
+	const config_setting_t	*cp[TLS_PAIRS_MAX], *kp[TLS_PAIRS_MAX];
+	const config_setting_t	*op[TLS_PAIRS_MAX];
 	int			 i, nc, nk;
 
+	/* An entry of `certificates` takes these only (the listener's own
+	 * group is checked by tls_parse_opts). */
+	for (i = 0; cert > 0 && (e = config_setting_get_elem(g,
+	    (unsigned)i)) != NULL; i++)
+		if (strcmp(config_setting_name(e), "certificate") != 0 &&
+		    strcmp(config_setting_name(e), "key") != 0 &&
+		    strcmp(config_setting_name(e), "ocsp_response") != 0)
+			return tls_fail(mc, e, errstr, "unknown option \"%s\" "
+			    "(certificate, key, ocsp_response)",
+			    config_setting_name(e));
 	cs = config_setting_get_member(g, "certificate");
 	ks = config_setting_get_member(g, "key");
+	os = config_setting_get_member(g, "ocsp_response");
 	if (cs == NULL || ks == NULL)
 		return tls_fail(mc, g, errstr, "certificate and key are "
 		    "both required");
@@ -532,13 +667,20 @@ tls_load_group(struct pt_modconf *mc, const config_setting_t *g,
 	if ((nk = tls_paths(ks, kp)) < 0 || nk != nc)
 		return tls_fail(mc, ks, errstr, "expected as many key files as "
 		    "certificate files (%d)", nc);
+	if (os != NULL && tls_paths(os, op) != nc)
+		return tls_fail(mc, os, errstr, "expected one file per "
+		    "certificate file (%d)", nc);
 	if ((lc->ctx[cert] = tls_ctx_new(mc, o, lc, errstr)) == NULL)
 		return -1;
 	lc->nctx = cert + 1;
-	for (i = 0; i < nc; i++)
+	for (i = 0; i < nc; i++) {
 		if (tls_load_pair(mc, lc->ctx[cert], lc, cert, cp[i], kp[i],
 		    errstr) < 0)
 			return -1;
+		if (os != NULL && tls_load_ocsp(mc, lc->ctx[cert], lc,
+		    SSL_CTX_get0_certificate(lc->ctx[cert]), op[i], errstr) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -563,7 +705,8 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 		name = config_setting_name(e);
 		v = config_setting_get_string(e);
 		if (strcmp(name, "certificate") == 0 ||
-		    strcmp(name, "key") == 0)
+		    strcmp(name, "key") == 0 ||
+		    strcmp(name, "ocsp_response") == 0)
 			continue;	/* tls_load_group */
 		if (strcmp(name, "certificates") == 0) {
 			if (config_setting_type(e) != CONFIG_TYPE_LIST)
@@ -777,6 +920,11 @@ tls_listener_conf_free(void *lctx)
 		free((char *)(uintptr_t)lc->names[i].pattern);
 	free(lc->names);
 	free(lc->ctx);
+	for (i = 0; i < lc->nocsp; i++) {
+		X509_free(lc->ocsp[i].cert);
+		OPENSSL_free(lc->ocsp[i].der);
+	}
+	free(lc->ocsp);
 	free(lc->label);
 	OPENSSL_cleanse(lc->ticket_secret, sizeof(lc->ticket_secret));
 	free(lc);

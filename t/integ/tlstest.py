@@ -111,6 +111,33 @@ class CA:
         return out
 
 
+    def ocsp(self, cert, out, status="V", ndays=2):
+        """An OCSP response (DER, in <out>) signed by this CA saying
+        certificate <cert> is good ("V") or revoked ("R")."""
+        def field(opt):
+            cp = openssl(["x509", "-in", cert, "-noout", opt, "-nameopt",
+                          "compat"])
+            _ok(cp, "x509 " + opt)
+            return cp.stdout.split("=", 1)[1].strip()
+        import datetime
+        end = datetime.datetime.strptime(field("-enddate"),
+                                         "%b %d %H:%M:%S %Y GMT")
+        d = self.t.path("%s-ocsp" % self.name)
+        os.makedirs(d, exist_ok=True)
+        index = os.path.join(d, "index.txt")
+        revoked = end.strftime("%y%m%d%H%M%SZ") if status == "R" else ""
+        ptest.write_file(index, "%s\t%s\t%s\t%s\tunknown\t%s\n" % (
+            status, end.strftime("%y%m%d%H%M%SZ"), revoked,
+            field("-serial"), field("-subject")))
+        req = os.path.join(d, "req.der")
+        _ok(openssl(["ocsp", "-issuer", self.pem, "-cert", cert, "-reqout",
+                     req, "-no_nonce"]), "ocsp request")
+        _ok(openssl(["ocsp", "-index", index, "-rsigner", self.pem,
+                     "-rkey", self.key, "-CA", self.pem, "-reqin", req,
+                     "-respout", out, "-ndays", str(ndays)]), "ocsp response")
+        return out
+
+
 def fingerprint(pem_path):
     """SHA-256 of the certificate's DER, hex lower case."""
     cp = openssl(["x509", "-in", pem_path, "-noout", "-fingerprint",
