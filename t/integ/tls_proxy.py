@@ -11,7 +11,8 @@ portico and HTTP proxy requests inside it.
 - CONNECT inside TLS: curl -p through the tunnel, and python's ssl with
   2 MiB both ways through a tunnel to an echo server; a tunnel whose
   origin closes ends with our close_notify (a clean TLS EOF, not a
-  truncation);
+  truncation); a slow reader with a small receive buffer gets every
+  byte of a 3 MiB tunnel (writes that meet a full socket resume);
 - a WebSocket inside TLS (python ssl): upgrade, text and 1 MiB binary
   frames echo, the close handshake ends in EOF;
 - ALPN: a client offering h2 and http/1.1 gets http/1.1;
@@ -143,6 +144,41 @@ def check_tunnel(t, port, ca, echo, source):
                 "2 MiB through the tunnel and back, byte-exact",
                 lambda: "got %d bytes, %s" % (len(got), err))
         conn.close()
+
+    # a client that stops reading: the proxy's writes meet a full socket
+    # in the middle of TLS records and must resume them exactly
+    try:
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.settimeout(ptest.bound(20))
+        raw.connect(("127.0.0.1", port))
+        s = T.client_ctx(ca).wrap_socket(raw, server_hostname="127.0.0.1",
+                                         suppress_ragged_eofs=False)
+        conn = H.Conn(s, ptest.bound(20))
+        conn.send("CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n"
+                  % source.address)
+        status = conn.read_head().split(b"\r\n", 1)[0]
+        time.sleep(1.0)
+        h, n, stalls = hashlib.sha256(), 0, 0
+        while True:
+            if not conn.buf and not conn._fill():
+                break
+            h.update(conn.buf)
+            n += len(conn.buf)
+            conn.buf = bytearray()
+            if n < ptest.MiB and stalls < 20:
+                stalls += 1
+                time.sleep(0.05)
+        how = "eof with close_notify"
+        digest = h.hexdigest()
+    except Exception as e:
+        status, n, digest, how = b"", 0, None, "%s: %s" % (
+            type(e).__name__, e)
+    t.check(status.startswith(b"HTTP/1.1 200") and
+            digest == source.digest and how == "eof with close_notify",
+            "a slow reader (small receive buffer, pauses) gets every byte "
+            "of a tunnel, then a close_notify", lambda: "%r %d bytes, %s" % (
+                status, n, how))
 
     # the origin closes: the proxy's close_notify, then EOF
     try:
