@@ -99,6 +99,21 @@ tls_client_user(struct pt_conn *c, SSL *ssl, int nid)
 	return (char *)utf8;
 }
 
+/* " ktls=tx,rx" (or one of them) when the kernel does the record layer,
+ * " ktls=off" when it was asked for and could not, "" otherwise. */
+static const char *
+tls_ktls_fmt(SSL *ssl)
+{
+	bool	 tx = BIO_get_ktls_send(SSL_get_wbio(ssl));
+	bool	 rx = BIO_get_ktls_recv(SSL_get_rbio(ssl));
+
+	if (tx && rx)
+		return " ktls=tx,rx";
+	if (tx || rx)
+		return tx ? " ktls=tx" : " ktls=rx";
+	return (SSL_get_options(ssl) & SSL_OP_ENABLE_KTLS) ? " ktls=off" : "";
+}
+
 static int
 tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 {
@@ -129,11 +144,12 @@ tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 		user = lc != NULL ? tls_client_user(c, t->ssl, lc->user_nid) :
 		    NULL;
 		sni = SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
-		pt_clog(c, PT_LOG_DEBUG, "tls: %s %s%s%s%s%s%s",
+		pt_clog(c, PT_LOG_DEBUG, "tls: %s %s%s%s%s%s%s%s",
 		    SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl),
 		    SSL_session_reused(t->ssl) ? " resumed" : "",
 		    sni != NULL ? " sni=" : "", sni != NULL ? sni : "",
-		    user != NULL ? " user=" : "", user != NULL ? user : "");
+		    user != NULL ? " user=" : "", user != NULL ? user : "",
+		    tls_ktls_fmt(t->ssl));
 		t->user = user;
 		t->user_len = user != NULL ? strlen(user) : 0;
 		return 0;

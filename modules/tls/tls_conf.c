@@ -58,6 +58,7 @@ struct tls_opts {
 	bool			 client_required;
 	int			 user_nid;	/* subject field; NID_undef */
 	bool			 tickets;
+	bool			 ktls;
 	unsigned		 ticket_rotate;	/* seconds */
 	const config_setting_t	*ticket_key_file;	/* or NULL */
 };
@@ -335,6 +336,11 @@ tls_ctx_new(struct pt_modconf *mc, const struct tls_opts *o,
 	    SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION |
 	    SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	/* kTLS: OpenSSL hands the record layer to the kernel where the
+	 * kernel (the tls module) and the cipher allow, per connection and
+	 * direction, and keeps it otherwise. */
+	if (o->ktls)
+		SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
 	/*
 	 * The core writes what it can and comes back with the rest, maybe
 	 * from a moved buffer; idle connections give their record buffers
@@ -753,6 +759,13 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 				return tls_fail(mc, e, errstr, "expected true "
 				    "or false");
 			o->tickets = config_setting_get_bool(e);
+			continue;
+		}
+		if (strcmp(name, "ktls") == 0) {
+			if (config_setting_type(e) != CONFIG_TYPE_BOOL)
+				return tls_fail(mc, e, errstr, "expected true "
+				    "or false");
+			o->ktls = config_setting_get_bool(e);
 			continue;
 		}
 		if (strcmp(name, "ticket_rotate") == 0) {

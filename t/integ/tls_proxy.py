@@ -19,6 +19,9 @@ portico and HTTP proxy requests inside it.
 - TLS 1.2 works (the default minimum), a TLS 1.1-only client is refused
   with a protocol_version alert, while a listener with min_version
   TLSv1.1 lets the same client in (so the refusal is the option's);
+- ktls = true: a tunnel carries 1 MiB both ways, and the debug log says
+  whether the kernel took the record layer (ktls=tx,rx) or not
+  (ktls=off, this kernel without its tls module);
 - plaintext HTTP sent to the TLS port gets no HTTP answer and is closed
   at once, and the origin never hears of it;
 - a client that stops in the middle of its ClientHello, and one that
@@ -269,6 +272,29 @@ def check_versions(t, port, low_port, ca):
             ptest.tail(out, 12))
 
 
+def check_ktls(t, p, port, ca, echo):
+    """ktls = true: the kernel does the record layer where it can (this
+    kernel may lack its tls module: then OpenSSL keeps it); either way the
+    bytes are the same."""
+    try:
+        conn, status = tls_connect_tunnel(port, ca, echo.address)
+        payload = os.urandom(ptest.MiB)
+        got = bytearray()
+        for i in range(0, len(payload), 128 * 1024):
+            conn.sock.sendall(payload[i:i + 128 * 1024])
+            got.extend(conn.read_exact(len(payload[i:i + 128 * 1024])))
+        conn.close()
+        ok = status.startswith("HTTP/1.1 200") and bytes(got) == payload
+        info = status
+    except Exception as e:
+        ok, info = False, "%s: %s" % (type(e).__name__, e)
+    lines = p.wait_log(r"tls: TLSv1\.3 \S+ ktls=")
+    t.check(ok and lines, "ktls = true: 1 MiB through a tunnel and back, "
+            "byte-exact; the handshake line says %s" % (
+                lines[-1].rsplit(" ", 1)[-1] if lines else "nothing"),
+            lambda: [info] + lines[-2:])
+
+
 def check_plaintext(t, port, o):
     before = len(o.requests)
     s = ptest.connect(port, timeout=ptest.bound(5))
@@ -350,13 +376,15 @@ def main(t):
     o = H.origin(t)
     echo = t.echo_server()
     source = t.source_server(3 * ptest.MiB + 17)
-    port, low = ptest.free_port(), ptest.free_port()
+    port, low, kport = (ptest.free_port() for _ in range(3))
     conf = T.conf(t, ",\n".join([
         T.listener(port, cert, key),
         T.listener(low, cert, key, name="low",
                    extra='min_version = "TLSv1.1"; '
-                   'ciphers = "DEFAULT@SECLEVEL=0";')]),
-        workers=2, limits="header_timeout = %d;" % HEADER_TIMEOUT)
+                   'ciphers = "DEFAULT@SECLEVEL=0";'),
+        T.listener(kport, cert, key, name="ktls", extra="ktls = true;")]),
+        workers=2, limits="header_timeout = %d;" % HEADER_TIMEOUT,
+        log_level="debug")
     conf = conf.replace("header_timeout = 10;", "")
     p = t.portico(conf)
     w0 = p.workers()
@@ -365,6 +393,7 @@ def main(t):
     check_tunnel(t, port, ca.pem, echo, source)
     check_websocket(t, port, ca.pem, o)
     check_versions(t, port, low, ca.pem)
+    check_ktls(t, p, kport, ca.pem, echo)
     check_plaintext(t, port, o)
     check_stall(t, port, ca.pem, o)
 
