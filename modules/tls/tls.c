@@ -33,7 +33,7 @@ struct tls_conn {
 	bool	 done;		/* handshake finished */
 	bool	 broken;	/* a fatal error: send nothing more */
 	bool	 shut;		/* our close_notify is out */
-	char	*user;		/* from the client certificate, or NULL */
+	char	*user;		/* the certificate's, or NULL */
 	size_t	 user_len;
 };
 
@@ -73,8 +73,8 @@ tls_map(struct pt_conn *c, struct tls_conn *t, int rc, int err,
  * A verified client certificate names the connection's user: subject
  * field <nid> of it (UTF-8) goes to pt_req_set_user, so later phases (an
  * ACL's user rules, LOG) see it. Returns the name (OPENSSL_free it), or
- * NULL when there is none: no certificate, no such field, or an empty
- * one or one with a NUL inside.
+ * NULL when there is none: no certificate, no such field, an empty one
+ * or one with a control character. Cut at PT_NAME_MAX bytes.
  */
 static char *
 tls_client_user(struct pt_conn *c, SSL *ssl, int nid)
@@ -90,11 +90,20 @@ tls_client_user(struct pt_conn *c, SSL *ssl, int nid)
 	i = X509_NAME_get_index_by_NID(X509_get_subject_name(peer), nid, -1);
 	if (i < 0 || (e = X509_NAME_get_entry(X509_get_subject_name(peer), i))
 	    == NULL || (n = ASN1_STRING_to_UTF8(&utf8,
-	    X509_NAME_ENTRY_get_data(e))) <= 0 ||
-	    memchr(utf8, '\0', (size_t)n) != NULL) {
+	    X509_NAME_ENTRY_get_data(e))) <= 0) {
 		OPENSSL_free(utf8);
 		return NULL;
 	}
+	/* A name that would break a log line (or hide in one) is none. */
+	for (i = 0; i < n; i++) {
+		if (utf8[i] < 0x20 || utf8[i] == 0x7f) {
+			OPENSSL_free(utf8);
+			return NULL;
+		}
+	}
+	if (n > PT_NAME_MAX)
+		n = PT_NAME_MAX;	/* what the core keeps */
+	utf8[n] = '\0';
 	pt_req_set_user(c, (const char *)utf8, (size_t)n);
 	return (char *)utf8;
 }

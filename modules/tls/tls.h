@@ -28,7 +28,7 @@ struct tls_ocsp {
 };
 
 struct tls_lconf {
-	SSL_CTX		**ctx;		/* [0]: the default certificate */
+	SSL_CTX		**ctx;		/* [0]: the default one */
 	int		  nctx;
 	struct tls_name	 *names;	/* every certificate's names */
 	size_t		  nnames;
@@ -64,8 +64,9 @@ int	tls_conf(struct pt_modconf *mc, const config_setting_t *node,
  * (1 when the listener has no group: the module does not apply there).
  * Loads and checks every certificate and key, warns about certificates
  * that expire within 30 days. */
-int	tls_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
-	    void *modctx, void **lctx_out, const char **errstr);
+int	tls_listener_conf(struct pt_modconf *mc,
+	    const config_setting_t *node, void *modctx, void **lctx_out,
+	    const char **errstr);
 void	tls_listener_conf_free(void *lctx);
 
 #endif

@@ -48,15 +48,15 @@ int	tls_ctr_failed = -1;
 /* Options shared by every certificate of a listener. */
 struct tls_opts {
 	int			 min_version;
-	int			 max_version;	/* 0: OpenSSL's newest */
+	int			 max_version;	/* 0: the newest */
 	const config_setting_t	*ciphers;	/* TLS <= 1.2, or NULL */
-	const config_setting_t	*ciphersuites;	/* TLS 1.3, or NULL */
+	const config_setting_t	*ciphersuites;	/* TLS 1.3 */
 	/* Client certificates: the CA file that verifies them (NULL: none
 	 * asked for), whether one is required, and a CRL file. */
 	const config_setting_t	*client_ca;
 	const config_setting_t	*client_crl;
 	bool			 client_required;
-	int			 user_nid;	/* subject field; NID_undef */
+	int			 user_nid;	/* or NID_undef */
 	bool			 tickets;
 	bool			 ktls;
 	unsigned		 ticket_rotate;	/* seconds */
@@ -206,7 +206,7 @@ tls_on_ticket(SSL *ssl, unsigned char name[16], unsigned char *iv,
 				break;
 		}
 		if (d == 3)
-			return 0;	/* unknown or too old: full handshake */
+			return 0;	/* unknown or old: full handshake */
 		if (EVP_DecryptInit_ex(cctx, EVP_aes_256_cbc(), NULL, k.aes,
 		    iv) != 1)
 			return -1;
@@ -457,7 +457,8 @@ tls_check_expiry(struct pt_modconf *mc, const config_setting_t *s, X509 *x,
     const char *path)
 {
 	const char	*file = config_setting_source_file(s);
-	int		 days, secs, line = (int)config_setting_source_line(s);
+	int		 days, secs;
+	int		 line = (int)config_setting_source_line(s);
 
 	if (file == NULL)
 		file = mc->file;

@@ -15,7 +15,7 @@
  * listener's certificates it belongs to. */
 struct tls_name {
 	const char	*pattern;	/* lower case, no final dot */
-	int		 cert;		/* index in the listener's list */
+	int		 cert;		/* index in the listener's */
 };
 
 /* ---- tls_names.c --------------------------------------------------- */

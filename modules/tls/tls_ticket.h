@@ -16,7 +16,7 @@
 
 /* The keys of one rotation period. */
 struct tls_ticket_keys {
-	unsigned char	 name[TLS_TICKET_NAME_LEN];	/* sent in clear */
+	unsigned char	 name[TLS_TICKET_NAME_LEN];	/* in clear */
 	unsigned char	 aes[32];			/* AES-256-CBC */
 	unsigned char	 mac[32];			/* HMAC-SHA-256 */
 };
