@@ -148,6 +148,8 @@ NEEDS = {
                r"tls\.so"),
     "openssl": ("the openssl program (Debian package openssl)",
                 r"(?i)\bopenssl program"),
+    "chromium": ("Debian's chromium (headless) in PATH",
+                 r"(?i)\bchromium program"),
 }
 
 
