@@ -19,6 +19,8 @@ portico and HTTP proxy requests inside it.
 - TLS 1.2 works (the default minimum), a TLS 1.1-only client is refused
   with a protocol_version alert, while a listener with min_version
   TLSv1.1 lets the same client in (so the refusal is the option's);
+- max_version and ciphers pin TLS 1.2 and one cipher; ciphersuites
+  picks the TLS 1.3 suite; max_version below min_version fails -t;
 - ktls = true: a tunnel carries 1 MiB both ways, and the debug log says
   whether the kernel took the record layer (ktls=tx,rx) or not
   (ktls=off, this kernel without its tls module);
@@ -295,6 +297,31 @@ def check_ktls(t, p, port, ca, echo):
             lambda: [info] + lines[-2:])
 
 
+def check_ciphers(t, pin, suites, ca, cert, key):
+    """max_version, ciphers and ciphersuites decide what is negotiated."""
+    got = []
+    for port in (pin, suites):
+        try:
+            s = T.connect(port, ca)
+            got.append((s.version(), s.cipher()[0]))
+            s.close()
+        except Exception as e:
+            got.append(repr(e))
+    t.check(got[0] == ("TLSv1.2", "ECDHE-ECDSA-AES128-GCM-SHA256"),
+            'max_version = "TLSv1.2" and ciphers: a TLS 1.3 client gets '
+            'TLS 1.2 with that cipher', got[0])
+    t.check(got[1] == ("TLSv1.3", "TLS_CHACHA20_POLY1305_SHA256"),
+            "ciphersuites: the TLS 1.3 suite named", got[1])
+    text = T.conf(t, T.listener(pin, cert, key, extra='min_version = '
+                                '"TLSv1.3";\n      max_version = "TLSv1.2";'))
+    path = ptest.write_conf(t.tmp, text, "minmax.conf")
+    cp = ptest.run_portico(["-t", "-c", path])
+    t.check(cp.returncode != 0 and "%s:%d: max_version" % (
+        path, ptest.line_of(text, 'max_version = "TLSv1.2"')) in cp.stderr
+        and "below min_version" in cp.stderr,
+        "-t: max_version below min_version fails with its line", cp.stderr)
+
+
 def check_plaintext(t, port, o):
     before = len(o.requests)
     s = ptest.connect(port, timeout=ptest.bound(5))
@@ -376,13 +403,18 @@ def main(t):
     o = H.origin(t)
     echo = t.echo_server()
     source = t.source_server(3 * ptest.MiB + 17)
-    port, low, kport = (ptest.free_port() for _ in range(3))
+    port, low, kport, pin, suites = (ptest.free_port() for _ in range(5))
     conf = T.conf(t, ",\n".join([
         T.listener(port, cert, key),
         T.listener(low, cert, key, name="low",
                    extra='min_version = "TLSv1.1"; '
                    'ciphers = "DEFAULT@SECLEVEL=0";'),
-        T.listener(kport, cert, key, name="ktls", extra="ktls = true;")]),
+        T.listener(kport, cert, key, name="ktls", extra="ktls = true;"),
+        T.listener(pin, cert, key, name="pin",
+                   extra='max_version = "TLSv1.2"; '
+                   'ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256";'),
+        T.listener(suites, cert, key, name="suites",
+                   extra='ciphersuites = "TLS_CHACHA20_POLY1305_SHA256";')]),
         workers=2, limits="header_timeout = %d;" % HEADER_TIMEOUT,
         log_level="debug")
     conf = conf.replace("header_timeout = 10;", "")
@@ -393,6 +425,7 @@ def main(t):
     check_tunnel(t, port, ca.pem, echo, source)
     check_websocket(t, port, ca.pem, o)
     check_versions(t, port, low, ca.pem)
+    check_ciphers(t, pin, suites, ca.pem, cert, key)
     check_ktls(t, p, kport, ca.pem, echo)
     check_plaintext(t, port, o)
     check_stall(t, port, ca.pem, o)
