@@ -15,6 +15,8 @@ portico and HTTP proxy requests inside it.
   byte of a 3 MiB tunnel (writes that meet a full socket resume);
 - a WebSocket inside TLS (python ssl): upgrade, text and 1 MiB binary
   frames echo, the close handshake ends in EOF;
+- a client that ends a kept-alive connection with close_notify gets
+  ours back (python's unwrap), then EOF;
 - ALPN: a client offering h2 and http/1.1 gets http/1.1;
 - TLS 1.2 works (the default minimum), a TLS 1.1-only client is refused
   with a protocol_version alert, while a listener with min_version
@@ -297,6 +299,26 @@ def check_ktls(t, p, port, ca, echo):
             lambda: [info] + lines[-2:])
 
 
+def check_unwrap(t, port, ca, o):
+    """A client that ends a kept-alive HTTP connection with its own
+    close_notify (python's unwrap waits for ours) gets it back."""
+    try:
+        s = T.connect(port, ca, timeout=ptest.bound(10))
+        conn = H.Conn(s, ptest.bound(10))
+        conn.send(H.request_bytes("GET", o.url + "/echo?id=unwrap"))
+        r = H.read_response(conn)
+        t0 = time.monotonic()
+        raw = s.unwrap()
+        dt = time.monotonic() - t0
+        rest = raw.recv(16)
+        raw.close()
+        ok, info = r.status == 200 and rest == b"", "%.2fs" % dt
+    except Exception as e:
+        ok, info = False, "%s: %s" % (type(e).__name__, e)
+    t.check(ok, "a client's close_notify on a kept-alive connection is "
+            "answered with ours, then EOF", info)
+
+
 def check_ciphers(t, pin, suites, ca, cert, key):
     """max_version, ciphers and ciphersuites decide what is negotiated."""
     got = []
@@ -426,6 +448,7 @@ def main(t):
     check_websocket(t, port, ca.pem, o)
     check_versions(t, port, low, ca.pem)
     check_ciphers(t, pin, suites, ca.pem, cert, key)
+    check_unwrap(t, port, ca.pem, o)
     check_ktls(t, p, kport, ca.pem, echo)
     check_plaintext(t, port, o)
     check_stall(t, port, ca.pem, o)
