@@ -42,7 +42,7 @@ struct tls_lconf {
 	unsigned	  ticket_rotate;
 	unsigned char	  ticket_secret[TLS_TICKET_SECRET_LEN];
 	char		 *label;
-	unsigned char	  sid_ctx[32];	/* SHA-256 of <label> */
+	unsigned char	  sid_ctx[32];	/* name and client policy */
 	struct tls_ocsp	 *ocsp;
 	size_t		  nocsp;
 };

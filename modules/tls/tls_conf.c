@@ -817,27 +817,99 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 	return 0;
 }
 
+/* Adds the bytes of file <path> to <md>; an unreadable file adds nothing
+ * (its loader reports it, with its line). */
+static void
+tls_digest_file(EVP_MD_CTX *md, const char *path)
+{
+	unsigned char	 buf[16384];
+	size_t		 n;
+	FILE		*f;
+
+	if ((f = fopen(path, "rb")) == NULL)
+		return;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		EVP_DigestUpdate(md, buf, n);
+	fclose(f);
+}
+
+/*
+ * What a session from this listener vouches for: SHA-256 of the
+ * listener's name and, when it verifies clients, of how (required or
+ * not, the user field, the CA and CRL files' bytes). It is the session
+ * id context and is mixed into the ticket secret, so a session resumes
+ * only on the same listener with the same client policy: a reload with a
+ * new CRL ends the sessions of clients it revokes (of all clients, in
+ * fact), where an unchanged one keeps them.
+ */
+static int
+tls_session_context(const struct tls_opts *o, struct tls_lconf *lc)
+{
+	EVP_MD_CTX	*md;
+	unsigned char	 pol[5];
+	unsigned	 len = 0;
+	int		 ok;
+
+	if ((md = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	ok = EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(md, lc->label, strlen(lc->label) + 1) == 1;
+	if (ok && o->client_ca != NULL) {
+		pol[0] = o->client_required;
+		pol[1] = (unsigned char)(o->user_nid >> 24);
+		pol[2] = (unsigned char)(o->user_nid >> 16);
+		pol[3] = (unsigned char)(o->user_nid >> 8);
+		pol[4] = (unsigned char)o->user_nid;
+		EVP_DigestUpdate(md, pol, sizeof(pol));
+		tls_digest_file(md, config_setting_get_string(o->client_ca));
+		EVP_DigestUpdate(md, "\0crl", 4);
+		if (o->client_crl != NULL)
+			tls_digest_file(md,
+			    config_setting_get_string(o->client_crl));
+	}
+	ok = ok && EVP_DigestFinal_ex(md, lc->sid_ctx, &len) == 1 &&
+	    len == sizeof(lc->sid_ctx);
+	EVP_MD_CTX_free(md);
+	return ok ? 0 : -1;
+}
+
+/* The ticket secret, bound to the session context: SHA-256 of both. */
+static int
+tls_ticket_bind(struct tls_lconf *lc, const unsigned char *secret)
+{
+	unsigned char	 both[TLS_TICKET_SECRET_LEN + sizeof(lc->sid_ctx)];
+	unsigned	 len = 0;
+	int		 ok;
+
+	memcpy(both, secret, TLS_TICKET_SECRET_LEN);
+	memcpy(both + TLS_TICKET_SECRET_LEN, lc->sid_ctx, sizeof(lc->sid_ctx));
+	ok = EVP_Digest(both, sizeof(both), lc->ticket_secret, &len,
+	    EVP_sha256(), NULL) == 1 && len == TLS_TICKET_SECRET_LEN;
+	OPENSSL_cleanse(both, sizeof(both));
+	return ok ? 0 : -1;
+}
+
 /*
  * The listener's ticket secret: from its ticket_key_file (so hosts
  * sharing the file resume each other's sessions), else the master's own,
- * made once. Also names the listener's sessions (sid_ctx).
+ * made once; bound to the session context (tls_session_context).
  */
 static int
 tls_ticket_setup(struct pt_modconf *mc, const struct tls_opts *o,
     struct tls_lconf *lc, const char **errstr)
 {
 	unsigned char	 buf[TLS_TICKET_FILE_MAX];
+	unsigned char	 secret[TLS_TICKET_SECRET_LEN];
 	const char	*path;
 	struct stat	 st;
-	unsigned	 len = 0;
 	size_t		 n;
 	FILE		*f;
+	int		 rc;
 
 	if ((lc->label = strdup(mc->listener != NULL ? mc->listener : ""))
 	    == NULL)
 		return tls_fail(mc, NULL, errstr, "out of memory");
-	if (EVP_Digest(lc->label, strlen(lc->label), lc->sid_ctx, &len,
-	    EVP_sha256(), NULL) != 1)
+	if (tls_session_context(o, lc) < 0)
 		return tls_fail(mc, NULL, errstr, "SHA-256: %s", tls_reason());
 	lc->ticket_rotate = o->tickets ? o->ticket_rotate : 0;
 	if (!o->tickets)
@@ -848,8 +920,9 @@ tls_ticket_setup(struct pt_modconf *mc, const struct tls_opts *o,
 			return tls_fail(mc, NULL, errstr, "RAND_priv_bytes: "
 			    "%s", tls_reason());
 		tls_master_secret_made = true;
-		memcpy(lc->ticket_secret, tls_master_secret,
-		    sizeof(lc->ticket_secret));
+		if (tls_ticket_bind(lc, tls_master_secret) < 0)
+			return tls_fail(mc, NULL, errstr, "SHA-256: %s",
+			    tls_reason());
 		return 0;
 	}
 	path = config_setting_get_string(o->ticket_key_file);
@@ -864,13 +937,16 @@ tls_ticket_setup(struct pt_modconf *mc, const struct tls_opts *o,
 		    config_setting_source_file(o->ticket_key_file) : mc->file,
 		    (int)config_setting_source_line(o->ticket_key_file), path);
 	fclose(f);
-	if (tls_ticket_secret_from(buf, n, lc->ticket_secret) < 0) {
-		OPENSSL_cleanse(buf, sizeof(buf));
+	rc = tls_ticket_secret_from(buf, n, secret);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	if (rc < 0)
 		return tls_fail(mc, o->ticket_key_file, errstr, "\"%s\": "
 		    "%zu bytes, at least %d needed (make one with `openssl "
 		    "rand 80 > file`)", path, n, TLS_TICKET_SECRET_LEN);
-	}
-	OPENSSL_cleanse(buf, sizeof(buf));
+	rc = tls_ticket_bind(lc, secret);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	if (rc < 0)
+		return tls_fail(mc, NULL, errstr, "SHA-256: %s", tls_reason());
 	return 0;
 }
 

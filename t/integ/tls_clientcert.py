@@ -16,7 +16,9 @@ s_client are the clients.
   origin never hears of them;
 - two requests on one kept-alive connection both carry the user;
 - a resumed session (s_client -sess_out/-sess_in) keeps the user: the
-  ACL still lets alice through;
+  ACL still lets alice through; it still resumes after a reload that
+  changes nothing, and no longer after a reload whose CRL revokes alice
+  (her certificate is then refused);
 - client_verify "optional": without a certificate the connection goes on
   with no user (the ACL answers 403), with alice's it is alice's;
 - -t: user_field naming no subject field, and client_verify without
@@ -163,6 +165,33 @@ def main(t):
             all("HTTP/1.1 200" in x for x in outs),
             "a resumed session keeps alice as the user (200 again)",
             lambda: ptest.tail(outs[-1], 12))
+
+    def resume(tag):
+        req = ("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+               % (url % tag))
+        rc, out = T.s_client(req_port, ca.pem, extra=[
+            "-cert", alice[0], "-key", alice[1], "-ign_eof", "-sess_in",
+            sess], data=req)
+        return out
+
+    gen = p.workers()
+    p.hup()
+    p.wait_workers(len(gen), ptest.bound(10), exclude=gen.values())
+    out = resume("res-reload")
+    t.check("Reused, TLSv1.3" in out and "HTTP/1.1 200" in out,
+            "after a reload with the same client policy the session still "
+            "resumes", lambda: ptest.tail(out, 12))
+    cl.crl(revoked=[carol[0], alice[0]])
+    gen = p.workers()
+    p.hup()
+    p.wait_workers(len(gen), ptest.bound(10), exclude=gen.values())
+    out = resume("res-revoked")
+    t.check("Reused" not in out and "HTTP/1.1 200" not in out and
+            not o.reqs_for("id=res-revoked"),
+            "after a reload with a CRL that revokes alice, her session no "
+            "longer resumes and her certificate is refused",
+            lambda: ptest.tail(out, 12))
+    w0 = p.workers()
 
     # optional
     rc, st, err = curl(opt_port, ca.pem, url % "anon")

@@ -60,10 +60,10 @@ class CA:
         self.serial = t.path("%s.srl" % name)
         self.name = name
         _ok(openssl(["req", "-x509"] + _newkey("ec") + [
-            "-nodes", "-keyout", self.key, "-out", self.pem, "-days", "30",
+            "-nodes", "-keyout", self.key, "-out", self.pem, "-days", "90",
             "-subj", "/CN=portico test CA %s" % name]), "req CA")
 
-    def issue(self, name, dns=(), ips=("127.0.0.1",), days=30, kind="ec",
+    def issue(self, name, dns=(), ips=("127.0.0.1",), days=90, kind="ec",
               key=None, cn=None):
         """(cert, key) paths <name>.pem, <name>.key: a certificate for
         CN=<cn> (default <name>) with
