@@ -50,6 +50,11 @@ SCENARIOS = [
      "destination, then the rule that allows the origin, so every rule is "
      "tried (portico only: set against portico's own http-1k of the same "
      "campaign below the table)"),
+    ("http-accesslog", "HTTP GET 1 KiB with the access log", "requests/s",
+     "rate", True, "as http-1k with the accesslog module writing every "
+     "request as a JSON line to a file and as a squid line to syslog (a "
+     "UNIX datagram socket read on the load CPU) (portico only: set against "
+     "portico's own http-1k of the same campaign below the table)"),
     ("connect", "HTTP CONNECT tunnel throughput", "MiB/s", "both", True,
      "CONNECT to a TCP sink, 16 KiB writes, bytes per second "
      "(upload: see FAIRNESS.md)"),
@@ -319,6 +324,37 @@ def campaign_lines(m, name):
                                      if k != "direct" and ver(k))]
 
 
+def accesslog_lines(by, src, sums):
+    """http-accesslog against portico's http-1k of the same campaign, and
+    how many records reached the file and syslog."""
+    out = []
+    al = (sums.get("portico") or {}).get("median")
+    plain = None
+    if src.get("http-1k") == src.get("http-accesslog") and \
+            ("http-1k", "portico") in by:
+        plain = (summarise(by[("http-1k", "portico")], "rate", True)
+                 or {}).get("median")
+    if al and plain:
+        out.append("")
+        out.append("With the access log against without it (portico's "
+                   "http-1k, same campaign): %s against %s requests/s, "
+                   "ratio %.3f (goal: 0.95 or more)." % (
+                       fmt(al, "requests/s"), fmt(plain, "requests/s"),
+                       al / plain))
+    recs = [r for r in by.get(("http-accesslog", "portico"), [])
+            if isinstance(r.get("al_lines"), int)]
+    if recs:
+        r = recs[-1]
+        out.append("")
+        out.append("Records written by the last run's end: %s JSON lines in "
+                   "the file, %s squid datagrams read from the syslog "
+                   "socket (a difference is records dropped when the "
+                   "reader fell behind)." % (
+                       "{:,}".format(r["al_lines"]),
+                       "{:,}".format(r.get("al_dgrams") or 0)))
+    return out
+
+
 def acl_lines(by, src, sums):
     """http-acl against portico's http-1k of the same campaign, and what
     loading the host_file cost."""
@@ -510,6 +546,8 @@ def main():
             rows.append((p, s["median"], s["min"], s["max"]))
         if scen == "http-acl":
             L.extend(acl_lines(by, src, sums))
+        if scen == "http-accesslog":
+            L.extend(accesslog_lines(by, src, sums))
         if gp and rows:
             c = chart(camp[src[scen]][0], scen if level is None else
                       "%s-%d" % (scen, level), title, unit, rows, gp)

@@ -8,6 +8,7 @@
  */
 #include "modules/acl/rules.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -591,10 +592,11 @@ acl_rule_free(struct acl_rule *r)
 void
 acl_conf_free(struct acl_conf *ac)
 {
-	size_t	 i;
+	size_t	 i, big;
 
 	if (ac == NULL)
 		return;
+	big = ac->hostfile_bytes;
 	acl_memo_forget();
 	acl_blocks_free(ac);
 	for (i = 0; i < ac->nrules; i++)
@@ -603,4 +605,9 @@ acl_conf_free(struct acl_conf *ac)
 	free(ac->default_reason);
 	free(ac->private_reason);
 	free(ac);
+	/* The master drops the old rules at each reload: give a large host
+	 * file's pages back, or its RSS would hold two copies for good (the
+	 * allocator keeps freed memory on its heap). */
+	if (big >= 1024 * 1024)
+		malloc_trim(0);
 }

@@ -135,6 +135,8 @@ NEEDS = {
                "package libargon2-dev)", r"(?i)libargon2|portico-passwd"),
     "auth.so": ("the auth module built (configure found libargon2, "
                 "libcrypto and libcrypt)", r"auth\.so"),
+    "acl.so": ("the acl module built (configure found libpcre2-8)",
+               r"acl\.so"),
     "argon2cli": ("the argon2 program (Debian package argon2)",
                   r"(?i)\bargon2 program"),
     "mkpasswd": ("mkpasswd (Debian package whois)", r"(?i)\bmkpasswd\b"),
@@ -142,6 +144,8 @@ NEEDS = {
                  r"(?i)\bhtpasswd\b"),
     "fail2ban": ("fail2ban-regex in PATH (Debian's fail2ban)",
                  r"(?i)fail2ban"),
+    "squid": ("the squid program (Debian package squid)",
+              r"(?i)\bsquid program"),
     "squid_ncsa": ("Squid's basic_ncsa_auth (Debian package squid) and "
                    "htpasswd (apache2-utils)", r"basic_ncsa_auth|htpasswd"),
     "tls.so": ("the tls module built (configure found OpenSSL 3 libssl)",

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The accesslog module: one record per finished transaction (an HTTP
+ * request, a tunnel, a SOCKS or TCP session, a UDP association), written
+ * at LOG into every configured log, each in its format (squid, combined,
+ * json) and to its output (a file, stdout, syslog).
+ *
+ * LOG cannot read request headers, so the User-Agent and Referer are
+ * kept at AUTH (the first phase that can read them, and the last one a
+ * 407 reaches) in the connection's slot, tagged with the transaction
+ * they belong to.
+ *
+ * The worker never waits for a log: records go into a per-worker buffer
+ * per log (sink.c) written without blocking. Reopen (SIGUSR1): the
+ * master creates the new files first (for the workers' user), then each
+ * worker flushes to the old file and opens the new one by its path;
+ * a worker that cannot keeps writing to the file it had.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <portico/module.h>
+
+#include "modules/accesslog/accesslog.h"
+
+PT_API extern const struct pt_module pt_module_accesslog;
+
+/* The User-Agent and Referer of transaction <txn>. */
+struct al_hdrs {
+	uint64_t	 txn;
+	uint16_t	 ua_len, ref_len;
+	char		 ua[AL_HDR_KEEP];
+	char		 ref[AL_HDR_KEEP];
+};
+
+/* This worker's sinks, one per log of the configuration it forked
+ * with; empty in the master. */
+static struct {
+	const struct al_conf	*ac;
+	struct al_sink		*sinks;
+	size_t			 n;
+	int			 id;
+	struct al_writer	*wr;	/* or NULL: no writer = "thread" log */
+} al_w;
+
+static char	 al_errbuf[512];
+
+static void
+al_keep(struct pt_conn *conn, const char *name, char *dst, uint16_t *len)
+{
+	struct pt_str	 v;
+
+	*len = 0;
+	if (!pt_req_header(conn, name, &v))
+		return;
+	*len = (uint16_t)(v.len < AL_HDR_KEEP ? v.len : AL_HDR_KEEP);
+	memcpy(dst, v.ptr, *len);
+}
+
+static enum pt_verdict
+al_auth(struct pt_conn *conn, struct pt_req *req, void *modctx)
+{
+	const struct al_conf	*ac = modctx;
+	struct al_hdrs		*h;
+
+	if (!ac->want_headers || (req->proto != PT_PROTO_HTTP &&
+	    req->proto != PT_PROTO_CONNECT &&
+	    req->proto != PT_PROTO_WEBSOCKET))
+		return PT_VERDICT_CONTINUE;
+	h = pt_conn_ctx(conn, &pt_module_accesslog);
+	h->txn = req->txn;
+	al_keep(conn, "User-Agent", h->ua, &h->ua_len);
+	al_keep(conn, "Referer", h->ref, &h->ref_len);
+	return PT_VERDICT_CONTINUE;
+}
+
+static uint64_t
+al_now_wall_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+al_rec_from(struct al_rec *r, struct pt_conn *conn, const struct pt_req *req,
+    const struct al_conf *ac)
+{
+	struct al_hdrs	*h;
+
+	memset(r, 0, sizeof(*r));
+	r->wall_ms = al_now_wall_ms();
+	r->peer = &req->peer;
+	r->upstream = &req->target;
+	r->listener = req->listener;
+	r->error = req->error;
+	r->user = req->user;
+	r->method = req->method;
+	r->host = req->host;
+	r->path = req->path;
+	r->label = req->label;
+	r->proto = req->proto;
+	r->port = req->port;
+	r->status = req->status;
+	r->bytes_in = req->bytes_in;
+	r->bytes_out = req->bytes_out;
+	r->duration_ms = req->end_ms > req->start_ms ?
+	    req->end_ms - req->start_ms : 0;
+	r->txn = req->txn;
+	r->worker = al_w.id;
+	if (ac->want_headers) {
+		h = pt_conn_ctx(conn, &pt_module_accesslog);
+		if (h->txn == req->txn && h->txn != 0) {
+			r->ua = (struct pt_str){ h->ua, h->ua_len };
+			r->referer = (struct pt_str){ h->ref, h->ref_len };
+		}
+	}
+}
+
+static bool
+al_same_fmt(const struct al_fmt_opts *a, const struct al_fmt_opts *b)
+{
+	return a->format == b->format && a->local_time == b->local_time &&
+	    a->query == b->query;
+}
+
+static enum pt_verdict
+al_log(struct pt_conn *conn, struct pt_req *req, void *modctx)
+{
+	const struct al_conf	*ac = modctx;
+	const struct al_fmt_opts *last = NULL;
+	struct al_rec		 r;
+	char			 line[AL_REC_MAX];
+	size_t			 i, len = 0;
+
+	if (al_w.sinks == NULL || al_w.ac != ac)
+		return PT_VERDICT_CONTINUE;
+	al_rec_from(&r, conn, req, ac);
+	for (i = 0; i < al_w.n; i++) {
+		/* Logs of the same format share one formatting. */
+		if (last == NULL || !al_same_fmt(last, &ac->logs[i].fmt)) {
+			last = &ac->logs[i].fmt;
+			len = al_fmt(last, &r, line, sizeof(line));
+		}
+		al_sink_add(&al_w.sinks[i], line, len, r.wall_ms);
+	}
+	pt_counter_add(ac->ctr_records, 1);
+	return PT_VERDICT_CONTINUE;
+}
+
+static int
+al_conf_cb(struct pt_modconf *mc, const config_setting_t *node,
+    const char **errstr)
+{
+	struct al_conf	*ac;
+
+	*errstr = al_errbuf;
+	if ((ac = al_conf_parse(node, al_errbuf, sizeof(al_errbuf),
+	    &mc->where)) == NULL)
+		return -1;
+	ac->ctr_records = pt_counter_register("accesslog_records");
+	ac->ctr_dropped = pt_counter_register("accesslog_dropped");
+	ac->ctr_errors = pt_counter_register("accesslog_write_errors");
+	if (ac->ctr_records < 0 || ac->ctr_dropped < 0 || ac->ctr_errors < 0) {
+		snprintf(al_errbuf, sizeof(al_errbuf), "accesslog: "
+		    "pt_counter_register failed");
+		al_conf_free(ac);
+		return -1;
+	}
+	mc->ctx = ac;
+	return 0;
+}
+
+static void
+al_conf_free_cb(void *ctx)
+{
+	al_conf_free(ctx);
+}
+
+/* Files are opened here, not in conf(): `portico -t` creates nothing. */
+static int
+al_init_master(void *ctx)
+{
+	return al_conf_open(ctx);
+}
+
+static void
+al_exit_master(void *ctx)
+{
+	al_conf_close(ctx);
+}
+
+static int
+al_init_worker(struct pt_worker *w, void *ctx)
+{
+	const struct al_conf	*ac = ctx;
+	size_t			 i;
+	int			 rc;
+
+	al_w.id = pt_worker_id(w);
+	if ((al_w.sinks = calloc(ac->nlogs, sizeof(*al_w.sinks))) == NULL)
+		return -1;
+	al_w.ac = ac;
+	for (i = 0; i < ac->nlogs; i++) {
+		if ((rc = al_sink_init(&al_w.sinks[i], ac, &ac->logs[i],
+		    al_w.id)) < 0) {
+			pt_log_err(PT_LOG_ERR, -rc, "accesslog: worker %d",
+			    al_w.id);
+			return -1;
+		}
+		al_w.n = i + 1;
+	}
+	for (i = 0; i < ac->nlogs; i++)
+		if (ac->logs[i].thread) {
+			if ((rc = al_writer_start(&al_w.wr, al_w.sinks,
+			    al_w.n)) < 0) {
+				pt_log_err(PT_LOG_ERR, -rc, "accesslog: worker "
+				    "%d: writer thread", al_w.id);
+				return -1;
+			}
+			break;
+		}
+	return 0;
+}
+
+static void
+al_exit_worker(struct pt_worker *w, void *ctx)
+{
+	size_t	 i;
+
+	(void)w;
+	(void)ctx;
+	al_writer_stop(al_w.wr, AL_EXIT_WAIT_MS);
+	al_w.wr = NULL;
+	for (i = 0; i < al_w.n; i++)
+		al_sink_fini(&al_w.sinks[i]);
+	free(al_w.sinks);
+	al_w.sinks = NULL;
+	al_w.n = 0;
+}
+
+static void
+al_on_drain(struct pt_worker *w, void *ctx)
+{
+	size_t	 i;
+
+	(void)w;
+	(void)ctx;
+	for (i = 0; i < al_w.n; i++)
+		al_sink_flush(&al_w.sinks[i]);
+}
+
+/* Master first (it creates the new files), then each worker. */
+static void
+al_reopen(void *ctx)
+{
+	size_t	 i;
+
+	if (al_w.sinks == NULL) {
+		al_conf_reopen(ctx);
+		return;
+	}
+	for (i = 0; i < al_w.n; i++)
+		al_sink_reopen(&al_w.sinks[i]);
+}
+
+/* A listener's `accesslog = { enabled = false; }` logs nothing there. */
+static int
+al_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
+    void *modctx, void **lctx_out, const char **errstr)
+{
+	const config_setting_t	*m;
+	unsigned		 i;
+
+	(void)modctx;
+	*lctx_out = NULL;
+	*errstr = al_errbuf;
+	if (node == NULL)
+		return 0;
+	if (!config_setting_is_group(node)) {
+		snprintf(al_errbuf, sizeof(al_errbuf), "accesslog: expected a "
+		    "group ({ enabled = false; })");
+		return -1;
+	}
+	for (i = 0; (m = config_setting_get_elem(node, i)) != NULL; i++) {
+		if (strcmp(config_setting_name(m), "enabled") != 0 ||
+		    config_setting_type(m) != CONFIG_TYPE_BOOL) {
+			snprintf(al_errbuf, sizeof(al_errbuf), "accesslog: "
+			    "\"%.64s\": the only listener option is enabled = "
+			    "true or false", config_setting_name(m));
+			mc->where = m;
+			return -1;
+		}
+		if (!config_setting_get_bool(m))
+			return 1;
+	}
+	return 0;
+}
+
+static const struct pt_hook al_hooks[] = {
+	/* First at AUTH: a refusal there (407) ends the phase. */
+	{ PT_PHASE_AUTH, -1000, al_auth },
+	/* Last at LOG: every other module has had its say. */
+	{ PT_PHASE_LOG, 1000, al_log },
+	{ 0, 0, NULL }
+};
+
+const struct pt_module pt_module_accesslog = {
+	PT_MODULE_INIT,
+	.name = "accesslog",
+	.conf = al_conf_cb,
+	.conf_free = al_conf_free_cb,
+	.init_master = al_init_master,
+	.init_worker = al_init_worker,
+	.exit_worker = al_exit_worker,
+	.reopen = al_reopen,
+	.exit_master = al_exit_master,
+	.hooks = al_hooks,
+	.conn_ctx_size = sizeof(struct al_hdrs),
+	.listener_conf = al_listener_conf,
+	.on_drain = al_on_drain,
+};

@@ -1,0 +1,914 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Access log records as text: Squid's native access.log layout, the
+ * Apache/nginx combined layout, and JSON lines. Every byte a client
+ * controls (target, user, User-Agent, Referer, method) goes through an
+ * escaper that keeps the line one line and the fields where a reader
+ * expects them; every field has a budget, so a record never passes
+ * AL_REC_MAX whatever the input.
+ *
+ * It does no I/O: the caller owns the buffer and decides where it goes.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "modules/accesslog/fmt.h"
+
+static const char al_hex[] = "0123456789abcdef";
+static const char *const al_months[12] = {
+	"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec"
+};
+
+static void
+al_put(struct al_out *o, const char *s, size_t len)
+{
+	if (len > o->cap - 1 - o->len)
+		len = o->cap - 1 - o->len;
+	memcpy(o->p + o->len, s, len);
+	o->len += len;
+}
+
+static void
+al_puts(struct al_out *o, const char *s)
+{
+	al_put(o, s, strlen(s));
+}
+
+static void
+al_putc(struct al_out *o, char c)
+{
+	if (o->len < o->cap - 1)
+		o->p[o->len++] = c;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+al_printf(struct al_out *o, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	o->len += (size_t)n < o->cap - 1 - o->len ? (size_t)n :
+	    o->cap - 1 - o->len;
+}
+
+/* Decimal digits of <v>, without printf (a record has a dozen numbers). */
+static const char al_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233"
+    "34353637383940414243444546474849505152535455565758596061626364656667"
+    "6869707172737475767778798081828384858687888990919293949596979899";
+
+static void
+al_put_u64(struct al_out *o, uint64_t v)
+{
+	char	 buf[20];
+	size_t	 n = sizeof(buf);
+	unsigned d;
+
+	/* Two digits a step: half the divisions of the plain loop. */
+	while (v >= 100) {
+		d = (unsigned)(v % 100) * 2;
+		v /= 100;
+		buf[--n] = al_pairs[d + 1];
+		buf[--n] = al_pairs[d];
+	}
+	if (v >= 10) {
+		d = (unsigned)v * 2;
+		buf[--n] = al_pairs[d + 1];
+		buf[--n] = al_pairs[d];
+	} else
+		buf[--n] = (char)('0' + v);
+	al_put(o, buf + n, sizeof(buf) - n);
+}
+
+static void
+al_put_int(struct al_out *o, int v)
+{
+	if (v < 0) {
+		al_putc(o, '-');
+		al_put_u64(o, (uint64_t)-(int64_t)v);
+	} else
+		al_put_u64(o, (uint64_t)v);
+}
+
+/* <v> in exactly <w> digits, zero-padded (v < 10^w). */
+static void
+al_put_digits(struct al_out *o, unsigned v, int w)
+{
+	char	 buf[10];
+	int	 i;
+
+	for (i = w - 1; i >= 0; i--) {
+		buf[i] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	al_put(o, buf, (size_t)w);
+}
+
+/*
+ * Bytes each escaper copies as they are, so runs of them go in one
+ * memcpy: JSON (printable ASCII but '"' and '\\'), quoted (the same),
+ * squid (printable ASCII but the space).
+ */
+static bool
+al_safe_json(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
+static bool
+al_safe_squid(unsigned char c)
+{
+	return c > 0x20 && c < 0x7f;
+}
+
+/* The length of the run of bytes from <i> that <safe> accepts. */
+static size_t
+al_run(const unsigned char *u, size_t i, size_t len,
+    bool (*safe)(unsigned char), bool space_unsafe)
+{
+	size_t	 j = i;
+
+	while (j < len && safe(u[j]) && !(space_unsafe && u[j] == ' '))
+		j++;
+	return j - i;
+}
+
+/* Copies the run u[i..i+n) within the field's budget; returns how many
+ * bytes went (fewer than <n>: the field is cut there). */
+static size_t
+al_put_run(struct al_out *o, size_t start, size_t budget, const char *s,
+    size_t n, bool last)
+{
+	size_t	 used = o->len - start, k, capk;
+
+	if (o->len + n + 3 <= o->cap - 1 && used + n + (last ? 0 : 3) <= budget) {
+		al_put(o, s, n);
+		return n;
+	}
+	k = budget > used + 3 ? budget - used - 3 : 0;
+	capk = o->cap - 1 - o->len > 3 ? o->cap - 1 - o->len - 3 : 0;
+	if (k > capk)
+		k = capk;
+	if (k > n)
+		k = n;
+	al_put(o, s, k);
+	return k;
+}
+
+/* The length of the valid UTF-8 sequence at <s> (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0. */
+static size_t
+al_utf8_len(const unsigned char *s, size_t len)
+{
+	size_t	 n, i;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (len < n)
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/*
+ * How many bytes at <s> (which start no valid sequence) one U+FFFD
+ * replaces: the maximal subpart of a sequence (Unicode 15, 3.9, the
+ * practice WHATWG and Python follow), so a sequence cut short is one
+ * replacement and a stray byte is one.
+ */
+static size_t
+al_utf8_bad_len(const unsigned char *s, size_t len)
+{
+	unsigned char	 lo = 0x80, hi = 0xbf;
+	size_t		 n, k;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 1;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (len < 2 || s[1] < lo || s[1] > hi)
+		return 1;
+	for (k = 2; k < n && k < len && (s[k] & 0xc0) == 0x80; k++)
+		;
+	return k;
+}
+
+/* Room left for a piece of <n> bytes within a field's <budget> that
+ * started at <start>, keeping 3 bytes for the "..." of a cut. */
+static bool
+al_fits(const struct al_out *o, size_t start, size_t budget, size_t n,
+    bool last)
+{
+	size_t	 used = o->len - start;
+
+	if (o->len + n + 3 > o->cap - 1)
+		return false;
+	return used + n + (last ? 0 : 3) <= budget;
+}
+
+void
+al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
+{
+	const unsigned char	*u = (const unsigned char *)s;
+	size_t			 start = o->len, i = 0, n;
+	char			 esc[8];
+	const char		*piece;
+
+	while (i < len) {
+		if ((n = al_run(u, i, len, al_safe_json, false)) > 0) {
+			if (al_put_run(o, start, budget, s + i, n, i + n == len) <
+			    n)
+				break;
+			i += n;
+			continue;
+		}
+		n = 1;
+		piece = esc;
+		if (u[i] == '"' || u[i] == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)u[i];
+			esc[2] = '\0';
+		} else if (u[i] == '\n' || u[i] == '\r' || u[i] == '\t') {
+			esc[0] = '\\';
+			esc[1] = u[i] == '\n' ? 'n' : u[i] == '\r' ? 'r' : 't';
+			esc[2] = '\0';
+		} else if (u[i] < 0x20 || u[i] == 0x7f) {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = al_hex[u[i] >> 4];
+			esc[5] = al_hex[u[i] & 15];
+			esc[6] = '\0';
+		} else if (u[i] < 0x80) {
+			esc[0] = (char)u[i];
+			esc[1] = '\0';
+		} else if ((n = al_utf8_len(u + i, len - i)) > 0) {
+			piece = s + i;
+		} else {
+			n = al_utf8_bad_len(u + i, len - i);
+			piece = "\\ufffd";
+		}
+		if (piece == s + i) {
+			if (!al_fits(o, start, budget, n, i + n == len))
+				break;
+			al_put(o, piece, n);
+		} else {
+			if (!al_fits(o, start, budget, strlen(piece),
+			    i + n == len))
+				break;
+			al_puts(o, piece);
+		}
+		i += n;
+	}
+	if (i < len)
+		al_puts(o, "...");
+}
+
+void
+al_put_quoted(struct al_out *o, const char *s, size_t len, size_t budget,
+    bool space)
+{
+	const unsigned char	*u = (const unsigned char *)s;
+	size_t			 start = o->len, i, n, k;
+	char			 esc[5];
+
+	for (i = 0; i < len; i++) {
+		if ((n = al_run(u, i, len, al_safe_json, space)) > 0) {
+			k = al_put_run(o, start, budget, s + i, n, i + n == len);
+			i += k;
+			if (k < n)
+				break;
+			i--;
+			continue;
+		}
+		if (u[i] < 0x20 || u[i] >= 0x7f || u[i] == '"' ||
+		    u[i] == '\\' || (space && u[i] == ' ')) {
+			if (!al_fits(o, start, budget, 4, i + 1 == len))
+				break;
+			esc[0] = '\\';
+			esc[1] = 'x';
+			esc[2] = al_hex[u[i] >> 4];
+			esc[3] = al_hex[u[i] & 15];
+			al_put(o, esc, 4);
+		} else {
+			if (!al_fits(o, start, budget, 1, i + 1 == len))
+				break;
+			al_putc(o, (char)u[i]);
+		}
+	}
+	if (i < len)
+		al_puts(o, "...");
+}
+
+void
+al_put_squid(struct al_out *o, const char *s, size_t len, size_t budget)
+{
+	const unsigned char	*u = (const unsigned char *)s;
+	size_t			 start = o->len, i, n, k;
+	char			 esc[3];
+
+	for (i = 0; i < len; i++) {
+		if ((n = al_run(u, i, len, al_safe_squid, false)) > 0) {
+			k = al_put_run(o, start, budget, s + i, n, i + n == len);
+			i += k;
+			if (k < n)
+				break;
+			i--;
+			continue;
+		}
+		if (u[i] <= 0x20 || u[i] >= 0x7f) {
+			if (!al_fits(o, start, budget, 3, i + 1 == len))
+				break;
+			esc[0] = '%';
+			esc[1] = al_hex[u[i] >> 4];
+			esc[2] = al_hex[u[i] & 15];
+			al_put(o, esc, 3);
+		} else {
+			if (!al_fits(o, start, budget, 1, i + 1 == len))
+				break;
+			al_putc(o, (char)u[i]);
+		}
+	}
+	if (i < len)
+		al_puts(o, "...");
+}
+
+/* Per thread, so the LOG hook pays for gmtime_r/localtime_r once a
+ * second rather than once a record. */
+void
+al_time(time_t sec, bool local, struct tm *tm_out, long *gmtoff_out)
+{
+	static __thread time_t		 cached[2] = { -1, -1 };
+	static __thread struct tm	 tms[2];
+
+	if (cached[local] != sec) {
+		if (local)
+			localtime_r(&sec, &tms[1]);
+		else
+			gmtime_r(&sec, &tms[0]);
+		cached[local] = sec;
+	}
+	*tm_out = tms[local];
+	*gmtoff_out = local ? tms[1].tm_gmtoff : 0;
+}
+
+const char *
+al_proto_name(enum pt_proto p)
+{
+	switch (p) {
+	case PT_PROTO_TCP:
+		return "tcp";
+	case PT_PROTO_HTTP:
+		return "http";
+	case PT_PROTO_CONNECT:
+		return "connect";
+	case PT_PROTO_SOCKS5:
+		return "socks5";
+	case PT_PROTO_SOCKS4:
+		return "socks4";
+	case PT_PROTO_WEBSOCKET:
+		return "websocket";
+	case PT_PROTO_UDP:
+		return "udp";
+	}
+	return "unknown";
+}
+
+static bool
+al_is_socks(enum pt_proto p)
+{
+	return p == PT_PROTO_SOCKS5 || p == PT_PROTO_SOCKS4 ||
+	    p == PT_PROTO_UDP;
+}
+
+int
+al_http_status(const struct al_rec *r)
+{
+	if (r->proto == PT_PROTO_SOCKS4)
+		return r->status == 0x5a ? 200 : r->status == 0 ? 0 : 403;
+	if (r->proto == PT_PROTO_TCP)
+		return r->error == NULL ? 200 : 502;
+	if (!al_is_socks(r->proto))
+		return r->status;
+	switch (r->status) {
+	case 0x00:
+		return r->error == NULL || r->bytes_in + r->bytes_out > 0 ?
+		    200 : 0;
+	case 0x02:
+		return 403;
+	case 0x03:
+	case 0x04:
+	case 0x05:
+		return 502;
+	case 0x06:
+		return 504;
+	case 0x07:
+	case 0x08:
+		return 501;
+	default:
+		return 500;
+	}
+}
+
+bool
+al_is_denied(const struct al_rec *r)
+{
+	int	 st = al_http_status(r);
+
+	if (r->proto == PT_PROTO_SOCKS5 && r->status == 0x01 &&
+	    r->error != NULL && strcmp(r->error, "authentication failed") == 0)
+		return true;
+	return st == 403 || st == 407;
+}
+
+/* Dotted quad without inet_ntop, which goes through sprintf. */
+static void
+al_put_v4(struct al_out *o, const unsigned char *b)
+{
+	int	 i;
+
+	for (i = 0; i < 4; i++) {
+		if (i > 0)
+			al_putc(o, '.');
+		al_put_u64(o, b[i]);
+	}
+}
+
+/* An address as text, without its port; "-" for none. */
+static void
+al_put_addr(struct al_out *o, const struct sockaddr_storage *ss)
+{
+	char			 buf[INET6_ADDRSTRLEN];
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+	if (ss == NULL || ss->ss_family == AF_UNSPEC) {
+		al_putc(o, '-');
+		return;
+	}
+	if (ss->ss_family == AF_INET) {
+		al_put_v4(o, (const unsigned char *)
+		    &((const struct sockaddr_in *)ss)->sin_addr);
+		return;
+	}
+	if (ss->ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		al_put_v4(o, &s6->sin6_addr.s6_addr[12]);
+		return;
+	}
+	if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &s6->sin6_addr, buf, sizeof(buf));
+	else
+		strcpy(buf, "-");
+	al_puts(o, buf);
+}
+
+static unsigned
+al_port_of(const struct sockaddr_storage *ss)
+{
+	if (ss == NULL)
+		return 0;
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
+}
+
+/* The path, without its query string when the options say so: the '?'
+ * stays, as Squid's strip_query_terms leaves it. */
+static struct pt_str
+al_path(const struct al_fmt_opts *o, const struct al_rec *r)
+{
+	struct pt_str	 p = r->path;
+	const char	*q;
+
+	if (!o->query && p.len > 0 &&
+	    (q = memchr(p.ptr, '?', p.len)) != NULL)
+		p.len = (size_t)(q - p.ptr) + 1;
+	return p;
+}
+
+/*
+ * The target in raw bytes, before escaping: the URI of an HTTP request
+ * ("http://host[:port]/path"), host:port for everything else. Written
+ * into <buf> (escaped later as a whole, so one budget covers it).
+ */
+static size_t
+al_target(const struct al_fmt_opts *o, const struct al_rec *r, char *buf,
+    size_t cap)
+{
+	struct al_out	 t = { buf, 0, cap };
+	struct pt_str	 path = al_path(o, r);
+	bool		 v6 = memchr(r->host.ptr != NULL ? r->host.ptr : "",
+			    ':', r->host.len) != NULL;
+	bool		 http = r->proto == PT_PROTO_HTTP ||
+			    r->proto == PT_PROTO_WEBSOCKET;
+
+	if (http && path.len > 0 && path.ptr[0] != '/') {
+		al_put(&t, path.ptr, path.len);	/* OPTIONS * */
+		return t.len;
+	}
+	if (r->host.len == 0) {
+		if (http && path.len > 0)
+			al_put(&t, path.ptr, path.len);
+		return t.len;
+	}
+	if (http)
+		al_puts(&t, "http://");
+	if (v6)
+		al_putc(&t, '[');
+	al_put(&t, r->host.ptr, r->host.len);
+	if (v6)
+		al_putc(&t, ']');
+	if (!http || r->port != 80)
+	{
+		al_putc(&t, ':');
+		al_put_u64(&t, r->port);
+	}
+	if (http)
+		al_put(&t, path.ptr, path.len);
+	return t.len;
+}
+
+/* %03d of a status (0 to 999; others as they are). */
+static void
+al_put_status(struct al_out *o, int st)
+{
+	if (st >= 0 && st < 1000)
+		al_put_digits(o, (unsigned)st, 3);
+	else
+		al_put_int(o, st);
+}
+
+/* "1796121373.045     89 ": Unix time with ms, the duration right-aligned
+ * in 6 columns (Squid's %ts.%03tu %6tr). */
+static void
+al_squid_time(struct al_out *o, uint64_t wall_ms, uint64_t dur)
+{
+	char	 buf[24];
+	size_t	 n = sizeof(buf);
+	uint64_t v = dur;
+
+	al_put_u64(o, wall_ms / 1000);
+	al_putc(o, '.');
+	al_put_digits(o, (unsigned)(wall_ms % 1000), 3);
+	al_putc(o, ' ');
+	do
+		buf[--n] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (sizeof(buf) - n < 6)
+		buf[--n] = ' ';
+	al_put(o, buf + n, sizeof(buf) - n);
+	al_putc(o, ' ');
+}
+
+static void
+al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
+    struct al_out *o)
+{
+	char		 tbuf[AL_MAX_TARGET * 2];
+	size_t		 tlen = al_target(fo, r, tbuf, sizeof(tbuf));
+	int		 st = al_http_status(r);
+	const char	*code, *method;
+	bool		 tunnel = r->proto != PT_PROTO_HTTP;
+
+	if (al_is_denied(r))
+		code = "TCP_DENIED";
+	else if (st == 0 || (!tunnel && r->method.len == 0))
+		code = "NONE_NONE";
+	else if (tunnel)
+		code = "TCP_TUNNEL";
+	else
+		code = "TCP_MISS";
+	/* Squid's own layout (logformat squid):
+	 * %ts.%03tu %6tr %>a %Ss/%03>Hs %<st %rm %ru %[un %Sh/%<a %mt */
+	al_squid_time(o, r->wall_ms, r->duration_ms);
+	al_put_addr(o, r->peer);
+	al_putc(o, ' ');
+	al_puts(o, code);
+	al_putc(o, '/');
+	al_put_status(o, st);
+	al_putc(o, ' ');
+	al_put_u64(o, r->bytes_out);
+	al_putc(o, ' ');
+	if (r->method.len > 0)
+		al_put_squid(o, r->method.ptr, r->method.len, AL_MAX_METHOD);
+	else {
+		/* Squid writes NONE for a request it could not parse. */
+		method = r->proto == PT_PROTO_UDP ? "UDP_ASSOCIATE" :
+		    r->proto == PT_PROTO_HTTP ||
+		    r->proto == PT_PROTO_WEBSOCKET ? "NONE" : "CONNECT";
+		al_puts(o, method);
+	}
+	al_putc(o, ' ');
+	if (tlen > 0)
+		al_put_squid(o, tbuf, tlen, AL_MAX_TARGET);
+	else
+		al_putc(o, '-');
+	al_putc(o, ' ');
+	if (r->user.len > 0)
+		al_put_squid(o, r->user.ptr, r->user.len, AL_MAX_USER);
+	else
+		al_putc(o, '-');
+	if (r->upstream != NULL && r->upstream->ss_family != AF_UNSPEC) {
+		al_puts(o, " HIER_DIRECT/");
+		al_put_addr(o, r->upstream);
+	} else
+		al_puts(o, " HIER_NONE/-");
+	al_puts(o, " -");
+}
+
+/* [10/Oct/2000:13:55:36 -0700], made once a second per thread. */
+static void
+al_clf_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
+    struct al_out *o)
+{
+	static __thread time_t	 sec[2] = { -1, -1 };
+	static __thread char	 text[2][40];
+	static __thread size_t	 tlen[2];
+	time_t			 now = (time_t)(wall_ms / 1000);
+	int			 l = fo->local_time;
+	struct tm		 tm;
+	long			 off, a;
+	int			 n;
+
+	if (sec[l] != now) {
+		al_time(now, fo->local_time, &tm, &off);
+		a = off < 0 ? -off : off;
+		n = snprintf(text[l], sizeof(text[l]),
+		    "[%02d/%s/%04d:%02d:%02d:%02d %c%02ld%02ld]", tm.tm_mday,
+		    al_months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec, off < 0 ? '-' : '+', a / 3600,
+		    (a / 60) % 60);
+		tlen[l] = n > 0 ? (size_t)n : 0;
+		sec[l] = now;
+	}
+	al_put(o, text[l], tlen[l]);
+}
+
+static void
+al_combined(const struct al_fmt_opts *fo, const struct al_rec *r,
+    struct al_out *o)
+{
+	char	 tbuf[AL_MAX_TARGET * 2];
+	size_t	 tlen = al_target(fo, r, tbuf, sizeof(tbuf));
+	int	 st = al_http_status(r);
+
+	/* %h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i" */
+	al_put_addr(o, r->peer);
+	al_puts(o, " - ");
+	if (r->user.len > 0)
+		al_put_quoted(o, r->user.ptr, r->user.len, AL_MAX_USER, true);
+	else
+		al_putc(o, '-');
+	al_putc(o, ' ');
+	al_clf_time(fo, r->wall_ms, o);
+	al_puts(o, " \"");
+	if (r->method.len == 0 && (r->proto == PT_PROTO_HTTP ||
+	    r->proto == PT_PROTO_WEBSOCKET)) {
+		/* No request line (Apache writes "-" too). */
+		al_puts(o, "-\" ");
+		goto status;
+	}
+	if (r->method.len > 0)
+		al_put_quoted(o, r->method.ptr, r->method.len, AL_MAX_METHOD,
+		    true);
+	else
+		al_puts(o, r->proto == PT_PROTO_UDP ? "UDP_ASSOCIATE" :
+		    "CONNECT");
+	al_putc(o, ' ');
+	if (tlen > 0)
+		al_put_quoted(o, tbuf, tlen, AL_MAX_TARGET, true);
+	else
+		al_putc(o, '-');
+	switch (r->proto) {
+	case PT_PROTO_HTTP:
+	case PT_PROTO_CONNECT:
+	case PT_PROTO_WEBSOCKET:
+		al_puts(o, " HTTP/1.1\" ");
+		break;
+	case PT_PROTO_SOCKS4:
+		al_puts(o, " SOCKS4\" ");
+		break;
+	case PT_PROTO_TCP:
+		al_puts(o, " TCP\" ");
+		break;
+	default:
+		al_puts(o, " SOCKS5\" ");
+		break;
+	}
+status:
+	al_put_status(o, st);
+	al_putc(o, ' ');
+	if (r->bytes_out > 0)
+		al_put_u64(o, r->bytes_out);
+	else
+		al_putc(o, '-');
+	al_puts(o, " \"");
+	if (r->referer.len > 0)
+		al_put_quoted(o, r->referer.ptr, r->referer.len,
+		    AL_MAX_REFERER, false);
+	else
+		al_putc(o, '-');
+	al_puts(o, "\" \"");
+	if (r->ua.len > 0)
+		al_put_quoted(o, r->ua.ptr, r->ua.len, AL_MAX_UA, false);
+	else
+		al_putc(o, '-');
+	al_putc(o, '"');
+}
+
+/* 2026-12-01T10:36:13.123Z, or with the local offset (+01:00); all but
+ * the milliseconds made once a second per thread. */
+static void
+al_iso_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
+    struct al_out *o)
+{
+	static __thread time_t	 sec[2] = { -1, -1 };
+	static __thread char	 head[2][64], tail[2][16];
+	time_t			 now = (time_t)(wall_ms / 1000);
+	int			 l = fo->local_time;
+	struct tm		 tm;
+	long			 off, a;
+
+	if (sec[l] != now) {
+		al_time(now, fo->local_time, &tm, &off);
+		snprintf(head[l], sizeof(head[l]), "%04d-%02d-%02dT%02d:%02d:%02d",
+		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec);
+		a = off < 0 ? -off : off;
+		if (!fo->local_time)
+			strcpy(tail[l], "Z");
+		else
+			snprintf(tail[l], sizeof(tail[l]), "%c%02ld:%02ld",
+			    off < 0 ? '-' : '+', (a / 3600) % 100, (a / 60) % 60);
+		sec[l] = now;
+	}
+	al_puts(o, head[l]);
+	al_putc(o, '.');
+	al_put_digits(o, (unsigned)(wall_ms % 1000), 3);
+	al_puts(o, tail[l]);
+}
+
+static void
+al_json_str(struct al_out *o, const char *key, const char *s, size_t len,
+    size_t budget)
+{
+	al_puts(o, ",\"");
+	al_puts(o, key);
+	al_puts(o, "\":");
+	if (s == NULL || len == 0) {
+		al_puts(o, "null");
+		return;
+	}
+	al_putc(o, '"');
+	al_put_json(o, s, len, budget);
+	al_putc(o, '"');
+}
+
+static void
+al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
+    struct al_out *o)
+{
+	char		 tbuf[AL_MAX_TARGET * 2];
+	size_t		 tlen = al_target(fo, r, tbuf, sizeof(tbuf));
+	struct al_out	 a;
+	char		 abuf[INET6_ADDRSTRLEN + 2];
+
+	al_puts(o, "{\"time\":\"");
+	al_iso_time(fo, r->wall_ms, o);
+	al_puts(o, "\",\"client\":\"");
+	al_put_addr(o, r->peer);
+	al_puts(o, "\",\"client_port\":");
+	al_put_u64(o, al_port_of(r->peer));
+	al_json_str(o, "listener", r->listener,
+	    r->listener != NULL ? strlen(r->listener) : 0, AL_MAX_LISTENER);
+	al_json_str(o, "user", r->user.ptr, r->user.len, AL_MAX_USER);
+	al_puts(o, ",\"proto\":\"");
+	al_puts(o, al_proto_name(r->proto));
+	al_putc(o, '"');
+	al_json_str(o, "method", r->method.ptr, r->method.len,
+	    AL_MAX_METHOD);
+	al_json_str(o, "target", tbuf, tlen, AL_MAX_TARGET);
+	al_puts(o, ",\"status\":");
+	al_put_int(o, r->status);
+	al_puts(o, ",\"bytes_in\":");
+	al_put_u64(o, r->bytes_in);
+	al_puts(o, ",\"bytes_out\":");
+	al_put_u64(o, r->bytes_out);
+	a = (struct al_out){ abuf, 0, sizeof(abuf) };
+	al_put_addr(&a, r->upstream);
+	if (a.len == 1 && abuf[0] == '-')
+		al_puts(o, ",\"upstream\":null");
+	else {
+		al_puts(o, ",\"upstream\":\"");
+		al_put(o, abuf, a.len);
+		al_puts(o, "\",\"upstream_port\":");
+		al_put_u64(o, al_port_of(r->upstream));
+	}
+	al_puts(o, ",\"duration_ms\":");
+	al_put_u64(o, r->duration_ms);
+	al_json_str(o, "label", r->label.ptr, r->label.len, AL_MAX_LABEL);
+	al_json_str(o, "error", r->error,
+	    r->error != NULL ? strlen(r->error) : 0, AL_MAX_ERROR);
+	al_puts(o, ",\"worker\":");
+	al_put_int(o, r->worker);
+	al_puts(o, ",\"txn\":");
+	al_put_u64(o, r->txn);
+	al_json_str(o, "user_agent", r->ua.ptr, r->ua.len, AL_MAX_UA);
+	al_json_str(o, "referer", r->referer.ptr, r->referer.len,
+	    AL_MAX_REFERER);
+	al_putc(o, '}');
+}
+
+static size_t
+al_end(struct al_out *o)
+{
+	o->p[o->len++] = '\n';
+	return o->len;
+}
+
+size_t
+al_fmt(const struct al_fmt_opts *fo, const struct al_rec *r, char *out,
+    size_t cap)
+{
+	struct al_out	 o = { out, 0, cap };
+
+	switch (fo->format) {
+	case AL_FMT_SQUID:
+		al_squid(fo, r, &o);
+		break;
+	case AL_FMT_COMBINED:
+		al_combined(fo, r, &o);
+		break;
+	case AL_FMT_JSON:
+		al_json(fo, r, &o);
+		break;
+	}
+	return al_end(&o);
+}
+
+size_t
+al_fmt_dropped(const struct al_fmt_opts *fo, uint64_t wall_ms, int worker,
+    uint64_t n, char *out, size_t cap)
+{
+	struct al_out	 o = { out, 0, cap };
+
+	switch (fo->format) {
+	case AL_FMT_SQUID:
+		/* A record analysers can read and skip: no client, no
+		 * bytes, a method no request has. */
+		al_printf(&o, "%" PRIu64 ".%03u %6d - NONE_NONE/000 0 "
+		    "ACCESSLOG_DROPPED dropped=%" PRIu64 ",worker=%d - "
+		    "HIER_NONE/- -", wall_ms / 1000,
+		    (unsigned)(wall_ms % 1000), 0, n, worker);
+		break;
+	case AL_FMT_COMBINED:
+		al_puts(&o, "- - - ");
+		al_clf_time(fo, wall_ms, &o);
+		al_printf(&o, " \"ACCESSLOG_DROPPED dropped=%" PRIu64
+		    ",worker=%d -\" 000 - \"-\" \"-\"", n, worker);
+		break;
+	case AL_FMT_JSON:
+		al_puts(&o, "{\"time\":\"");
+		al_iso_time(fo, wall_ms, &o);
+		al_printf(&o, "\",\"event\":\"dropped\",\"dropped\":%" PRIu64
+		    ",\"worker\":%d}", n, worker);
+		break;
+	}
+	return al_end(&o);
+}
