@@ -5,7 +5,7 @@ Client certificates as authentication: a TLS listener with client_ca
 verifies the client's certificate in the handshake and the certificate's
 subject CN becomes the connection's user (pt_req_set_user), which the
 real acl module judges (only alice is allowed) and LOG sees (the test
-module hookrec records it). curl --proxy-cert/--proxy-key and openssl
+module hookrec records it, and the real accesslog module writes it). curl --proxy-cert/--proxy-key and openssl
 s_client are the clients.
 
 - client_verify "require" (the default), with a CRL:
@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 import tlstest as T  # noqa: E402
+import accesslogtest as AL  # noqa: E402
 
 ACL_SO = os.path.join(ptest.BUILDDIR, "modules", "acl", ".libs", "acl.so")
 
@@ -86,11 +87,15 @@ def main(t):
         T.listener(opt_port, cert, key, name="opt",
                    extra='client_ca = "%s"; client_verify = "optional"; '
                    'user_field = "CN";' % cl.pem)])
+    alog = t.path("access.json")
     mods = (', { name = "acl"; path = "%s"; default = "deny"; '
             'allow_private = true;\n  rules = ( { name = "alice"; '
             'action = "allow"; user = [ "alice" ]; } ); },\n'
             '  { name = "hookrec"; path = "%s/hookrec.so"; record = "%s"; }'
             % (ACL_SO, ptest.TESTMODDIR, rec))
+    if AL.missing() is None:
+        mods += ',\n  ' + AL.module(['file = "%s"; format = "json";'
+                                     ' flush = 10;' % alog])
     p = t.portico(T.conf(t, lst, log_level="debug", modules_extra=mods))
     w0 = p.workers()
     url = o.url + "/echo?id=%s"
@@ -112,6 +117,19 @@ def main(t):
     users = ptest.wait_for(lambda: len(log_users(rec, "")) >= 2 and
                            log_users(rec, ""), ptest.bound(5)) or []
     t.check(users[-1:] == ["bob"], "LOG sees user=bob", users)
+
+    # the real access log names the users too
+    if AL.missing() is None:
+        recs = AL.wait_json(alog, lambda rs: len(rs) >= 2)
+        users = [(r.get("user"), r.get("status")) for r in recs
+                 if "id=alice" in r.get("target", "") or
+                 "id=bob" in r.get("target", "")]
+        t.check(users == [("alice", 200), ("bob", 403)],
+                "the accesslog module's records name alice (200) and bob "
+                "(403)", recs[-3:])
+    else:
+        t.skip("the access log names the certificate's user",
+               AL.missing())
 
     # bob's certificate with alice's name in Basic credentials
     rc, st, err = curl(req_port, ca.pem, url % "claim", bob,
