@@ -1545,6 +1545,10 @@ http_on_auth(struct pt_conn *c, enum pt_verdict v)
 	c->c_req.password.len = 0;
 	if (target_refused(c, PT_PHASE_AUTH, v))
 		return;
+	/* A name no module judged is only a claim: later phases (an ACL's
+	 * user rules) and the log must not take it for a user. */
+	if (!phase_applies(c, PT_PHASE_AUTH))
+		req_user_reset(c);
 	target_access(c);
 }
 

@@ -95,6 +95,17 @@ phase_has_hooks(enum pt_phase phase)
 }
 
 bool
+phase_applies(const struct pt_conn *c, enum pt_phase phase)
+{
+	int	 i;
+
+	for (i = 0; i < phase_nhooks[phase]; i++)
+		if (!(c->c_mod_skip & phase_hooks[phase][i].mod_bit))
+			return true;
+	return false;
+}
+
+bool
 phase_any_hooks(void)
 {
 	return phase_nmods > 0;

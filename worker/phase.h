@@ -19,6 +19,9 @@ size_t		 phase_init(const struct pt_config *conf);
 void		 phase_fini(void);
 /* True when some module hooks <phase> (the core may skip work if not). */
 bool		 phase_has_hooks(enum pt_phase phase);
+/* Whether a hook of <phase> runs for <c>: one of a module that applies
+ * to its listener. */
+bool		 phase_applies(const struct pt_conn *c, enum pt_phase phase);
 /* True when any module hooks any phase. */
 bool		 phase_any_hooks(void);
 /*

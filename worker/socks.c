@@ -36,6 +36,7 @@
 #include "worker/buf.h"
 #include "worker/dns.h"
 #include "worker/phase.h"
+#include "worker/req.h"
 #include "worker/pool.h"
 #include "worker/relay.h"
 #include "worker/socks_parse.h"
@@ -361,6 +362,10 @@ socks_on_auth(struct pt_conn *c, enum pt_verdict v)
 	c->c_req.password.len = 0;
 	if (target_refused(c, PT_PHASE_AUTH, v))
 		return;
+	/* Credentials offered where no module judges them (a client that
+	 * chose username/password unasked) name no user. */
+	if (!phase_applies(c, PT_PHASE_AUTH))
+		req_user_reset(c);
 	socks_reply_then(c, ok, sizeof(ok), SN_READ, SS_REQUEST);
 }
 
@@ -448,11 +453,9 @@ socks_parse_one(struct pt_conn *c)
 				    "SOCKS4 command not supported");
 				return false;
 			}
-			if (r4.userid.len > 0) {
-				memcpy(s->cred, r4.userid.ptr, r4.userid.len);
-				c->c_req.user.ptr = s->cred;
-				c->c_req.user.len = r4.userid.len;
-			}
+			/* The USERID is the client's claim, checked by
+			 * nothing (a listener whose module checks
+			 * credentials refuses SOCKS4 above): no user. */
 			socks_take_dest(c, &r4.dest);
 			socks_consume(s, r4.len);
 			socks_request(c);

@@ -116,7 +116,12 @@ struct pt_req {
 	struct pt_str		 method;	/* HTTP method, or empty */
 	struct pt_str		 host;		/* target as the client named it */
 	uint16_t		 port;
-	struct pt_str		 user;		/* after AUTH, or empty */
+	/* From AUTH on: a user some module verified, or empty. AUTH hooks
+	 * see the name the client offered (Basic, RFC 1929); when no AUTH
+	 * hook applies to the listener that name is dropped after AUTH,
+	 * and a SOCKS4 USERID is never a user: a name nobody checked is
+	 * only a claim. A user set with pt_req_set_user stays. */
+	struct pt_str		 user;
 	struct pt_str		 password;	/* during AUTH only */
 	struct sockaddr_storage	 peer;		/* client address */
 	struct sockaddr_storage	 local;		/* our address on the client leg */

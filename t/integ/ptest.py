@@ -148,6 +148,12 @@ NEEDS = {
               r"(?i)\bsquid program"),
     "squid_ncsa": ("Squid's basic_ncsa_auth (Debian package squid) and "
                    "htpasswd (apache2-utils)", r"basic_ncsa_auth|htpasswd"),
+    "tls.so": ("the tls module built (configure found OpenSSL 3 libssl)",
+               r"tls\.so"),
+    "openssl": ("the openssl program (Debian package openssl)",
+                r"(?i)\bopenssl program"),
+    "chromium": ("Debian's chromium (headless) in PATH",
+                 r"(?i)\bchromium program"),
 }
 
 

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The tls module: a transport that puts TLS (OpenSSL 3) between a
+ * listener's clients and the core, which then serves HTTP (CONNECT and
+ * WebSocket included), SOCKS or TCP inside it as on a plain socket: an
+ * HTTPS proxy, as `curl --proxy https://...` and browsers speak to.
+ *
+ * Everything here runs in the workers, on their loop, never blocking:
+ * each call makes one attempt and maps OpenSSL's WANT_READ/WANT_WRITE to
+ * -EAGAIN with the epoll event it waits for; bytes OpenSSL decrypted but
+ * not yet handed out are reported through pending(). The core bounds the
+ * handshake with header_timeout. What this file does not do: load
+ * certificates or read the configuration (tls_conf.c, in the master
+ * before the fork).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "modules/tls/tls.h"
+
+/* Per connection, in the core's slot (zeroed at accept). */
+struct tls_conn {
+	SSL	*ssl;		/* from the first handshake call */
+	bool	 done;		/* handshake finished */
+	bool	 broken;	/* a fatal error: send nothing more */
+	bool	 shut;		/* our close_notify is out */
+	char	*user;		/* the certificate's, or NULL */
+	size_t	 user_len;
+};
+
+/* What one failed OpenSSL call means for the core: -EAGAIN with the
+ * event to wait for in *want, 0 for a clean end of stream (reads), or
+ * -errno. <err> is the errno the call left. */
+static int
+tls_map(struct pt_conn *c, struct tls_conn *t, int rc, int err,
+    uint32_t *want, const char *op)
+{
+	char	 why[160];
+
+	switch (SSL_get_error(t->ssl, rc)) {
+	case SSL_ERROR_WANT_READ:
+		*want = EPOLLIN;
+		return -EAGAIN;
+	case SSL_ERROR_WANT_WRITE:
+		*want = EPOLLOUT;
+		return -EAGAIN;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		t->broken = true;
+		return err != 0 ? -err : -ECONNRESET;
+	default:
+		t->broken = true;
+		/* A handshake failure is logged by its caller, once. */
+		if (t->done) {
+			ERR_error_string_n(ERR_peek_error(), why, sizeof(why));
+			pt_clog(c, PT_LOG_INFO, "tls: %s: %s", op, why);
+		}
+		return -EPROTO;
+	}
+}
+
+/*
+ * A verified client certificate names the connection's user: subject
+ * field <nid> of it (UTF-8) goes to pt_req_set_user, so later phases (an
+ * ACL's user rules, LOG) see it. Returns the name (OPENSSL_free it), or
+ * NULL when there is none: no certificate, no such field, an empty one
+ * or one with a control character. Cut at PT_NAME_MAX bytes.
+ */
+static char *
+tls_client_user(struct pt_conn *c, SSL *ssl, int nid)
+{
+	X509		*peer;
+	X509_NAME_ENTRY	*e;
+	unsigned char	*utf8 = NULL;
+	int		 i, n;
+
+	if (nid == NID_undef || (peer = SSL_get0_peer_certificate(ssl)) ==
+	    NULL || SSL_get_verify_result(ssl) != X509_V_OK)
+		return NULL;
+	i = X509_NAME_get_index_by_NID(X509_get_subject_name(peer), nid, -1);
+	if (i < 0 || (e = X509_NAME_get_entry(X509_get_subject_name(peer), i))
+	    == NULL || (n = ASN1_STRING_to_UTF8(&utf8,
+	    X509_NAME_ENTRY_get_data(e))) <= 0) {
+		OPENSSL_free(utf8);
+		return NULL;
+	}
+	/* A name that would break a log line (or hide in one) is none. */
+	for (i = 0; i < n; i++) {
+		if (utf8[i] < 0x20 || utf8[i] == 0x7f) {
+			OPENSSL_free(utf8);
+			return NULL;
+		}
+	}
+	if (n > PT_NAME_MAX)
+		n = PT_NAME_MAX;	/* what the core keeps */
+	utf8[n] = '\0';
+	pt_req_set_user(c, (const char *)utf8, (size_t)n);
+	return (char *)utf8;
+}
+
+/* " ktls=tx,rx" (or one of them) when the kernel does the record layer,
+ * " ktls=off" when it was asked for and could not, "" otherwise. */
+static const char *
+tls_ktls_fmt(SSL *ssl)
+{
+	bool	 tx = BIO_get_ktls_send(SSL_get_wbio(ssl));
+	bool	 rx = BIO_get_ktls_recv(SSL_get_rbio(ssl));
+
+	if (tx && rx)
+		return " ktls=tx,rx";
+	if (tx || rx)
+		return tx ? " ktls=tx" : " ktls=rx";
+	return (SSL_get_options(ssl) & SSL_OP_ENABLE_KTLS) ? " ktls=off" : "";
+}
+
+static int
+tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
+{
+	struct tls_conn		*t = tctx;
+	const struct tls_lconf	*lc;
+	const char		*sni, *why;
+	char			*user;
+	int			 rc, err;
+
+	if (t->ssl == NULL) {
+		if ((lc = pt_conn_listener_ctx(c, &pt_module_tls)) == NULL)
+			return -EINVAL;
+		ERR_clear_error();
+		if ((t->ssl = SSL_new(lc->ctx[0])) == NULL)
+			return -ENOMEM;
+		if (SSL_set_fd(t->ssl, fd) != 1)
+			return -ENOMEM;
+		SSL_set_accept_state(t->ssl);
+	}
+	ERR_clear_error();
+	errno = 0;
+	rc = SSL_do_handshake(t->ssl);
+	err = errno;
+	if (rc == 1) {
+		t->done = true;
+		pt_counter_add(tls_ctr_handshakes, 1);
+		lc = pt_conn_listener_ctx(c, &pt_module_tls);
+		user = lc != NULL ? tls_client_user(c, t->ssl, lc->user_nid) :
+		    NULL;
+		sni = SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
+		pt_clog(c, PT_LOG_DEBUG, "tls: %s %s%s%s%s%s%s%s",
+		    SSL_get_version(t->ssl), SSL_get_cipher_name(t->ssl),
+		    SSL_session_reused(t->ssl) ? " resumed" : "",
+		    sni != NULL ? " sni=" : "", sni != NULL ? sni : "",
+		    user != NULL ? " user=" : "", user != NULL ? user : "",
+		    tls_ktls_fmt(t->ssl));
+		t->user = user;
+		t->user_len = user != NULL ? strlen(user) : 0;
+		return 0;
+	}
+	rc = tls_map(c, t, rc, err, want, "handshake");
+	if (rc == 0)
+		rc = -ECONNRESET;	/* the client closed in the middle */
+	if (rc != -EAGAIN) {
+		why = rc == -EPROTO ?
+		    ERR_reason_error_string(ERR_peek_error()) : strerror(-rc);
+		pt_clog(c, PT_LOG_INFO, "tls: handshake failed: %s",
+		    why != NULL ? why : "protocol error");
+	}
+	return rc;
+}
+
+static ssize_t
+tls_read(struct pt_conn *c, int fd, void *tctx, void *buf, size_t len,
+    uint32_t *want)
+{
+	struct tls_conn	*t = tctx;
+	size_t		 n;
+	int		 rc, err;
+
+	ERR_clear_error();
+	errno = 0;
+	rc = SSL_read_ex(t->ssl, buf, len, &n);
+	err = errno;
+	if (rc == 1)
+		return (ssize_t)n;
+	return tls_map(c, t, rc, err, want, "read");
+}
+
+static ssize_t
+tls_write(struct pt_conn *c, int fd, void *tctx, const void *buf,
+    size_t len, uint32_t *want)
+{
+	struct tls_conn	*t = tctx;
+	size_t		 n;
+	int		 rc, err;
+
+	if (len == 0)
+		return 0;
+	ERR_clear_error();
+	errno = 0;
+	rc = SSL_write_ex(t->ssl, buf, len, &n);
+	err = errno;
+	if (rc == 1)
+		return (ssize_t)n;
+	rc = tls_map(c, t, rc, err, want, "write");
+	return rc == 0 ? -EPIPE : rc;
+}
+
+static size_t
+tls_pending(struct pt_conn *c, void *tctx)
+{
+	struct tls_conn	*t = tctx;
+
+	/* Only decrypted bytes: a partial record in OpenSSL's buffer needs
+	 * the socket, and reporting it would have the core spin. */
+	return t->ssl != NULL ? (size_t)SSL_pending(t->ssl) : 0;
+}
+
+/*
+ * Our close_notify, then the TCP FIN behind it. We do not wait for the
+ * client's close_notify: the core reads the client until its own EOF
+ * anyway. SSL_shutdown resumes a close_notify that a full socket cut
+ * short when called again (-EAGAIN until then).
+ */
+static int
+tls_shutdown(struct pt_conn *c, int fd, void *tctx)
+{
+	struct tls_conn	*t = tctx;
+	uint32_t	 want = 0;
+	int		 rc, err;
+
+	if (t->ssl != NULL && t->done && !t->broken && !t->shut) {
+		ERR_clear_error();
+		errno = 0;
+		rc = SSL_shutdown(t->ssl);
+		err = errno;
+		if (rc < 0) {
+			rc = tls_map(c, t, rc, err, &want, "shutdown");
+			/* WANT_READ cannot happen before our alert is out;
+			 * count it as out. */
+			if (rc == -EAGAIN && want == EPOLLOUT)
+				return -EAGAIN;
+			if (rc < 0 && rc != -EAGAIN)
+				return rc;
+		}
+		t->shut = true;
+	}
+	return shutdown(fd, SHUT_WR) < 0 ? -errno : 0;
+}
+
+static void
+tls_free(struct pt_conn *c, void *tctx)
+{
+	struct tls_conn	*t = tctx;
+
+	if (t->ssl == NULL)
+		return;
+	/*
+	 * The end of a connection the core closes without a half-close (an
+	 * HTTP keep-alive connection, a timeout): one attempt at a
+	 * close_notify so the client can tell it from a truncation; a full
+	 * socket just loses it.
+	 */
+	if (t->done && !t->broken && !t->shut &&
+	    !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN)) {
+		ERR_clear_error();
+		SSL_shutdown(t->ssl);
+	}
+	if (!t->done)
+		pt_counter_add(tls_ctr_failed, 1);
+	ERR_clear_error();
+	SSL_free(t->ssl);
+	t->ssl = NULL;
+	OPENSSL_free(t->user);
+	t->user = NULL;
+}
+
+/*
+ * AUTH, before any credential checker (priority -1000): a connection whose
+ * client certificate named a user keeps that user. The core takes the
+ * user of Basic (or RFC 1929) credentials as given, and without this a
+ * client holding bob's certificate could claim alice's name; put back,
+ * the certificate's user meets a checker with the password sent for
+ * another name, and is refused there.
+ */
+static enum pt_verdict
+tls_on_auth(struct pt_conn *c, struct pt_req *req, void *modctx)
+{
+	struct tls_conn	*t = pt_conn_ctx(c, &pt_module_tls);
+
+	if (t == NULL || t->user == NULL || (req->user.len == t->user_len &&
+	    memcmp(req->user.ptr, t->user, t->user_len) == 0))
+		return PT_VERDICT_CONTINUE;
+	pt_clog(c, PT_LOG_INFO, "tls: credentials for another user ignored: "
+	    "the client certificate names \"%s\"", t->user);
+	pt_req_set_user(c, t->user, t->user_len);
+	return PT_VERDICT_CONTINUE;
+}
+
+static const struct pt_hook tls_hooks[] = {
+	{ PT_PHASE_AUTH, -1000, tls_on_auth },
+	{ 0, 0, NULL }
+};
+
+static const struct pt_transport tls_transport = {
+	.name = "tls",
+	.handshake = tls_handshake,
+	.read = tls_read,
+	.write = tls_write,
+	.shutdown = tls_shutdown,
+	.free = tls_free,
+	.pending = tls_pending,
+};
+
+PT_API const struct pt_module pt_module_tls = {
+	PT_MODULE_INIT,
+	.name = "tls",
+	.conf = tls_conf,
+	.hooks = tls_hooks,
+	.transport = &tls_transport,
+	.conn_ctx_size = sizeof(struct tls_conn),
+	.listener_conf = tls_listener_conf,
+	.listener_conf_free = tls_listener_conf_free,
+};
