@@ -390,7 +390,7 @@ al_writer_start(struct al_writer **out, struct al_sink *sinks, size_t n)
 void
 al_writer_stop(struct al_writer *wr, unsigned wait_ms)
 {
-	uint64_t	 until = al_wall_ms() + wait_ms, d, e;
+	uint64_t	 until = al_wall_ms() + wait_ms, d, e, left;
 	struct al_sink	*s;
 	size_t		 i;
 	bool		 idle;
@@ -437,8 +437,13 @@ al_writer_stop(struct al_writer *wr, unsigned wait_ms)
 		if (s->wr != wr)
 			continue;
 		if (s->busy) {
+			/* A thread stopped while waiting to try again has not
+			 * counted what it still held: that is dropped too. */
+			left = !s->t_done && s->ooff < s->olen ?
+			    al_count_lines(s->obuf + s->ooff, s->olen -
+			    s->ooff) : 0;
 			al_writer_collect_locked(s, &d, &e);
-			al_writer_count(s, d, e);
+			al_writer_count(s, d + left, e);
 		}
 		free(s->obuf);
 		s->obuf = NULL;
