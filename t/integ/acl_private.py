@@ -17,9 +17,10 @@ mapped.test to ::ffff:127.0.0.1 only.
   the echo server see none of it; so are SOCKS5 names (ATYP 3)
   "127.0.0.1" and "localhost". fieldrec, loaded after acl, sees the label
   "private" at LOG; with log_level debug the core's error log has a
-  "denied" line for each refusal; the master's totals count acl_private
-  for each; a tcp listener forwarding to 127.0.0.1 (the operator's own
-  destination) relays;
+  "denied" line for each refusal, the access log (the accesslog module,
+  json) a record labelled "private"; the master's totals count
+  acl_private for each; a tcp listener forwarding to 127.0.0.1 (the
+  operator's own destination) relays;
 - allow_private = true: the same requests pass (200, REP 0, CD 0x5A);
 - allow_private false with an allowing rule whose dst lies inside the
   private range (127.0.0.1/32, 127.0.0.0/8): they pass, with that rule's
@@ -41,6 +42,7 @@ import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 import sockstest as S  # noqa: E402
 import acltest as ACL  # noqa: E402
+import accesslogtest as AL  # noqa: E402
 import authtest as A  # noqa: E402
 
 
@@ -49,7 +51,7 @@ class Env:
 
 
 def start(t, e, name, rules=None, default="allow", allow_private=None,
-          log_level="info"):
+          log_level="info", access_log=None):
     hport, sport = ptest.free_port(), ptest.free_port()
     e.tport = ptest.free_port()
     rec = t.path(name + ".rec")
@@ -59,7 +61,9 @@ def start(t, e, name, rules=None, default="allow", allow_private=None,
                       ACL.socks_listener("s", sport), tcp],
                   [ACL.acl_entry(rules, default=default,
                                  allow_private=allow_private),
-                   ACL.fieldrec_entry(rec)],
+                   ACL.fieldrec_entry(rec)] + (
+                       [AL.module(['file = "%s"; format = "json";' %
+                                   access_log])] if access_log else []),
                   log=name + ".log", dns=e.dns, log_level=log_level)
     names = [r["name"] for r in rules or [] if "name" in r]
     j = ACL.Judge(t, e.o, hport, rec, secret=names + ["private"])
@@ -130,7 +134,12 @@ def main(t):
 
 
 def refused_default(t, e):
-    p, j, hport, sport = start(t, e, "private", log_level="debug")
+    al = t.path("access.json") if not AL.missing() else None
+    if al is None:
+        t.check(False, "accesslog.so is built (always: it needs no "
+                "library)", AL.missing())
+    p, j, hport, sport = start(t, e, "private", log_level="debug",
+                               access_log=al)
     w0 = p.workers()
     lbl = "allow_private left out: "
     n = 0
@@ -197,6 +206,17 @@ def refused_default(t, e):
     tot = ACL.totals(p)
     t.check(tot.get("acl_private") == n, lbl + "the master's totals: "
             "acl_private=%d" % n, tot)
+    if al is not None:
+        recs, bad = AL.json_records(al)
+        recs = AL.transactions(recs)
+        priv = [r for r in recs if r.get("label") == "private"]
+        http = [r for r in priv if r.get("proto") == "http"]
+        t.check(len(priv) == n and not bad and http and
+                all(r.get("status") == 403 for r in http),
+                lbl + "the access log (accesslog, json) has %d records "
+                "labelled \"private\", the HTTP ones with status 403" % n,
+                ["%d labelled private; bad lines %r" % (len(priv), bad)] +
+                [str(r) for r in recs[:30]])
 
 
 def allowed_all(t, e):

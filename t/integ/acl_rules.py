@@ -60,14 +60,15 @@ the decision label at LOG.
   upgrade, raw SOCKS5/SOCKS4 clients, a tcp forwarding listener);
 - a mixed libconfig list port = ( N, "lo-hi" ) is accepted;
 - user with the real auth module (skipped without auth.so): a named user
-  is refused with 403 (not 407) over HTTP, REP 0x02 over SOCKS5, "*"
-  refuses any authenticated user on the listener where credentials are
-  optional and lets the anonymous one through;
+  is refused with 403 (not 407) over HTTP, REP 0x02 over SOCKS5; "*"
+  refuses an authenticated user, not an anonymous request, nor one
+  whose credentials no module verified (auth = { required = false; });
 - the master's totals: acl_denied counts the refusals; for ten plain
   requests, acl_allowed and acl_denied count one each.
 """
 import base64
 import os
+import re
 import sys
 import threading
 
@@ -952,8 +953,8 @@ def with_auth(t, dns):
     main_port, open_port, socks = (ptest.free_port() for _ in range(3))
     echo = t.echo_server()
     rules = [dict(name="no-mallory", action="deny", user="mallory"),
-             dict(name="no-users-open", action="deny", user="*",
-                  listener="open")]
+             dict(name="no-user-put", action="deny", user="*",
+                  method="PUT")]
     auth = '{ name = "auth"; path = "%s"; userlist = "%s"; }' % (
         A.AUTH_SO, ulist)
     p = ACL.start(t, [ACL.http_listener("main", main_port),
@@ -966,8 +967,16 @@ def with_auth(t, dns):
     w0 = p.workers()
     url = "http://plain.test:%d/auth/%%s" % o.port
 
-    def curl(port, tag, who):
-        st, head = A.curl_head(port, url % tag, who)
+    def curl(port, tag, who, method=None):
+        if method is None:
+            st, head = A.curl_head(port, url % tag, who)
+        else:
+            cp = H.curl(["-D", "-", "-o", "/dev/null", "-X", method, "-x",
+                         "http://127.0.0.1:%d" % port] +
+                        (["-U", who] if who else []) + [url % tag])
+            head = cp.stdout.decode("latin-1")
+            m = re.match(r"HTTP/1\.1 (\d{3})", head)
+            st = int(m.group(1)) if m else 0
         return st, head, bool(o.reqs_for("/auth/" + tag))
 
     st, head, seen = curl(main_port, "bob", "bob:b-pw")
@@ -980,16 +989,19 @@ def with_auth(t, dns):
     st, head, seen = curl(main_port, "nocred", None)
     t.check(st == 407 and not seen, "auth + acl: no credentials where "
             "they are required: still 407 (auth comes first)", head)
-    st, head, seen = curl(open_port, "anon", None)
-    t.check(st == 200 and seen, "auth + acl: user = \"*\" on listener "
-            "open: an anonymous request passes", head)
+    st, head, seen = curl(main_port, "put", "bob:b-pw", "PUT")
+    t.check(st == 403 and not seen, "auth + acl: user = \"*\" (and PUT): "
+            "bob, authenticated, gets 403 for a PUT", head)
+    st, head, seen = curl(open_port, "anon", None, "PUT")
+    t.check(st == 200 and seen, "auth + acl: user = \"*\" (and PUT): an "
+            "anonymous PUT where credentials are optional passes", head)
     # No module checks credentials on "open" (auth does not apply
     # there): a name sent there is a claim, not a user, so user = "*"
     # does not match it, whatever the password.
-    st, head, seen = curl(open_port, "named", "bob:not-his-password")
-    t.check(st == 200 and seen, "auth + acl: user = \"*\" on listener "
-            "open, where auth does not apply: credentials nobody checks "
-            "make no user (200 with a wrong password)", head)
+    st, head, seen = curl(open_port, "named", "bob:not-his-password", "PUT")
+    t.check(st == 200 and seen, "auth + acl: user = \"*\" (and PUT) on "
+            "listener open, where auth does not apply: credentials nobody "
+            "checks make no user (200 with a wrong password)", head)
     rep, c = S.connect5(socks, "plain.test", echo.port, auth=("bob", "b-pw"))
     ok, _ = S.echo_check(c, b"bob") if S.ok5(rep) else (False, None)
     c.close()
