@@ -460,8 +460,9 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 	if ((m = config_setting_get_member(e, "name")) != NULL) {
 		if ((name = config_setting_get_string(m)) == NULL ||
 		    !acl_label_ok(name))
-			return acl_fail(p, m, "name: 1-64 of A-Z a-z 0-9 . _ "
-			    ": -");
+			return acl_fail(p, m, "name: \"%.64s\" is not 1-64 of "
+			    "A-Z a-z 0-9 . _ : -", name != NULL ? name :
+			    "(not a string)");
 		snprintf(p->rule, sizeof(p->rule), "rule %zu (\"%s\")",
 		    idx + 1, name);
 	}
@@ -472,7 +473,8 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 	action = config_setting_get_string(m);
 	if (action == NULL || (strcmp(action, "allow") != 0 &&
 	    strcmp(action, "deny") != 0))
-		return acl_fail(p, m, "action: \"allow\" or \"deny\"");
+		return acl_fail(p, m, "action: \"%.32s\" is not \"allow\" or "
+		    "\"deny\"", action != NULL ? action : "(not a string)");
 	r->allow = action[0] == 'a';
 	if (name != NULL)
 		snprintf(label, sizeof(label), "%s", name);
@@ -501,7 +503,9 @@ acl_top(struct acl_parse *p, struct acl_conf *ac,
 		v = config_setting_get_string(m);
 		if (v == NULL || (strcmp(v, "allow") != 0 &&
 		    strcmp(v, "deny") != 0))
-			return acl_fail(p, m, "default: \"allow\" or \"deny\"");
+			return acl_fail(p, m, "default: \"%.32s\" is not "
+			    "\"allow\" or \"deny\"", v != NULL ? v :
+			    "(not a string)");
 		ac->default_allow = v[0] == 'a';
 	}
 	if ((m = config_setting_get_member(node, "allow_private")) != NULL) {
