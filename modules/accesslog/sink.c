@@ -186,7 +186,7 @@ al_sink_io_stop(struct al_sink *s)
 void
 al_sink_fini(struct al_sink *s)
 {
-	uint64_t	 until;
+	uint64_t	 until, now, ms;
 	struct pollfd	 pfd;
 	bool		 waiting;
 
@@ -202,21 +202,25 @@ al_sink_fini(struct al_sink *s)
 	}
 	/* The worker is leaving: a slow reader gets a short grace, so
 	 * that a graceful stop loses nothing a live reader would take. A
-	 * log that fails (a reader gone: EPIPE, a full disk) is tried once:
-	 * poll() says such a descriptor is ready at once, and retrying it
-	 * would only spin and count errors for the whole grace. */
+	 * log that fails (a reader gone: EPIPE, a full disk) is tried again
+	 * every flush ms, as the writer thread does: poll() says such a
+	 * descriptor is ready at once, and retrying it at once would spin
+	 * and count an error each time for the whole grace. */
 	until = al_wall_ms() + AL_EXIT_WAIT_MS;
 	for (;;) {
 		al_sink_note_dropped(s);
 		al_sink_flush(s);
 		waiting = s->io_on;	/* EAGAIN: a slow reader */
 		al_sink_io_stop(s);
-		if (!waiting || (s->len == 0 && s->dropped == 0) ||
-		    al_wall_ms() >= until)
+		now = al_wall_ms();
+		if ((s->len == 0 && s->dropped == 0) || now >= until)
 			break;
 		pfd.fd = s->fd;
 		pfd.events = POLLOUT;
-		if (poll(&pfd, 1, 20) < 0 && errno != EINTR)
+		ms = waiting ? 20 : s->lc->flush_ms;
+		if (ms > until - now)
+			ms = until - now;
+		if (poll(&pfd, waiting ? 1 : 0, (int)ms) < 0 && errno != EINTR)
 			break;
 	}
 release:

@@ -123,17 +123,17 @@ al_writer_try(struct al_writer *wr, struct al_sink *s)
 			}
 			s->fd = fd;
 		}
+		cut = 0;
 		w = s->lc->kind == AL_SYSLOG ?
 		    al_write_dgram(s->fd, s->obuf + s->ooff,
 		    s->olen - s->ooff) :
-		    al_write_fd(s->fd, s->stream, &s->t_torn, (cut = 0, &cut),
+		    al_write_fd(s->fd, s->stream, &s->t_torn, &cut,
 		    s->obuf + s->ooff, s->olen - s->ooff);
 		/* A cut dropped-count line is no record lost. */
-		if (s->lc->kind != AL_SYSLOG && cut > 0 && w > 0 &&
-		    al_is_note_end(s->onotes, s->onnotes, s->ooff + (size_t)w))
+		if (cut > 0 && w > 0 && al_is_note_end(s->onotes, s->onnotes,
+		    s->ooff + (size_t)w))
 			cut--;
-		if (s->lc->kind != AL_SYSLOG)
-			s->t_dropped += cut;
+		s->t_dropped += cut;
 		if (w > 0) {
 			s->ooff += (size_t)w;
 			if (s->t_failing) {
