@@ -22,6 +22,8 @@
 #define AL_FLUSH_DEFAULT	100		/* ms */
 #define AL_SYSLOG_DEFAULT	"/dev/log"
 #define AL_EXIT_WAIT_MS		200		/* at exit, for a slow reader */
+/* Dropped-count lines a buffer may hold at once (more wait for room). */
+#define AL_NOTES_MAX		4
 /* Room kept for a record's syslog header. */
 #define AL_HDR_MAX		192
 /* The User-Agent and Referer kept from AUTH for LOG, in raw bytes. */
@@ -69,6 +71,11 @@ struct al_sink {
 	char			*buf;
 	size_t			 len, cap;
 	uint64_t		 dropped;	/* not yet reported in the log */
+	/* Where the dropped-count lines in buf end: those lines are no
+	 * records, so one that is lost is not counted as a dropped record
+	 * (its count was counted when the records were dropped). */
+	size_t			 notes[AL_NOTES_MAX];
+	unsigned		 nnotes;
 	struct pt_timer		 timer;
 	bool			 timer_on;
 	struct pt_io		 io;
@@ -88,6 +95,8 @@ struct al_sink {
 	struct al_writer	*wr;
 	char			*obuf;
 	size_t			 olen, ooff;	/* ooff: written so far */
+	size_t			 onotes[AL_NOTES_MAX];	/* notes, of obuf */
+	unsigned		 onnotes;
 	uint64_t		 retry_at;	/* the thread's, after an error */
 	bool			 busy;		/* worker's */
 	bool			 t_done;	/* under wr->mu */
@@ -155,6 +164,14 @@ uint64_t	 al_wall_ms(void);
 int		 al_syslog_connect(const char *path);
 size_t		 al_whole_lines(const char *buf, size_t len, size_t max);
 size_t		 al_count_lines(const char *buf, size_t len);
+/* Any thread: the records (lines that are not dropped-count lines) of
+ * buf[from..to), <notes> the end offsets of the buffer's dropped-count
+ * lines. */
+uint64_t	 al_count_records(const char *buf, size_t from, size_t to,
+		    const size_t *notes, unsigned nnotes);
+/* Any thread: whether a dropped-count line ends at <end>. */
+bool		 al_is_note_end(const size_t *notes, unsigned nnotes,
+		    size_t end);
 /* Any thread: one non-blocking write of whole lines to a file (one
  * write) or a pipe (PIPE_BUF at most); bytes taken or -errno. A short
  * write that cuts a line drops the line's rest (*cut counts it) and

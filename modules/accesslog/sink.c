@@ -137,6 +137,43 @@ al_count_lines(const char *buf, size_t len)
 	return n;
 }
 
+uint64_t
+al_count_records(const char *buf, size_t from, size_t to, const size_t *notes,
+    unsigned nnotes)
+{
+	uint64_t	 n = al_count_lines(buf + from, to - from);
+	unsigned	 i;
+
+	for (i = 0; i < nnotes; i++)
+		if (notes[i] > from && notes[i] <= to && n > 0)
+			n--;
+	return n;
+}
+
+bool
+al_is_note_end(const size_t *notes, unsigned nnotes, size_t end)
+{
+	unsigned	 i;
+
+	for (i = 0; i < nnotes; i++)
+		if (notes[i] == end)
+			return true;
+	return false;
+}
+
+/* The first <w> bytes of buf were written (or dropped): the notes after
+ * them move to the front with the bytes. */
+static void
+al_sink_shift_notes(struct al_sink *s, size_t w)
+{
+	unsigned	 i, j;
+
+	for (i = 0, j = 0; i < s->nnotes; i++)
+		if (s->notes[i] > w)
+			s->notes[j++] = s->notes[i] - w;
+	s->nnotes = j;
+}
+
 static void
 al_sink_io_stop(struct al_sink *s)
 {
@@ -149,8 +186,9 @@ al_sink_io_stop(struct al_sink *s)
 void
 al_sink_fini(struct al_sink *s)
 {
-	uint64_t	 until;
+	uint64_t	 until, now, ms;
 	struct pollfd	 pfd;
+	bool		 waiting;
 
 	if (s->buf == NULL)
 		return;
@@ -163,23 +201,39 @@ al_sink_fini(struct al_sink *s)
 		goto release;
 	}
 	/* The worker is leaving: a slow reader gets a short grace, so
-	 * that a graceful stop loses nothing a live reader would take. */
+	 * that a graceful stop loses nothing a live reader would take. A
+	 * log that fails (a reader gone: EPIPE, a full disk) is tried again
+	 * every flush ms, as the writer thread does: poll() says such a
+	 * descriptor is ready at once, and retrying it at once would spin
+	 * and count an error each time for the whole grace. */
 	until = al_wall_ms() + AL_EXIT_WAIT_MS;
-	al_sink_flush(s);
-	al_sink_io_stop(s);
-	while ((s->len > 0 || s->dropped > 0) && s->fd >= 0 &&
-	    al_wall_ms() < until) {
+	for (;;) {
+		al_sink_note_dropped(s);
+		al_sink_flush(s);
+		waiting = s->io_on;	/* EAGAIN: a slow reader */
+		al_sink_io_stop(s);
+		now = al_wall_ms();
+		if ((s->len == 0 && s->dropped == 0) || now >= until)
+			break;
 		pfd.fd = s->fd;
 		pfd.events = POLLOUT;
-		if (poll(&pfd, 1, 20) < 0 && errno != EINTR)
+		ms = waiting ? 20 : s->lc->flush_ms;
+		if (ms > until - now)
+			ms = until - now;
+		if (poll(&pfd, waiting ? 1 : 0, (int)ms) < 0 && errno != EINTR)
 			break;
-		al_sink_flush(s);
-		al_sink_io_stop(s);
 	}
 release:
-	/* What a dead reader never took is lost: counted, one a line. */
+	/* al_sink_flush may have armed the timer again. */
+	if (s->timer_on)
+		pt_timer_stop(&s->timer);
+	s->timer_on = false;
+	/* What a dead reader never took is lost: counted, one a record
+	 * (a dropped-count line left is no record: its records were
+	 * counted when they were dropped). */
 	if (s->len > 0)
-		pt_counter_add(s->ac->ctr_dropped, (int64_t)al_count_lines(s->buf, s->len));
+		pt_counter_add(s->ac->ctr_dropped, (int64_t)al_count_records(
+		    s->buf, 0, s->len, s->notes, s->nnotes));
 	if (s->lc->kind == AL_SYSLOG && s->fd >= 0)
 		close(s->fd);
 	free(s->buf);
@@ -299,6 +353,9 @@ al_sink_write_fd(struct al_sink *s)
 	ssize_t		 w;
 
 	w = al_write_fd(s->fd, s->stream, &s->torn, &cut, s->buf, s->len);
+	/* A cut dropped-count line is no record lost. */
+	if (cut > 0 && w > 0 && al_is_note_end(s->notes, s->nnotes, (size_t)w))
+		cut--;
 	if (cut > 0) {
 		s->dropped += cut;
 		pt_counter_add(s->ac->ctr_dropped, (int64_t)cut);
@@ -417,7 +474,8 @@ al_sink_note_dropped(struct al_sink *s)
 	char	 line[AL_REC_MAX];
 	size_t	 n;
 
-	if (s->dropped == 0 || s->cap - s->len < AL_REC_MAX + AL_HDR_MAX)
+	if (s->dropped == 0 || s->cap - s->len < AL_REC_MAX + AL_HDR_MAX ||
+	    s->nnotes == AL_NOTES_MAX)
 		return;
 	uint64_t ms = al_wall_ms();
 
@@ -425,6 +483,7 @@ al_sink_note_dropped(struct al_sink *s)
 	    sizeof(line));
 	s->dropped = 0;
 	al_sink_put(s, line, n, ms);
+	s->notes[s->nnotes++] = s->len;
 }
 
 void
@@ -475,6 +534,7 @@ al_sink_flush(struct al_sink *s)
 		if ((size_t)w < s->len)
 			memmove(s->buf, s->buf + w, s->len - (size_t)w);
 		s->len -= (size_t)w;
+		al_sink_shift_notes(s, (size_t)w);
 		al_sink_note_dropped(s);
 	}
 }

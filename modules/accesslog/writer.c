@@ -44,8 +44,13 @@ struct al_writer {
 	pthread_cond_t		 cv;
 	int			 stop;		/* atomic */
 	uint64_t		 deadline;	/* atomic: give up then */
+	/* Under mu: the worker hands over nothing more, the thread may
+	 * leave once nothing is pending. Not <stop>: after stop the worker
+	 * still hands over the buffer it filled meanwhile. */
+	bool			 quit;
 	struct al_sink		*sinks;
 	size_t			 n;
+	struct pollfd		*pfd;		/* the thread's, n of them */
 };
 
 #define AL_WR_POLL_MS	50
@@ -107,6 +112,7 @@ static enum al_try
 al_writer_try(struct al_writer *wr, struct al_sink *s)
 {
 	ssize_t		 w;
+	uint64_t	 cut;
 	int		 err, fd;
 
 	while (s->ooff < s->olen) {
@@ -117,11 +123,17 @@ al_writer_try(struct al_writer *wr, struct al_sink *s)
 			}
 			s->fd = fd;
 		}
+		cut = 0;
 		w = s->lc->kind == AL_SYSLOG ?
 		    al_write_dgram(s->fd, s->obuf + s->ooff,
 		    s->olen - s->ooff) :
-		    al_write_fd(s->fd, s->stream, &s->t_torn, &s->t_dropped,
+		    al_write_fd(s->fd, s->stream, &s->t_torn, &cut,
 		    s->obuf + s->ooff, s->olen - s->ooff);
+		/* A cut dropped-count line is no record lost. */
+		if (cut > 0 && w > 0 && al_is_note_end(s->onotes, s->onnotes,
+		    s->ooff + (size_t)w))
+			cut--;
+		s->t_dropped += cut;
 		if (w > 0) {
 			s->ooff += (size_t)w;
 			if (s->t_failing) {
@@ -156,9 +168,11 @@ failed:
 		s->retry_at = al_wall_ms() + s->lc->flush_ms;
 		return AL_TRY_RETRY;
 	}
+	/* Given up at the stop: the records left are dropped (not the
+	 * dropped-count lines: their records were counted already). */
 	if (s->ooff < s->olen)
-		s->t_dropped += al_count_lines(s->obuf + s->ooff,
-		    s->olen - s->ooff);
+		s->t_dropped += al_count_records(s->obuf, s->ooff, s->olen,
+		    s->onotes, s->onnotes);
 	if (s->o_reopen)
 		al_writer_reopen(s);
 	return AL_TRY_DONE;
@@ -183,21 +197,19 @@ al_writer_main(void *arg)
 {
 	struct al_writer	*wr = arg;
 	struct al_sink		*s;
-	struct pollfd		*pfd;
+	struct pollfd		*pfd = wr->pfd;
 	size_t			 i, npfd, pending;
 	uint64_t		 now, next;
 	int			 timeout;
 	bool			 progress;
 
-	if ((pfd = calloc(wr->n, sizeof(*pfd))) == NULL)
-		return NULL;
 	pthread_mutex_lock(&wr->mu);
 	for (;;) {
 		for (i = 0, pending = 0; i < wr->n; i++)
 			if (wr->sinks[i].busy && !wr->sinks[i].t_done)
 				pending++;
 		if (pending == 0) {
-			if (__atomic_load_n(&wr->stop, __ATOMIC_ACQUIRE))
+			if (wr->quit)
 				break;
 			pthread_cond_wait(&wr->cv, &wr->mu);
 			continue;
@@ -258,7 +270,6 @@ al_writer_main(void *arg)
 		pthread_mutex_lock(&wr->mu);
 	}
 	pthread_mutex_unlock(&wr->mu);
-	free(pfd);
 	return NULL;
 }
 
@@ -270,6 +281,7 @@ al_writer_collect_locked(struct al_sink *s, uint64_t *dropped,
 	s->busy = false;
 	s->t_done = false;
 	s->olen = s->ooff = 0;
+	s->onnotes = 0;
 	s->retry_at = 0;
 	*dropped = s->t_dropped;
 	*errors = s->t_errors;
@@ -328,6 +340,9 @@ al_writer_handoff(struct al_sink *s)
 	s->olen = s->len;
 	s->ooff = 0;
 	s->len = 0;
+	memcpy(s->onotes, s->notes, sizeof(s->onotes));
+	s->onnotes = s->nnotes;
+	s->nnotes = 0;
 	s->o_reopen = s->reopen_pending;
 	s->reopen_pending = false;
 	s->t_done = false;
@@ -349,6 +364,10 @@ al_writer_start(struct al_writer **out, struct al_sink *sinks, size_t n)
 	*out = NULL;
 	if ((wr = calloc(1, sizeof(*wr))) == NULL)
 		return -ENOMEM;
+	if ((wr->pfd = calloc(n > 0 ? n : 1, sizeof(*wr->pfd))) == NULL) {
+		free(wr);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&wr->mu, NULL);
 	pthread_cond_init(&wr->cv, NULL);
 	wr->sinks = sinks;
@@ -358,6 +377,7 @@ al_writer_start(struct al_writer **out, struct al_sink *sinks, size_t n)
 			continue;
 		sinks[i].wr = wr;
 		if ((sinks[i].obuf = malloc(sinks[i].cap)) == NULL) {
+			free(wr->pfd);
 			free(wr);
 			return -ENOMEM;
 		}
@@ -372,6 +392,7 @@ al_writer_start(struct al_writer **out, struct al_sink *sinks, size_t n)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
+		free(wr->pfd);
 		free(wr);
 		return -rc;
 	}
@@ -390,8 +411,9 @@ al_writer_start(struct al_writer **out, struct al_sink *sinks, size_t n)
 void
 al_writer_stop(struct al_writer *wr, unsigned wait_ms)
 {
-	uint64_t	 until = al_wall_ms() + wait_ms, d, e, left;
+	uint64_t	 until = al_wall_ms() + wait_ms, d, e, left, t;
 	struct al_sink	*s;
+	struct timespec	 ts;
 	size_t		 i;
 	bool		 idle;
 
@@ -424,11 +446,22 @@ al_writer_stop(struct al_writer *wr, unsigned wait_ms)
 		for (i = 0; i < wr->n; i++)
 			if (wr->sinks[i].busy && !wr->sinks[i].t_done)
 				break;
-		if (i < wr->n)
-			pthread_cond_wait(&wr->cv, &wr->mu);
+		if (i < wr->n) {
+			/* Bounded: the thread gives up at <until>, and says so
+			 * within AL_WR_POLL_MS; the time check above ends the
+			 * wait whatever happens. */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			t = (uint64_t)ts.tv_nsec + AL_WR_POLL_MS * 1000000ULL;
+			ts.tv_sec += (time_t)(t / 1000000000ULL);
+			ts.tv_nsec = (long)(t % 1000000000ULL);
+			pthread_cond_timedwait(&wr->cv, &wr->mu, &ts);
+		}
 		pthread_mutex_unlock(&wr->mu);
 	}
+	/* Only now may the thread leave: it still writes (or, past the
+	 * deadline, gives up and counts) any buffer handed over above. */
 	pthread_mutex_lock(&wr->mu);
+	wr->quit = true;
 	pthread_cond_broadcast(&wr->cv);
 	pthread_mutex_unlock(&wr->mu);
 	pthread_join(wr->th, NULL);
@@ -437,11 +470,13 @@ al_writer_stop(struct al_writer *wr, unsigned wait_ms)
 		if (s->wr != wr)
 			continue;
 		if (s->busy) {
-			/* A thread stopped while waiting to try again has not
-			 * counted what it still held: that is dropped too. */
+			/* Done by the thread after the loop above: its count
+			 * is in t_dropped. Not done cannot happen (the thread
+			 * leaves with nothing pending), but would be lost
+			 * records all the same. */
 			left = !s->t_done && s->ooff < s->olen ?
-			    al_count_lines(s->obuf + s->ooff, s->olen -
-			    s->ooff) : 0;
+			    al_count_records(s->obuf, s->ooff, s->olen,
+			    s->onotes, s->onnotes) : 0;
 			al_writer_collect_locked(s, &d, &e);
 			al_writer_count(s, d + left, e);
 		}
@@ -451,5 +486,6 @@ al_writer_stop(struct al_writer *wr, unsigned wait_ms)
 	}
 	pthread_mutex_destroy(&wr->mu);
 	pthread_cond_destroy(&wr->cv);
+	free(wr->pfd);
 	free(wr);
 }
