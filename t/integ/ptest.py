@@ -1415,6 +1415,14 @@ class Test:
         self.check(not getattr(p, "leftovers", []),
                    "no portico process left behind after the master exited",
                    lambda: "had to kill: %s" % (p.leftovers,))
+        # A fast stop closes every connection: a worker the master had
+        # to SIGKILL after shutdown_timeout was hung (a module's thread,
+        # a loop that never ends), whatever else the scenario saw.
+        if sig == signal.SIGTERM:
+            killed = p.log_lines(r"workers still running: killing them")
+            self.check(not killed, "every worker left by itself at the "
+                       "stop (none killed after shutdown_timeout)",
+                       lambda: killed + tail(p.log(), 10))
         # Only a sanitizer build can write a report: elsewhere this check
         # could not fail, so it is not counted.
         if SANITIZERS:
