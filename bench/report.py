@@ -324,23 +324,43 @@ def campaign_lines(m, name):
                                      if k != "direct" and ver(k))]
 
 
-def accesslog_lines(by, src, sums):
+def per_cpu_median(recs):
+    """Median requests per CPU-second of the proxy over kept runs."""
+    v = sorted(r["loadgen"]["requests"] / r["proxy_cpu_s"] for r in recs
+               if r.get("kept") and r.get("proxy_cpu_s") and
+               (r.get("loadgen") or {}).get("requests"))
+    return v[len(v) // 2] if v else None
+
+
+def against_plain(what, recs, plain_recs, sums):
+    """<what> against portico's http-1k of the same campaign: rates, and
+    requests per CPU-second of the proxy (the proxy is the limit)."""
+    out = []
+    mine = (sums.get("portico") or {}).get("median")
+    plain = (summarise(plain_recs, "rate", True) or {}).get("median") \
+        if plain_recs else None
+    if mine and plain:
+        out.append("")
+        out.append("%s against without it (portico's http-1k, same "
+                   "campaign): %s against %s requests/s, ratio %.3f "
+                   "(goal: 0.95 or more)." % (
+                       what, fmt(mine, "requests/s"),
+                       fmt(plain, "requests/s"), mine / plain))
+        a, b = per_cpu_median(recs), per_cpu_median(plain_recs)
+        if a and b:
+            out.append("Per CPU-second of the proxy: %s against %s "
+                       "requests, ratio %.3f." % (fmt(a, "requests/s"),
+                                                  fmt(b, "requests/s"),
+                                                  a / b))
+    return out
+
+
+def accesslog_lines(by, plain_recs, sums):
     """http-accesslog against portico's http-1k of the same campaign, and
     how many records reached the file and syslog."""
-    out = []
-    al = (sums.get("portico") or {}).get("median")
-    plain = None
-    if src.get("http-1k") == src.get("http-accesslog") and \
-            ("http-1k", "portico") in by:
-        plain = (summarise(by[("http-1k", "portico")], "rate", True)
-                 or {}).get("median")
-    if al and plain:
-        out.append("")
-        out.append("With the access log against without it (portico's "
-                   "http-1k, same campaign): %s against %s requests/s, "
-                   "ratio %.3f (goal: 0.95 or more)." % (
-                       fmt(al, "requests/s"), fmt(plain, "requests/s"),
-                       al / plain))
+    out = against_plain("With the access log",
+                        by.get(("http-accesslog", "portico"), []),
+                        plain_recs, sums)
     recs = [r for r in by.get(("http-accesslog", "portico"), [])
             if isinstance(r.get("al_lines"), int)]
     if recs:
@@ -355,20 +375,11 @@ def accesslog_lines(by, src, sums):
     return out
 
 
-def acl_lines(by, src, sums):
+def acl_lines(by, plain_recs, sums):
     """http-acl against portico's http-1k of the same campaign, and what
     loading the host_file cost."""
-    out = []
-    acl = (sums.get("portico") or {}).get("median")
-    plain = None
-    if src.get("http-1k") == src.get("http-acl") and ("http-1k", "portico") in by:
-        plain = (summarise(by[("http-1k", "portico")], "rate", True) or {}).get("median")
-    if acl and plain:
-        out.append("")
-        out.append("With the ACL against without it (portico's http-1k, same "
-                   "campaign): %s against %s requests/s, ratio %.3f." % (
-                       fmt(acl, "requests/s"), fmt(plain, "requests/s"),
-                       acl / plain))
+    out = against_plain("With the ACL", by.get(("http-acl", "portico"), []),
+                        plain_recs, sums)
     recs = [r for r in by.get(("http-acl", "portico"), [])
             if r.get("acl_load_ms") is not None]
     if recs:
@@ -478,6 +489,13 @@ def main():
             views.append((scen, title % "{:,}".format(c), unit, kind, higher,
                           what, c))
 
+    def own_1k(scen):
+        """portico's http-1k runs of the campaign that gave <scen>'s
+        table, whichever campaign gave the http-1k table."""
+        recs = camp[src[scen]][1]
+        return [r for r in recs if r.get("scenario") == "http-1k" and
+                r.get("peer") == "portico"]
+
     for scen, title, unit, kind, higher, what, level in views:
         peers = [p for p in peers_all if (scen, p) in by]
         if not peers:
@@ -545,9 +563,9 @@ def main():
                 extra_cell(s, scen, kind)))
             rows.append((p, s["median"], s["min"], s["max"]))
         if scen == "http-acl":
-            L.extend(acl_lines(by, src, sums))
+            L.extend(acl_lines(by, own_1k(scen), sums))
         if scen == "http-accesslog":
-            L.extend(accesslog_lines(by, src, sums))
+            L.extend(accesslog_lines(by, own_1k(scen), sums))
         if gp and rows:
             c = chart(camp[src[scen]][0], scen if level is None else
                       "%s-%d" % (scen, level), title, unit, rows, gp)
