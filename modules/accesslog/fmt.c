@@ -298,16 +298,22 @@ al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
 		al_puts(o, "...");
 }
 
-void
-al_put_quoted(struct al_out *o, const char *s, size_t len, size_t budget,
-    bool space)
+/*
+ * Safe runs copied as they are, every other byte as <lead> and two hex
+ * digits ("\x22" for quoted fields, "%22" for squid's): what <safe>
+ * (and, with <space_unsafe>, the space) refuses is exactly what is
+ * escaped, so nothing a client sends reaches the line raw.
+ */
+static void
+al_put_escaped(struct al_out *o, const char *s, size_t len, size_t budget,
+    bool (*safe)(unsigned char), bool space_unsafe, const char *lead)
 {
 	const unsigned char	*u = (const unsigned char *)s;
-	size_t			 start = o->len, i, n, k;
-	char			 esc[5];
+	size_t			 start = o->len, i, n, k, w = strlen(lead) + 2;
+	char			 hex[2];
 
 	for (i = 0; i < len; i++) {
-		if ((n = al_run(u, i, len, al_safe_json, space)) > 0) {
+		if ((n = al_run(u, i, len, safe, space_unsafe)) > 0) {
 			k = al_put_run(o, start, budget, s + i, n, i + n == len);
 			i += k;
 			if (k < n)
@@ -315,56 +321,28 @@ al_put_quoted(struct al_out *o, const char *s, size_t len, size_t budget,
 			i--;
 			continue;
 		}
-		if (u[i] < 0x20 || u[i] >= 0x7f || u[i] == '"' ||
-		    u[i] == '\\' || (space && u[i] == ' ')) {
-			if (!al_fits(o, start, budget, 4, i + 1 == len))
-				break;
-			esc[0] = '\\';
-			esc[1] = 'x';
-			esc[2] = al_hex[u[i] >> 4];
-			esc[3] = al_hex[u[i] & 15];
-			al_put(o, esc, 4);
-		} else {
-			if (!al_fits(o, start, budget, 1, i + 1 == len))
-				break;
-			al_putc(o, (char)u[i]);
-		}
+		if (!al_fits(o, start, budget, w, i + 1 == len))
+			break;
+		hex[0] = al_hex[u[i] >> 4];
+		hex[1] = al_hex[u[i] & 15];
+		al_puts(o, lead);
+		al_put(o, hex, 2);
 	}
 	if (i < len)
 		al_puts(o, "...");
 }
 
 void
+al_put_quoted(struct al_out *o, const char *s, size_t len, size_t budget,
+    bool space)
+{
+	al_put_escaped(o, s, len, budget, al_safe_json, space, "\\x");
+}
+
+void
 al_put_squid(struct al_out *o, const char *s, size_t len, size_t budget)
 {
-	const unsigned char	*u = (const unsigned char *)s;
-	size_t			 start = o->len, i, n, k;
-	char			 esc[3];
-
-	for (i = 0; i < len; i++) {
-		if ((n = al_run(u, i, len, al_safe_squid, false)) > 0) {
-			k = al_put_run(o, start, budget, s + i, n, i + n == len);
-			i += k;
-			if (k < n)
-				break;
-			i--;
-			continue;
-		}
-		if (u[i] <= 0x20 || u[i] >= 0x7f) {
-			if (!al_fits(o, start, budget, 3, i + 1 == len))
-				break;
-			esc[0] = '%';
-			esc[1] = al_hex[u[i] >> 4];
-			esc[2] = al_hex[u[i] & 15];
-			al_put(o, esc, 3);
-		} else {
-			if (!al_fits(o, start, budget, 1, i + 1 == len))
-				break;
-			al_putc(o, (char)u[i]);
-		}
-	}
-	if (i < len)
-		al_puts(o, "...");
+	al_put_escaped(o, s, len, budget, al_safe_squid, false, "%");
 }
 
 /* Per thread, so the LOG hook pays for gmtime_r/localtime_r once a
