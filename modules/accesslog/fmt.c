@@ -168,29 +168,37 @@ al_put_run(struct al_out *o, size_t start, size_t budget, const char *s,
 	return k;
 }
 
-/* The length of the valid UTF-8 sequence at <s> (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF), or 0. */
+/*
+ * What a UTF-8 lead byte <c> promises (RFC 3629): the sequence's length
+ * (0: <c> leads none) and the range of its second byte, which rules out
+ * overlong forms, surrogates and code points above U+10FFFF.
+ */
+static size_t
+al_utf8_lead(unsigned char c, unsigned char *lo, unsigned char *hi)
+{
+	*lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+	*hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+	if (c >= 0xc2 && c <= 0xdf)
+		return 2;
+	if (c >= 0xe0 && c <= 0xef)
+		return 3;
+	if (c >= 0xf0 && c <= 0xf4)
+		return 4;
+	return 0;
+}
+
+/* The length of the valid UTF-8 sequence at <s>, or 0. */
 static size_t
 al_utf8_len(const unsigned char *s, size_t len)
 {
-	size_t	 n, i;
+	unsigned char	 lo, hi;
+	size_t		 n = al_utf8_lead(s[0], &lo, &hi), i;
 
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
+	if (n == 0 || len < n || s[1] < lo || s[1] > hi)
 		return 0;
-	if (len < n)
-		return 0;
-	for (i = 1; i < n; i++)
+	for (i = 2; i < n; i++)
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-		return 0;
 	return n;
 }
 
@@ -203,26 +211,10 @@ al_utf8_len(const unsigned char *s, size_t len)
 static size_t
 al_utf8_bad_len(const unsigned char *s, size_t len)
 {
-	unsigned char	 lo = 0x80, hi = 0xbf;
-	size_t		 n, k;
+	unsigned char	 lo, hi;
+	size_t		 n = al_utf8_lead(s[0], &lo, &hi), k;
 
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 1;
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (len < 2 || s[1] < lo || s[1] > hi)
+	if (n == 0 || len < 2 || s[1] < lo || s[1] > hi)
 		return 1;
 	for (k = 2; k < n && k < len && (s[k] & 0xc0) == 0x80; k++)
 		;
