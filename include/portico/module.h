@@ -27,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 2
+#define PT_ABI_MINOR 3
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -98,7 +98,12 @@ enum pt_proto {
 	PT_PROTO_SOCKS5,
 	PT_PROTO_SOCKS4,
 	PT_PROTO_WEBSOCKET,
-	PT_PROTO_UDP		/* 1.1: a SOCKS5 UDP ASSOCIATE session */
+	PT_PROTO_UDP,		/* 1.1: a SOCKS5 UDP ASSOCIATE session */
+	/* 1.3: a request to a status listener (GET /metrics, /status):
+	 * method and path set, no host, port 0, no target. Its hooks are
+	 * ACCEPT, ACCESS (a DENY answers 403), LOG and CLOSE; never AUTH,
+	 * DIAL or ESTABLISHED. status is the HTTP status answered. */
+	PT_PROTO_STATUS
 };
 
 /* A slice of bytes owned by someone else (the input buffer, the config). */

@@ -374,6 +374,8 @@ al_proto_name(enum pt_proto p)
 		return "websocket";
 	case PT_PROTO_UDP:
 		return "udp";
+	case PT_PROTO_STATUS:
+		return "status";
 	}
 	return "unknown";
 }

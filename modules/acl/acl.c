@@ -85,6 +85,16 @@ acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	struct acl_decision	 d;
 	bool			 udp = req->proto == PT_PROTO_UDP;
 
+	/* A status request has no destination, and no DIAL follows: it is
+	 * judged now, a rule with destination conditions never matching
+	 * it (no host, port 0, no address). */
+	if (req->proto == PT_PROTO_STATUS) {
+		acl_eval(ac, req, &none, 0, 0, &d);
+		if (d.outcome == ACL_DENY)
+			return acl_refuse(conn, ac, d.rule, false, false);
+		acl_allowed(conn, ac, d.rule);
+		return PT_VERDICT_CONTINUE;
+	}
 	/* A UDP association names no destination yet: only rules without
 	 * destination conditions can refuse it; its datagrams are judged
 	 * one destination at a time (DATAGRAM). */
