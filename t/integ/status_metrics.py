@@ -29,7 +29,9 @@ module (default deny), a loopback origin and a tiny DNS server:
   one that serves is allowed only by a rule with protocol = "status";
 - a reload shows generation 2 and reloads{result="ok"} 1; a bad reload
   reloads{result="failed"} 1 and last_reload_success 0; module counters
-  go on counting across the reload.
+  go on counting across the reload;
+- a SOCKS5 UDP association: datagrams relayed each way and a fragment
+  dropped as invalid are counted as such.
 """
 import json
 import os
@@ -40,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 import statustest as S  # noqa: E402
+import sockstest as K  # noqa: E402
 
 CONF = """
 workers = 2;
@@ -50,7 +53,8 @@ resolver = { servers = "@DNS@"; timeout = 1; };
 listeners = (
   { name = "web"; address = "127.0.0.1:@W@"; protocol = "http"; },
   { name = "stat"; address = "127.0.0.1:@S@"; protocol = "status"; },
-  { name = "stat2"; address = "127.0.0.1:@S2@"; protocol = "status"; }
+  { name = "stat2"; address = "127.0.0.1:@S2@"; protocol = "status"; },
+  { name = "socks"; address = "127.0.0.1:@K@"; protocol = "socks5"; }
 );
 modules = ( { name = "acl"; path = "@SO@"; default = "deny";
   allow_private = true;
@@ -59,7 +63,8 @@ modules = ( { name = "acl"; path = "@SO@"; default = "deny";
     { name = "nostat2"; action = "deny"; listener = "stat2"; },
     { name = "scrape"; action = "allow"; protocol = "status";
       src = [ "127.0.0.1" ]; },
-    { name = "web"; action = "allow"; protocol = "http"; } ); } );
+    { name = "web"; action = "allow"; protocol = [ "http", "socks5",
+      "udp" ]; } ); } );
 @EXTRA@
 """
 
@@ -70,7 +75,7 @@ HEAD_SLACK = 16384      # response and request heads, per direction
 
 def conf_text(t, ports, dns, extra=""):
     return ptest.fill(CONF, TMP=t.tmp, SO=S.ACL_SO, W=ports[0], S=ports[1],
-                      S2=ports[2], DNS=dns.address, EXTRA=extra)
+                      S2=ports[2], K=ports[3], DNS=dns.address, EXTRA=extra)
 
 
 def delta(a, b, name, **labels):
@@ -204,6 +209,35 @@ def check_consistency(t, s):
             lambda: bad[:10])
 
 
+def check_udp(t, stat, socks):
+    echo = K.udp_echo(t)
+    a0 = S.scrape(stat)[0]
+    u = K.Udp(socks)
+    ok = 0
+    try:
+        if u.ok():
+            for i in range(3):
+                u.send("127.0.0.1", echo.port, b"d%d" % i)
+                got = u.recv(ptest.bound(3))
+                ok += got is not None and got[3] == b"d%d" % i
+            u.send("127.0.0.1", echo.port, b"frag", frag=1)
+            u.send("127.0.0.1", echo.port, b"canary")
+            got = u.recv(ptest.bound(3))
+            ok += got is not None and got[3] == b"canary"
+        a1 = S.scrape(stat)[0]
+    finally:
+        u.close()
+    t.check(ok == 4, "UDP ASSOCIATE: 3 datagrams and a canary echoed, a "
+            "fragment dropped", lambda: [u.describe(), ok])
+    want = {("portico_udp_datagrams_total", "direction", "up"): 4,
+            ("portico_udp_datagrams_total", "direction", "down"): 4,
+            ("portico_udp_datagrams_dropped_total", "reason", "invalid"): 1,
+            ("portico_udp_datagrams_dropped_total", "reason", "denied"): 0}
+    got = {k: delta(a0, a1, k[0], **{k[1]: k[2]}) for k in want}
+    t.check(got == want, "UDP counters: 4 datagrams each way, 1 dropped "
+            "as invalid", lambda: ["want %s" % want, "got %s" % got])
+
+
 def check_status_http(t, port):
     r = S.request(port, path="/nope")
     t.check(getattr(r, "status", None) == 404, "GET /nope: 404",
@@ -259,10 +293,10 @@ def main(t):
         return
     origin = H.origin(t)
     dns = H.dns_server(t, {"web.test": {"A": ["127.0.0.1"]}})
-    ports = [ptest.free_port() for _ in range(3)]
+    ports = [ptest.free_port() for _ in range(4)]
     text = conf_text(t, ports, dns)
     p = t.portico(text)
-    web, stat, stat2 = ports
+    web, stat, stat2, socks = ports
 
     r = S.request(stat)
     t.check(getattr(r, "status", None) == 200 and
@@ -323,6 +357,7 @@ def main(t):
                                                    json.dumps(js)[:600]])
 
     check_status_http(t, stat)
+    check_udp(t, stat, socks)
 
     before = S.scrape(stat)[0]
     r = S.request(stat2)
