@@ -173,6 +173,9 @@ status_write(struct pt_conn *c)
 	c->c_req.status = 0;
 	c->c_req.bytes_in = c->c_req.bytes_out = 0;
 	c->c_req.error = NULL;
+	/* A pipelined request started when this answer ended. */
+	c->c_req.start_ms = loop_now();
+	c->c_start_us = counters_now_us();
 	status_timer(c, worker_self()->conf->limits.idle_timeout_ms);
 	if (st->in_len > 0) {
 		/* Pipelined: from the loop, so a client sending many at
@@ -215,7 +218,8 @@ status_answer(struct pt_conn *c, int status, const char *type,
 	    "Content-Type: %s\r\nContent-Length: %zu\r\n"
 	    "Cache-Control: no-store\r\n%s%s\r\n", status, reason, type,
 	    st->body.len, extra != NULL ? extra : "",
-	    st->close_after ? "Connection: close\r\n" : "");
+	    st->close_after ? "Connection: close\r\n" : st->msg.version == 10 ?
+	    "Connection: keep-alive\r\n" : "");
 	st->head_len = (size_t)n < sizeof(st->head) ? (size_t)n :
 	    sizeof(st->head) - 1;
 	st->sent = 0;
@@ -383,7 +387,8 @@ status_read(struct pt_conn *c)
 
 	if (max > STATUS_MAX_HEAD)
 		max = STATUS_MAX_HEAD;
-	while (st->stage == ST_READ && c->c_state != CONN_CLOSED) {
+	/* A close frees <st>: the connection stays until the reap. */
+	while (c->c_state != CONN_CLOSED && st->stage == ST_READ) {
 		if (st->in_len >= max) {
 			status_parse(c);	/* 431 */
 			return;
