@@ -40,7 +40,7 @@ static int			 counters_nslots;
 static struct counters_slot	 counters_local;	/* before mapping */
 static struct counters_slot	*counters_mine = &counters_local;
 static bool			 counters_in_worker;
-static char		 counters_mnames[PT_COUNTERS_MAX][COUNTERS_NAME_MAX + 1];
+static struct counters_mname	 counters_mnames[PT_COUNTERS_MAX];
 static int			 counters_mcount;
 
 static const char *const counters_names[CTR_COUNT] = {
@@ -78,8 +78,7 @@ counters_map(int nslots)
 	counters_base = (struct counters_slot *)((char *)p + head);
 	counters_nslots = nslots;
 	for (i = 0; i < counters_mcount; i++)
-		memcpy(counters_m->mnames[i], counters_mnames[i],
-		    sizeof(counters_mnames[i]));
+		counters_m->mnames[i] = counters_mnames[i];
 	__atomic_store_n(&counters_m->mcount, counters_mcount,
 	    __ATOMIC_RELEASE);
 	return 0;
@@ -170,31 +169,72 @@ counters_name_ok(const char *name)
 	return n > 0;
 }
 
-int
-pt_counter_register(const char *name)
+/* A label value: what Prometheus takes without escaping. */
+static bool
+counters_value_ok(const char *v)
 {
-	int	 i;
+	size_t	 n;
+
+	if (v == NULL)
+		return false;
+	for (n = 0; v[n] != '\0'; n++)
+		if (n >= COUNTERS_VALUE_MAX || v[n] < 0x21 || v[n] > 0x7e ||
+		    v[n] == '"' || v[n] == '\\')
+			return false;
+	return n > 0;
+}
+
+static int
+counters_register(const char *name, const char *key, const char *value)
+{
+	struct counters_mname	*e;
+	int			 i;
 
 	/* A name registered in a worker would be unknown to the master
 	 * that sums and prints it. */
 	if (counters_in_worker)
 		return -EPERM;
-	if (!counters_name_ok(name))
+	/* "worker" is the status listener's own label. */
+	if (!counters_name_ok(name) || (key != NULL &&
+	    (!counters_name_ok(key) || !counters_value_ok(value) ||
+	    strcmp(key, "worker") == 0)))
 		return -EINVAL;
-	for (i = 0; i < counters_mcount; i++)
-		if (strcmp(counters_mnames[i], name) == 0)
+	if (key == NULL)
+		key = value = "";
+	for (i = 0; i < counters_mcount; i++) {
+		e = &counters_mnames[i];
+		if (strcmp(e->name, name) == 0 && strcmp(e->key, key) == 0 &&
+		    strcmp(e->value, value) == 0)
 			return i;
+	}
 	if (counters_mcount >= PT_COUNTERS_MAX)
 		return -ENOSPC;
-	strcpy(counters_mnames[counters_mcount], name);
+	e = &counters_mnames[counters_mcount];
+	strcpy(e->name, name);
+	strcpy(e->key, key);
+	strcpy(e->value, value);
 	if (counters_m != NULL) {
 		/* The name before the count that makes it visible. */
-		memcpy(counters_m->mnames[counters_mcount], name,
-		    strlen(name) + 1);
+		counters_m->mnames[counters_mcount] = *e;
 		__atomic_store_n(&counters_m->mcount, counters_mcount + 1,
 		    __ATOMIC_RELEASE);
 	}
 	return counters_mcount++;
+}
+
+int
+pt_counter_register(const char *name)
+{
+	return counters_register(name, NULL, NULL);
+}
+
+int
+pt_counter_register_label(const char *name, const char *key,
+    const char *value)
+{
+	if (key == NULL)
+		return -EINVAL;
+	return counters_register(name, key, value);
 }
 
 void
@@ -219,11 +259,15 @@ counters_fmt_modules(char *buf, size_t cap)
 		return 0;
 	buf[0] = '\0';
 	for (j = 0; j < counters_mcount; j++) {
+		/* Labelled counters are for the status listener: one per
+		 * ACL rule would drown the line. */
+		if (counters_mnames[j].key[0] != '\0')
+			continue;
 		sum = 0;
 		for (i = 0; i < counters_nslots; i++)
 			sum += __atomic_load_n(&counters_base[i].m[j],
 			    __ATOMIC_RELAXED);
-		r = snprintf(buf + n, cap - n, " %s=%llu", counters_mnames[j],
+		r = snprintf(buf + n, cap - n, " %s=%llu", counters_mnames[j].name,
 		    (unsigned long long)sum);
 		if (r < 0 || (size_t)r >= cap - n) {
 			buf[n] = '\0';

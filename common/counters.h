@@ -103,6 +103,15 @@ struct counters_worker {
 
 #define COUNTERS_OLD_MAX	64	/* draining workers shown */
 #define COUNTERS_NAME_MAX	31	/* a module counter's name, bytes */
+#define COUNTERS_VALUE_MAX	64	/* its label's value, bytes */
+
+/* A module counter's name, and its label (pt_counter_register_label) or
+ * an empty key. */
+struct counters_mname {
+	char		 name[COUNTERS_NAME_MAX + 1];
+	char		 key[COUNTERS_NAME_MAX + 1];
+	char		 value[COUNTERS_VALUE_MAX + 1];
+};
 
 /*
  * What the master knows that a status listener shows: written by the
@@ -124,7 +133,7 @@ struct counters_master {
 	struct counters_worker	 old[COUNTERS_OLD_MAX];
 	/* Module counter names, published by mcount (release). */
 	int64_t			 mcount;
-	char			 mnames[PT_COUNTERS_MAX][COUNTERS_NAME_MAX + 1];
+	struct counters_mname	 mnames[PT_COUNTERS_MAX];
 };
 
 #define COUNTERS_NAME_MAX	31	/* a module counter's name, bytes */
@@ -148,7 +157,8 @@ uint64_t	 counters_now_us(void);
 /* Sum of every slot, for the master's reports. */
 void		 counters_total(uint64_t out[CTR_COUNT]);
 const char	*counters_name(enum counter_id id);
-/* Appends " <name>=<sum>" for every module counter registered to
+/* Appends " <name>=<sum>" for every module counter registered without
+ * a label to
  * <buf> (<cap> bytes, NUL-terminated, cut when full). Master. Returns
  * the length written. */
 size_t		 counters_fmt_modules(char *buf, size_t cap);

@@ -76,9 +76,9 @@ static void
 spawn_log_totals(void)
 {
 	uint64_t	 t[CTR_COUNT];
-	/* Up to PT_COUNTERS_MAX " name=sum"; the log line is cut at its
-	 * own limit, the counters in registration order. */
-	char		 mods[PT_COUNTERS_MAX * (COUNTERS_NAME_MAX + 23) + 1];
+	/* " name=sum" of the unlabelled module counters, in registration
+	 * order; the log line is cut at its own limit anyway. */
+	char		 mods[8192];
 
 	counters_total(t);
 	counters_fmt_modules(mods, sizeof(mods));

@@ -232,31 +232,73 @@ status_core_metrics(struct status_out *o, const struct counters_slot *slots,
 	}
 }
 
+/* Whether module counter <j> is the first of its name (its family is
+ * printed there, with every later counter of the name). */
+static bool
+status_first_of_name(const struct counters_master *m, int j)
+{
+	int	 k;
+
+	for (k = 0; k < j; k++)
+		if (strcmp(m->mnames[k].name, m->mnames[j].name) == 0)
+			return false;
+	return true;
+}
+
+/* `key="value"` of counter <k> after <sep>, or nothing without a label. */
+static void
+status_mlabel(struct status_out *o, const struct counters_mname *e,
+    const char *sep)
+{
+	if (e->key[0] != '\0')
+		status_printf(o, "%s%s=\"%s\"", sep, e->key, e->value);
+}
+
 static void
 status_module_metrics(struct status_out *o,
-    const struct counters_slot *slots, int n)
+    const struct counters_slot *slots, int n, bool per_worker)
 {
 	const struct counters_master	*m = counters_master_get();
-	int				 j, i, mcount;
+	const struct counters_mname	*e;
+	const char			*name;
+	int				 j, k, i, mcount;
 
 	if (m == NULL)
 		return;
 	mcount = (int)__atomic_load_n(&m->mcount, __ATOMIC_ACQUIRE);
-	for (j = 0; j < mcount && j < PT_COUNTERS_MAX; j++) {
-		status_printf(o, "# HELP portico_module_%s_total Module "
-		    "counter %s (pt_counter_register).\n"
-		    "# TYPE portico_module_%s_total counter\n"
-		    "portico_module_%s_total %llu\n", m->mnames[j],
-		    m->mnames[j], m->mnames[j], m->mnames[j],
-		    (unsigned long long)status_msum(slots, n, j));
-		status_printf(o, "# HELP portico_worker_module_%s_total Module "
-		    "counter %s, per worker slot.\n"
-		    "# TYPE portico_worker_module_%s_total counter\n",
-		    m->mnames[j], m->mnames[j], m->mnames[j]);
-		for (i = 0; i < n; i++)
-			status_printf(o, "portico_worker_module_%s_total"
-			    "{worker=\"%d\"} %llu\n", m->mnames[j], i,
-			    (unsigned long long)LD(slots[i].m[j]));
+	if (mcount > PT_COUNTERS_MAX)
+		mcount = PT_COUNTERS_MAX;
+	for (j = 0; j < mcount; j++) {
+		if (!status_first_of_name(m, j))
+			continue;
+		name = m->mnames[j].name;
+		status_printf(o, "# HELP portico_%smodule_%s_total Module "
+		    "counter %s (pt_counter_register)%s.\n"
+		    "# TYPE portico_%smodule_%s_total counter\n",
+		    per_worker ? "worker_" : "", name, name,
+		    per_worker ? ", per worker slot" : "",
+		    per_worker ? "worker_" : "", name);
+		for (k = j; k < mcount; k++) {
+			e = &m->mnames[k];
+			if (strcmp(e->name, name) != 0)
+				continue;
+			if (!per_worker) {
+				status_printf(o, "portico_module_%s_total%s",
+				    name, e->key[0] != '\0' ? "{" : "");
+				status_mlabel(o, e, "");
+				status_printf(o, "%s %llu\n", e->key[0] != '\0' ?
+				    "}" : "", (unsigned long long)status_msum(
+				    slots, n, k));
+				continue;
+			}
+			for (i = 0; i < n; i++) {
+				status_printf(o, "portico_worker_module_%s_total"
+				    "{worker=\"%d\"", name, i);
+				status_mlabel(o, e, ",");
+				status_printf(o, "} %llu\n",
+				    (unsigned long long)LD(slots[i].m[k]));
+			}
+		}
 	}
 }
 
@@ -402,8 +444,9 @@ status_fmt_metrics(struct status_out *o)
 		status_core_metrics(o, slots, n, false);
 		status_txn_metrics(o, slots, n);
 		status_hist_metrics(o, slots, n);
-		status_module_metrics(o, slots, n);
+		status_module_metrics(o, slots, n, false);
 		status_core_metrics(o, slots, n, true);
+		status_module_metrics(o, slots, n, true);
 	}
 	return o->oom ? -ENOMEM : 0;
 }
@@ -446,19 +489,52 @@ status_json_counters(struct status_out *o, const struct counters_slot *slots,
 	status_printf(o, "}");
 }
 
+/* {"name":N,...}, a labelled name as {"name":{"key=value":N,...}}, of
+ * slot <i>, or of them all when <i> < 0. */
 static void
 status_json_modules(struct status_out *o, const struct counters_slot *slots,
     int n, int i)
 {
 	const struct counters_master	*m = counters_master_get();
-	int				 j, mcount;
+	const struct counters_mname	*e;
+	const char			*name;
+	bool				 first = true, labelled, f2;
+	int				 j, k, mcount;
 
 	mcount = (int)__atomic_load_n(&m->mcount, __ATOMIC_ACQUIRE);
+	if (mcount > PT_COUNTERS_MAX)
+		mcount = PT_COUNTERS_MAX;
 	status_printf(o, "{");
-	for (j = 0; j < mcount && j < PT_COUNTERS_MAX; j++)
-		status_printf(o, "%s\"%s\":%llu", j ? "," : "", m->mnames[j],
-		    (unsigned long long)(i < 0 ? status_msum(slots, n, j) :
-		    LD(slots[i].m[j])));
+	for (j = 0; j < mcount; j++) {
+		if (!status_first_of_name(m, j))
+			continue;
+		name = m->mnames[j].name;
+		labelled = false;
+		for (k = j; k < mcount; k++)
+			if (strcmp(m->mnames[k].name, name) == 0 &&
+			    m->mnames[k].key[0] != '\0')
+				labelled = true;
+		status_printf(o, "%s\"%s\":%s", first ? "" : ",", name,
+		    labelled ? "{" : "");
+		first = false;
+		f2 = true;
+		for (k = j; k < mcount; k++) {
+			e = &m->mnames[k];
+			if (strcmp(e->name, name) != 0)
+				continue;
+			if (labelled)
+				status_printf(o, "%s\"%s%s%s\":", f2 ? "" : ",",
+				    e->key, e->key[0] != '\0' ? "=" : "",
+				    e->value);
+			status_printf(o, "%llu", (unsigned long long)(i < 0 ?
+			    status_msum(slots, n, k) : LD(slots[i].m[k])));
+			f2 = false;
+			if (!labelled)
+				break;
+		}
+		if (labelled)
+			status_printf(o, "}");
+	}
 	status_printf(o, "}");
 }
 

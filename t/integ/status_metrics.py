@@ -12,7 +12,8 @@ module (default deny), a loopback origin and a tiny DNS server:
   requests the acl refuses by host, 2 requests to a name the DNS server
   knows and 1 to a name it does not; the deltas match exactly:
   connections accepted, transactions by protocol and status class,
-  denials (the core's and the acl module's counters), DNS misses + hits,
+  denials (the core's and the acl module's counters, and per rule: a
+  labelled module counter), DNS misses + hits,
   DNS failures; payload bytes each way lie between the bodies' sizes and
   those plus a bound for heads; a histogram's count is the sum of the
   transactions, its buckets cumulative, +Inf equal to the count;
@@ -150,6 +151,17 @@ def check_traffic(t, a, b, nconn):
             "3 denials, in the core's and the acl module's counters",
             lambda: [d("portico_denied_total"),
                      d("portico_module_acl_denied_total")])
+    rules = {(k, r): d("portico_module_acl_rule_%s_total" % k, rule=r)
+             for k, r in (("denied", "blocked"), ("allowed", "web"),
+                          ("allowed", "scrape"), ("denied", "default"))}
+    want_rules = {("denied", "blocked"): 3, ("allowed", "web"): 9,
+                  ("allowed", "scrape"): 1, ("denied", "default"): 0}
+    t.check(rules == want_rules and
+            d("portico_module_acl_allowed_total") == 10,
+            "per ACL rule: 3 denied by \"blocked\", 9 allowed by \"web\" "
+            "(every request that dialled), 1 scrape allowed by \"scrape\"",
+            lambda: ["want %s" % want_rules, "got %s" % rules,
+                     d("portico_module_acl_allowed_total")])
     down = d("portico_bytes_total", direction="down")
     up = d("portico_bytes_total", direction="up")
     t.check(down is not None and 4 * BIG <= down <= 4 * BIG + HEAD_SLACK,
@@ -366,6 +378,8 @@ def main(t):
             "a status listener the acl denies answers 403 and closes",
             lambda: H.describe(r))
     t.check(delta(before, after, "portico_module_acl_denied_total") == 1 and
+            delta(before, after, "portico_module_acl_rule_denied_total",
+                  rule="nostat2") == 1 and
             delta(before, after, "portico_transactions_total",
                   protocol="status", **{"class": "4xx"}) == 1,
             "counted: one more acl denial, one status 4xx",
