@@ -40,6 +40,7 @@ struct acl_port_range {
 
 struct acl_rule {
 	char		*label;		/* name, or "ruleN" */
+	size_t		 label_len;	/* strlen(label), once */
 	/* pt_counter_register_label: acl_rule_allowed or acl_rule_denied
 	 * (by the action) {rule=label}; -1 when none could be had. */
 	int		 ctr;
