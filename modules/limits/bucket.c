@@ -74,6 +74,21 @@ bucket_take(_Atomic uint64_t *tat, uint64_t now, uint64_t burst,
 	}
 }
 
+uint64_t
+bucket_reserve(_Atomic uint64_t *tat, uint64_t now, uint64_t burst,
+    uint64_t n)
+{
+	uint64_t	 old, base;
+
+	old = atomic_load_explicit(tat, memory_order_relaxed);
+	do
+		base = old > now ? old : now;
+	while (!atomic_compare_exchange_weak_explicit(tat, &old, base + n,
+	    memory_order_relaxed, memory_order_relaxed));
+	/* The bucket held the n tokens once its debt fell to burst - n. */
+	return base + n > burst ? base + n - burst : 0;
+}
+
 void
 bucket_give(_Atomic uint64_t *tat, uint64_t now, uint64_t n)
 {

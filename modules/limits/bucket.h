@@ -47,6 +47,16 @@ uint64_t	 bucket_level(const _Atomic uint64_t *tat, uint64_t now,
 uint64_t	 bucket_take(_Atomic uint64_t *tat, uint64_t now,
 		    uint64_t burst, uint64_t want, uint64_t min,
 		    uint64_t *short_out);
+/*
+ * Reserves <n> tokens (n <= burst) whether or not the bucket holds them:
+ * the tokens are owed from the moment the bucket would have held them,
+ * which it returns as a token-time (at or before <now>: at once). Takers
+ * that reserve one after another are served in that order, each when
+ * the rate has earned its share: first come, first served, with nothing
+ * polled and nothing lost. Lock-free like bucket_take.
+ */
+uint64_t	 bucket_reserve(_Atomic uint64_t *tat, uint64_t now,
+		    uint64_t burst, uint64_t n);
 /* Gives back <n> tokens taken and not used (never above a full bucket). */
 void		 bucket_give(_Atomic uint64_t *tat, uint64_t now, uint64_t n);
 

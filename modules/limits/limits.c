@@ -41,9 +41,6 @@
 
 #define LIMITS_CONN_MAX		8	/* keys one connection joins */
 #define LIMITS_UNLIMITED_GRANT	(4u << 20)
-/* A connection that spent its slice and finds the bucket short waits
- * this much longer than those already waiting, so they go first. */
-#define LIMITS_YIELD_MS		1
 
 PT_API extern const struct pt_module pt_module_limits;
 
@@ -60,7 +57,7 @@ struct limits_dir {
 	struct limits_cstate	*cs;
 	uint8_t			 dir;
 	uint8_t			 on;		/* a budget is set */
-	uint8_t			 waited;	/* the bucket ran short */
+	uint64_t		 pending;	/* reserved, due at the timer */
 };
 
 /* Per connection, zeroed at accept. */
@@ -262,12 +259,6 @@ limits_dir_limited(const struct limits_cstate *cs, int dir)
 	return false;
 }
 
-struct limits_taken {
-	_Atomic uint64_t *tat;
-	uint64_t	 now_u, got;
-	int		 ctr;
-};
-
 static uint64_t
 limits_slice(const struct table_params *p, int b)
 {
@@ -278,25 +269,25 @@ limits_slice(const struct table_params *p, int b)
 }
 
 /*
- * Gives direction <d> its next slice, taken from every bucket that
- * limits it, or arms the timer for when they will have one. A grant from
- * the timer may be half a slice; one straight after a spent slice must
- * be whole, and when it is not there the connection waits a little
- * longer than those already waiting: they were first.
+ * Direction <d> spent its slice: reserves the next one in every bucket
+ * that limits it and hands it to the core when the last of them has
+ * earned it (at once, or from the timer). Reservations queue in the
+ * shared bucket in the order they were made, so the key's connections
+ * take turns whichever worker serves them, and the rate stays exact:
+ * the next reservation starts where the last one ended, not when its
+ * bytes happened to be read.
  */
 static void
-limits_grant(struct limits_dir *d, bool from_timer)
+limits_grant(struct limits_dir *d)
 {
 	struct limits_cstate		*cs = d->cs;
 	const struct limits_class	*c;
-	struct limits_taken		 tk[LIMITS_CONN_MAX * 2];
 	struct table_params		 p;
 	struct table_entry		*e;
 	uint64_t			 now = limits_clock(), want = UINT64_MAX;
-	uint64_t			 min, shortby, wait = 0, u, got;
-	int				 bs[2], nb, k, ntk = 0;
+	uint64_t			 wait = 0, w, u, at;
+	int				 bs[2], nb, k;
 	uint8_t				 i;
-	bool				 fail = false;
 
 	bs[0] = d->dir == PT_DIR_UP ? LB_UP : LB_DOWN;
 	bs[1] = LB_UDP;
@@ -316,64 +307,45 @@ limits_grant(struct limits_dir *d, bool from_timer)
 		    LIMITS_UNLIMITED_GRANT);
 		return;
 	}
-	min = from_timer ? (want + 1) / 2 : want;
-	for (i = 0; i < cs->nm && !fail; i++) {
+	for (i = 0; i < cs->nm; i++) {
 		c = &cs->lc->classes[cs->m[i].cls];
 		table_class_read(&limits_tab, c->slot, &p);
-		e = limits_member_entry(cs, &cs->m[i], &p, now);
-		for (k = 0; k < nb && !fail; k++) {
+		e = NULL;
+		for (k = 0; k < nb; k++) {
 			if (p.rate[bs[k]] == 0)
 				continue;
+			if (e == NULL)
+				e = limits_member_entry(cs, &cs->m[i], &p, now);
 			u = bucket_units(now, p.epoch_ns, p.rate[bs[k]]);
-			if (min > p.burst[bs[k]])
-				min = p.burst[bs[k]];
-			shortby = 0;
-			got = bucket_take(&e->tat[bs[k]], u, p.burst[bs[k]],
-			    want, min, &shortby);
-			if (got == 0) {
-				fail = true;
-				wait = bucket_ns_until(now, p.epoch_ns,
-				    p.rate[bs[k]], u + shortby);
-				break;
-			}
-			tk[ntk].tat = &e->tat[bs[k]];
-			tk[ntk].now_u = u;
-			tk[ntk].got = got;
-			tk[ntk].ctr = c->ctr_delayed;
-			ntk++;
-			if (got < want)
-				want = got;
-			if (min > want)
-				min = want;
+			at = bucket_reserve(&e->tat[bs[k]], u, p.burst[bs[k]],
+			    want);
+			if (at <= u)
+				continue;
+			w = bucket_ns_until(now, p.epoch_ns, p.rate[bs[k]],
+			    at);
+			if (w > wait)
+				wait = w;
+			pt_counter_add(c->ctr_delayed, (int64_t)want);
 		}
 	}
-	/* All or nothing: what a bucket gave beyond the smallest grant, or
-	 * everything when one refused, goes back. */
-	for (k = 0; k < ntk; k++) {
-		got = fail ? tk[k].got : tk[k].got - want;
-		if (got > 0)
-			bucket_give(tk[k].tat, tk[k].now_u, got);
-	}
-	if (fail) {
-		d->waited = 1;
-		pt_timer_start(&d->timer, (wait + 999999) / 1000000 +
-		    (from_timer ? 0 : LIMITS_YIELD_MS), limits_on_timer, d);
+	if (wait == 0) {
+		pt_conn_budget_add(cs->conn, (enum pt_dir)d->dir, want);
 		return;
 	}
-	if (d->waited) {
-		d->waited = 0;
-		pt_counter_add(cs->lc->ctr_delayed, (int64_t)want);
-		for (k = 0; k < ntk; k++)
-			pt_counter_add(tk[k].ctr, (int64_t)want);
-	}
-	pt_conn_budget_add(cs->conn, (enum pt_dir)d->dir, want);
+	pt_counter_add(cs->lc->ctr_delayed, (int64_t)want);
+	d->pending = want;
+	pt_timer_start(&d->timer, (wait + 999999) / 1000000, limits_on_timer,
+	    d);
 }
 
 static void
 limits_on_timer(struct pt_timer *t, void *arg)
 {
+	struct limits_dir	*d = arg;
+
 	(void)t;
-	limits_grant(arg, true);
+	pt_conn_budget_add(d->cs->conn, (enum pt_dir)d->dir, d->pending);
+	d->pending = 0;
 }
 
 static void
@@ -381,7 +353,7 @@ limits_on_spent(struct pt_conn *conn, enum pt_dir dir, void *arg)
 {
 	(void)conn;
 	(void)dir;
-	limits_grant(arg, false);
+	limits_grant(arg);
 }
 
 /* Budgets for the directions a joined class limits (once each). */

@@ -156,6 +156,41 @@ test_bucket_give_back(void)
 	CU_ASSERT(bucket_take(&tat, 100, 10, 11, 1, NULL) == 10);
 }
 
+/* Reservations: the first within the burst is due at once; later ones
+ * queue, each due when the rate has earned it, in the order made; over a
+ * span the tokens reserved and due add up to burst + rate * span. */
+static void
+test_bucket_reserve_queues_in_order(void)
+{
+	_Atomic uint64_t	 tat = 0;
+	uint64_t		 at[4], due = 0, now, t, n;
+	int			 i;
+
+	for (i = 0; i < 4; i++)
+		at[i] = bucket_reserve(&tat, 1000, 100, 100);
+	CU_ASSERT(at[0] <= 1000);
+	CU_ASSERT(at[1] == 1100 && at[2] == 1200 && at[3] == 1300);
+	/* One taker, always back for more once its grant is due: what is
+	 * due by each instant never exceeds burst + rate * span. */
+	tat = 0;
+	now = 0;
+	n = 0;
+	for (t = 0; t < 100000; t++) {
+		if (due <= t) {
+			due = bucket_reserve(&tat, t, 50, 25);
+			if (due > t)
+				now = due;
+			n += 25;
+		}
+		CHECKF(n <= 50 + t + 25, "at %llu: %llu reserved",
+		    (unsigned long long)t, (unsigned long long)n);
+	}
+	CHECKF(n >= 50 + 100000 - 25 && n <= 50 + 100000 + 25,
+	    "%llu over 100000 token-times with a burst of 50",
+	    (unsigned long long)n);
+	(void)now;
+}
+
 void
 register_limits_bucket_suite(void)
 {
@@ -172,4 +207,6 @@ register_limits_bucket_suite(void)
 	CU_add_test(s, "clock steps back", test_bucket_clock_steps_back);
 	CU_add_test(s, "64-bit edges", test_bucket_64bit_edges);
 	CU_add_test(s, "give back", test_bucket_give_back);
+	CU_add_test(s, "reservations queue in order",
+	    test_bucket_reserve_queues_in_order);
 }
