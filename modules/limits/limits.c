@@ -52,12 +52,20 @@ struct limits_member {
 
 struct limits_cstate;
 
+/* Reservations a busy direction keeps queued in the shared buckets, and
+ * how long after it last ran dry a direction still counts as busy. */
+#define LIMITS_QUEUE		4
+#define LIMITS_BUSY_NS		250000000ULL	/* 250 ms */
+
 struct limits_dir {
 	struct pt_timer		 timer;
 	struct limits_cstate	*cs;
 	uint8_t			 dir;
 	uint8_t			 on;		/* a budget is set */
-	uint64_t		 pending;	/* reserved, due at the timer */
+	uint8_t			 n;		/* reservations queued */
+	uint64_t		 spent_ns;	/* when it last ran dry */
+	uint64_t		 due[LIMITS_QUEUE];	/* clock, ns */
+	uint64_t		 bytes[LIMITS_QUEUE];
 };
 
 /* Per connection, zeroed at accept. */
@@ -269,23 +277,22 @@ limits_slice(const struct table_params *p, int b)
 }
 
 /*
- * Direction <d> spent its slice: reserves the next one in every bucket
- * that limits it and hands it to the core when the last of them has
- * earned it (at once, or from the timer). Reservations queue in the
- * shared bucket in the order they were made, so the key's connections
- * take turns whichever worker serves them, and the rate stays exact:
- * the next reservation starts where the last one ended, not when its
- * bytes happened to be read.
+ * Reserves direction <d>'s next slice in every bucket that limits it:
+ * the bytes, and in *due_out the clock time when the last of the
+ * buckets has earned them. 0 when nothing limits the direction now.
+ * Reservations queue in the shared bucket in the order they are made,
+ * and each starts where the one before it ended, not when its bytes
+ * happened to be read: the rate stays exact, and a key's busy
+ * connections take turns whichever worker serves them.
  */
-static void
-limits_grant(struct limits_dir *d)
+static uint64_t
+limits_reserve(struct limits_dir *d, uint64_t now, uint64_t *due_out)
 {
 	struct limits_cstate		*cs = d->cs;
 	const struct limits_class	*c;
 	struct table_params		 p;
 	struct table_entry		*e;
-	uint64_t			 now = limits_clock(), want = UINT64_MAX;
-	uint64_t			 wait = 0, w, u, at;
+	uint64_t			 want = UINT64_MAX, wait = 0, w, u, at;
 	int				 bs[2], nb, k;
 	uint8_t				 i;
 
@@ -300,13 +307,8 @@ limits_grant(struct limits_dir *d)
 			    limits_slice(&p, bs[k]) < want)
 				want = limits_slice(&p, bs[k]);
 	}
-	if (want == UINT64_MAX) {
-		/* A reload lifted the limit: large grants, checked again
-		 * now and then in case it comes back. */
-		pt_conn_budget_add(cs->conn, (enum pt_dir)d->dir,
-		    LIMITS_UNLIMITED_GRANT);
-		return;
-	}
+	if (want == UINT64_MAX)
+		return 0;
 	for (i = 0; i < cs->nm; i++) {
 		c = &cs->lc->classes[cs->m[i].cls];
 		table_class_read(&limits_tab, c->slot, &p);
@@ -328,32 +330,83 @@ limits_grant(struct limits_dir *d)
 			pt_counter_add(c->ctr_delayed, (int64_t)want);
 		}
 	}
-	if (wait == 0) {
-		pt_conn_budget_add(cs->conn, (enum pt_dir)d->dir, want);
-		return;
+	if (wait > 0)
+		pt_counter_add(cs->lc->ctr_delayed, (int64_t)want);
+	*due_out = now + wait;
+	return want;
+}
+
+/* Hands the core every queued slice that is due, and arms the timer for
+ * the next one. */
+static void
+limits_deliver(struct limits_dir *d, uint64_t now)
+{
+	while (d->n > 0 && d->due[0] <= now) {
+		pt_conn_budget_add(d->cs->conn, (enum pt_dir)d->dir,
+		    d->bytes[0]);
+		d->n--;
+		memmove(&d->due[0], &d->due[1], d->n * sizeof(d->due[0]));
+		memmove(&d->bytes[0], &d->bytes[1],
+		    d->n * sizeof(d->bytes[0]));
 	}
-	pt_counter_add(cs->lc->ctr_delayed, (int64_t)want);
-	d->pending = want;
-	pt_timer_start(&d->timer, (wait + 999999) / 1000000, limits_on_timer,
-	    d);
+	if (d->n > 0)
+		pt_timer_start(&d->timer, (d->due[0] - now + 999999) /
+		    1000000, limits_on_timer, d);
+}
+
+/*
+ * Keeps LIMITS_QUEUE reservations queued for a busy direction: the next
+ * slices are already in the bucket's queue while the connection reads the
+ * one it has, so a worker or a client that runs late (a loaded machine)
+ * does not lose its turn to connections on other workers. A direction
+ * that has not run dry for LIMITS_BUSY_NS stops reserving: an idle
+ * connection holds at most that long's share, as budget it will use when
+ * it reads again.
+ */
+static void
+limits_top_up(struct limits_dir *d)
+{
+	uint64_t	 now = limits_clock(), due, bytes;
+
+	while (d->n < LIMITS_QUEUE) {
+		if ((bytes = limits_reserve(d, now, &due)) == 0) {
+			/* A reload lifted the limit: large grants, checked
+			 * again now and then in case it comes back. */
+			if (d->n == 0)
+				pt_conn_budget_add(d->cs->conn,
+				    (enum pt_dir)d->dir,
+				    LIMITS_UNLIMITED_GRANT);
+			break;
+		}
+		d->due[d->n] = due;
+		d->bytes[d->n++] = bytes;
+	}
+	pt_timer_stop(&d->timer);
+	limits_deliver(d, now);
 }
 
 static void
 limits_on_timer(struct pt_timer *t, void *arg)
 {
 	struct limits_dir	*d = arg;
+	uint64_t		 now = limits_clock();
 
 	(void)t;
-	pt_conn_budget_add(d->cs->conn, (enum pt_dir)d->dir, d->pending);
-	d->pending = 0;
+	limits_deliver(d, now);
+	if (now - d->spent_ns <= LIMITS_BUSY_NS)
+		limits_top_up(d);
 }
 
 static void
 limits_on_spent(struct pt_conn *conn, enum pt_dir dir, void *arg)
 {
+	struct limits_dir	*d = arg;
+
 	(void)conn;
 	(void)dir;
-	limits_grant(arg);
+	d->spent_ns = limits_clock();
+	if (d->n == 0)
+		limits_top_up(d);
 }
 
 /* Budgets for the directions a joined class limits (once each). */
