@@ -385,6 +385,42 @@ limits_top_up(struct limits_dir *d)
 	limits_deliver(d, now);
 }
 
+/* The connection closes: what it reserved and was never given goes back
+ * to the buckets, for the key's other connections. */
+static void
+limits_unreserve(struct limits_dir *d)
+{
+	struct limits_cstate		*cs = d->cs;
+	const struct limits_class	*c;
+	struct table_params		 p;
+	struct table_entry		*e;
+	uint64_t			 now = limits_clock(), left = 0;
+	int				 bs[2], nb, k;
+	uint8_t				 i;
+
+	for (i = 0; i < d->n; i++)
+		left += d->bytes[i];
+	d->n = 0;
+	if (left == 0)
+		return;
+	bs[0] = d->dir == PT_DIR_UP ? LB_UP : LB_DOWN;
+	bs[1] = LB_UDP;
+	nb = cs->udp ? 2 : 1;
+	for (i = 0; i < cs->nm; i++) {
+		c = &cs->lc->classes[cs->m[i].cls];
+		table_class_read(&limits_tab, c->slot, &p);
+		e = NULL;
+		for (k = 0; k < nb; k++) {
+			if (p.rate[bs[k]] == 0)
+				continue;
+			if (e == NULL)
+				e = limits_member_entry(cs, &cs->m[i], &p, now);
+			bucket_give(&e->tat[bs[k]], bucket_units(now,
+			    p.epoch_ns, p.rate[bs[k]]), left);
+		}
+	}
+}
+
 static void
 limits_on_timer(struct pt_timer *t, void *arg)
 {
@@ -554,6 +590,10 @@ limits_close(struct pt_conn *conn, struct pt_req *req, void *modctx)
 		return PT_VERDICT_CONTINUE;
 	pt_timer_stop(&cs->d[0].timer);
 	pt_timer_stop(&cs->d[1].timer);
+	if (cs->d[0].on)
+		limits_unreserve(&cs->d[0]);
+	if (cs->d[1].on)
+		limits_unreserve(&cs->d[1]);
 	limits_leave(cs, 0);
 	return PT_VERDICT_CONTINUE;
 }
