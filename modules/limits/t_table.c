@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -215,33 +216,46 @@ t_ns(void)
 
 /* One request_rate check as the ACCESS hook makes it: the clock, the
  * class's numbers, the key's hash, its entry, one take. Printed, not
- * asserted (a shared machine's timing is no test). */
+ * asserted (a shared machine's timing is no test): the best and the
+ * median of 20 batches, since other processes only ever add time. */
+static int
+t_cmp_u64(const void *a, const void *b)
+{
+	uint64_t	 x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void
 test_table_check_timing(void)
 {
 	struct table		 t;
 	struct table_params	 p = t_params(1000000000, 1000000000);
 	struct table_entry	*e;
-	uint64_t		 t0, t1, k, now, ok = 0;
+	uint64_t		 t0, k, now, ok = 0, batch[20];
 	uint32_t		 idx;
-	int			 slot, i, n = 2000000;
+	int			 slot, i, b, n = 100000;
 
 	CU_ASSERT_FATAL(table_open(&t, 16384) == 0);
 	slot = t_class(&t, "bench", &p);
-	t0 = t_ns();
-	for (i = 0; i < n; i++) {
-		now = t_ns();
-		table_class_read(&t, slot, &p);
-		k = table_key(&t, slot, table_class_instance(&t, slot),
-		    "someuser", 8);
-		e = table_get(&t, slot, k, &p, now, &idx);
-		ok += bucket_take(&e->tat[LB_REQ], bucket_units(now,
-		    p.epoch_ns, p.rate[LB_REQ]), p.burst[LB_REQ], 1, 1, NULL);
+	for (b = 0; b < 20; b++) {
+		t0 = t_ns();
+		for (i = 0; i < n; i++) {
+			now = t_ns();
+			table_class_read(&t, slot, &p);
+			k = table_key(&t, slot, table_class_instance(&t, slot),
+			    "someuser", 8);
+			e = table_get(&t, slot, k, &p, now, &idx);
+			ok += bucket_take(&e->tat[LB_REQ], bucket_units(now,
+			    p.epoch_ns, p.rate[LB_REQ]), p.burst[LB_REQ], 1, 1,
+			    NULL);
+		}
+		batch[b] = t_ns() - t0;
 	}
-	t1 = t_ns();
+	qsort(batch, 20, sizeof(batch[0]), t_cmp_u64);
 	printf("# limits: one check (clock, class read, key hash, lookup, "
-	    "take): %.1f ns (%d checks, %llu admitted)\n",
-	    (double)(t1 - t0) / n, n, (unsigned long long)ok);
+	    "take): best %.1f ns, median %.1f ns (20 batches of %d)\n",
+	    (double)batch[0] / n, (double)batch[10] / n, n);
 	CU_ASSERT(ok > 0);
 	table_close(&t);
 }
