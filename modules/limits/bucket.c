@@ -104,3 +104,12 @@ bucket_give(_Atomic uint64_t *tat, uint64_t now, uint64_t n)
 	} while (!atomic_compare_exchange_weak_explicit(tat, &old, next,
 	    memory_order_relaxed, memory_order_relaxed));
 }
+
+uint64_t
+bucket_slice(uint64_t rate, uint64_t burst)
+{
+	uint64_t	 s = rate / 32;
+
+	s = s < 4096 ? 4096 : s > 262144 ? 262144 : s;
+	return s > burst ? burst : s;
+}

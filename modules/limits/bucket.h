@@ -57,6 +57,10 @@ uint64_t	 bucket_take(_Atomic uint64_t *tat, uint64_t now,
  */
 uint64_t	 bucket_reserve(_Atomic uint64_t *tat, uint64_t now,
 		    uint64_t burst, uint64_t n);
+/* The bytes a connection reads per grant under a bandwidth bucket of
+ * <rate> and <burst>: a 32nd of the rate, 4 KiB to 256 KiB, at most the
+ * burst. */
+uint64_t	 bucket_slice(uint64_t rate, uint64_t burst);
 /* Gives back <n> tokens taken and not used (never above a full bucket). */
 void		 bucket_give(_Atomic uint64_t *tat, uint64_t now, uint64_t n);
 

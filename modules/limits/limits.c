@@ -267,15 +267,6 @@ limits_dir_limited(const struct limits_cstate *cs, int dir)
 	return false;
 }
 
-static uint64_t
-limits_slice(const struct table_params *p, int b)
-{
-	uint64_t	 s = p->rate[b] / 32;
-
-	s = s < 4096 ? 4096 : s > 262144 ? 262144 : s;
-	return s > p->burst[b] ? p->burst[b] : s;
-}
-
 /*
  * Reserves direction <d>'s next slice in every bucket that limits it:
  * the bytes, and in *due_out the clock time when the last of the
@@ -303,9 +294,10 @@ limits_reserve(struct limits_dir *d, uint64_t now, uint64_t *due_out)
 		c = &cs->lc->classes[cs->m[i].cls];
 		table_class_read(&limits_tab, c->slot, &p);
 		for (k = 0; k < nb; k++)
-			if (p.rate[bs[k]] != 0 &&
-			    limits_slice(&p, bs[k]) < want)
-				want = limits_slice(&p, bs[k]);
+			if (p.rate[bs[k]] != 0 && bucket_slice(p.rate[bs[k]],
+			    p.burst[bs[k]]) < want)
+				want = bucket_slice(p.rate[bs[k]],
+				    p.burst[bs[k]]);
 	}
 	if (want == UINT64_MAX)
 		return 0;

@@ -43,7 +43,6 @@ struct limits_class {
 	unsigned	 protos;	/* 1 << enum pt_proto; 0: any */
 	/* The numbers; slot and epoch come from the shared table. */
 	struct table_params p;
-	uint64_t	 slice[LB_COUNT];	/* bytes per grant */
 	uint64_t	 shape;		/* digest of match and key */
 	int		 slot;		/* in the shared table, or -1 */
 	int		 ctr_refused, ctr_delayed;

@@ -17,8 +17,7 @@
 
 #define LIMITS_TABLE_DEFAULT	16384
 #define LIMITS_TABLE_MAX	(1u << 24)
-#define LIMITS_SLICE_MIN	4096
-#define LIMITS_SLICE_MAX	(256 * 1024)
+#define LIMITS_BURST_MIN	4096
 
 struct limits_parse {
 	char			*err;
@@ -320,18 +319,6 @@ limits_key_parse(struct limits_parse *p, struct limits_class *c,
 	return 0;
 }
 
-static uint64_t
-limits_slice(uint64_t rate, uint64_t burst)
-{
-	uint64_t	 s = rate / 32;
-
-	if (s < LIMITS_SLICE_MIN)
-		s = LIMITS_SLICE_MIN;
-	if (s > LIMITS_SLICE_MAX)
-		s = LIMITS_SLICE_MAX;
-	return s > burst ? burst : s;
-}
-
 static int
 limits_rates(struct limits_parse *p, struct limits_class *c,
     const config_setting_t *node)
@@ -363,14 +350,13 @@ limits_rates(struct limits_parse *p, struct limits_class *c,
 		}
 		any = true;
 		/* Events may come one rate's worth at once; bytes an eighth
-		 * of a second's, but never less than one grant. */
+		 * of a second's, but at least 4 KiB. */
 		c->p.burst[b] = b == LB_CONN || b == LB_REQ ? c->p.rate[b] :
-		    c->p.rate[b] / 8 > LIMITS_SLICE_MIN ? c->p.rate[b] / 8 :
-		    LIMITS_SLICE_MIN;
+		    c->p.rate[b] / 8 > LIMITS_BURST_MIN ? c->p.rate[b] / 8 :
+		    LIMITS_BURST_MIN;
 		if (limits_num(p, node, key, 1, LIMITS_RATE_MAX,
 		    &c->p.burst[b]) < 0)
 			return -1;
-		c->slice[b] = limits_slice(c->p.rate[b], c->p.burst[b]);
 	}
 	if (config_setting_get_member(node, "udp_packets") != NULL ||
 	    config_setting_get_member(node, "udp_packets_burst") != NULL)

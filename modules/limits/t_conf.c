@@ -13,6 +13,7 @@
 
 #include <CUnit/CUnit.h>
 
+#include "modules/limits/bucket.h"
 #include "modules/limits/limits.h"
 #include "t/unit/check.h"
 #include "modules/limits/t_suites.h"
@@ -62,7 +63,10 @@ test_conf_class_as_written(void)
 	CU_ASSERT(c->late && c->user_any && c->p.max_conns == 100);
 	CU_ASSERT(c->p.rate[LB_DOWN] == 10485760);
 	CU_ASSERT(c->p.burst[LB_DOWN] == 10485760 / 8);
-	CU_ASSERT(c->slice[LB_DOWN] == 262144);
+	CU_ASSERT(bucket_slice(c->p.rate[LB_DOWN], c->p.burst[LB_DOWN]) ==
+	    262144);
+	CU_ASSERT(bucket_slice(2097152, 16384) == 16384);
+	CU_ASSERT(bucket_slice(1000, 100000) == 4096);
 	c = &lc->classes[1];
 	CU_ASSERT(!c->late && c->key == LK_SOURCE && c->nsrc == 1);
 	CU_ASSERT(c->p.rate[LB_CONN] == 100 && c->p.burst[LB_CONN] == 10);
