@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -24,6 +25,9 @@
 
 #include "master/notify.h"
 #include "common/log.h"
+
+/* How long a notification may wait for room in systemd's queue. */
+#define NOTIFY_WAIT_MS	200
 
 static char	*notify_path;
 static bool	 notify_warned;
@@ -65,6 +69,7 @@ void
 notify_send(const char *fmt, ...)
 {
 	struct sockaddr_un	 sun;
+	struct pollfd		 pfd;
 	char			 msg[1024];
 	va_list			 ap;
 	socklen_t		 len;
@@ -89,12 +94,23 @@ notify_send(const char *fmt, ...)
 		sun.sun_path[0] = '\0';
 	else
 		len++;
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	rc = fd < 0 ? -1 : (int)sendto(fd, msg, n, MSG_NOSIGNAL,
-	    (struct sockaddr *)&sun, len);
+	/* Never blocking: a receiver that does not read (its queue full)
+	 * must not stop the master supervising. Connected, so that poll
+	 * can wait a moment for room in that queue. */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sun, len);
+	if (rc == 0 && (rc = (int)send(fd, msg, n, MSG_NOSIGNAL)) < 0 &&
+	    errno == EAGAIN) {
+		pfd.fd = fd;
+		pfd.events = POLLOUT;
+		if (poll(&pfd, 1, NOTIFY_WAIT_MS) == 1)
+			rc = (int)send(fd, msg, n, MSG_NOSIGNAL);
+		else
+			errno = EAGAIN;
+	}
 	if (rc < 0 && !notify_warned) {
-		/* Once: systemd gone or a wrong path is not worth a line per
-		 * reload. */
+		/* Once: systemd gone, a full queue or a wrong path is not
+		 * worth a line per reload. */
 		notify_warned = true;
 		pt_log_err(PT_LOG_WARNING, errno, "NOTIFY_SOCKET %s",
 		    notify_path);

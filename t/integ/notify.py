@@ -17,66 +17,12 @@ process that sent it):
 - no datagram from any process but the master (workers do not notify);
 - an abstract socket name ("@name") works the same (READY=1).
 """
-import array
 import os
-import socket
-import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
-
-
-class Notify:
-    """A NOTIFY_SOCKET: recv() gives (pid of the sender, {key: value})."""
-
-    def __init__(self, name):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-        self.s.bind(name if name[0] != "@" else "\0" + name[1:])
-        self.name = name
-        self.got = []
-
-    def recv(self, timeout):
-        self.s.settimeout(timeout)
-        try:
-            data, anc, _, _ = self.s.recvmsg(
-                4096, socket.CMSG_SPACE(struct.calcsize("3i")))
-        except socket.timeout:
-            return None, None
-        pid = None
-        for level, typ, d in anc:
-            if level == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS:
-                pid = array.array("i", d[:struct.calcsize("3i")])[0]
-        kv = {}
-        for line in data.decode(errors="replace").split("\n"):
-            if "=" in line:
-                k, v = line.split("=", 1)
-                kv[k] = v
-        self.got.append((pid, kv))
-        return pid, kv
-
-    def until(self, key, timeout):
-        """Datagrams until one has <key>: (that one, [all received])."""
-        seen = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            pid, kv = self.recv(max(0.01, deadline - time.monotonic()))
-            if kv is None:
-                break
-            seen.append((pid, kv))
-            if key in kv:
-                return (pid, kv), seen
-        return (None, None), seen
-
-    def close(self):
-        self.s.close()
-        if self.name[0] != "@":
-            try:
-                os.unlink(self.name)
-            except OSError:
-                pass
 
 
 def main(t):
@@ -85,7 +31,7 @@ def main(t):
     conf = t.conf("forward", WORKERS=2, RELAY="copy", SHUTDOWN=10,
                   LISTENERS=ptest.listeners(("127.0.0.1:%d" % port,
                                              echo.address)))
-    n = Notify(t.path("notify.sock"))
+    n = ptest.NotifySocket(t.path("notify.sock"))
     t.at_exit(n.close)
     p = t.portico(conf, wait=False, env={"NOTIFY_SOCKET": n.name})
 
@@ -157,7 +103,7 @@ def main(t):
     t.stop_portico(p)
 
     # -- an abstract socket --------------------------------------------
-    a = Notify("@portico-test-%d" % os.getpid())
+    a = ptest.NotifySocket("@portico-test-%d" % os.getpid())
     t.at_exit(a.close)
     p2 = t.portico(conf, wait=False, conf_name="abstract.conf",
                    env={"NOTIFY_SOCKET": a.name})
