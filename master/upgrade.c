@@ -50,6 +50,7 @@ static char		 *upgrade_path;		/* absolute binary path */
 static char		**upgrade_argv;
 static char		 *upgrade_pidf;		/* as written at start */
 static char		 *upgrade_oldbin;	/* <pid_file>.oldbin */
+static bool		  upgrade_renamed;	/* pid file is .oldbin now */
 
 /* Old side: the new master. */
 static enum upgrade_state upgrade_st;
@@ -74,6 +75,9 @@ upgrade_resolve(const char *argv0)
 	if (argv0[0] == '/')
 		return strdup(argv0);
 	if (strchr(argv0, '/') != NULL) {
+		/* "./portico" reads better in the log as <cwd>/portico. */
+		while (argv0[0] == '.' && argv0[1] == '/')
+			argv0 += 2;
 		if (getcwd(cwd, sizeof(cwd)) == NULL ||
 		    asprintf(&buf, "%s/%s", cwd, argv0) < 0)
 			return NULL;
@@ -250,8 +254,9 @@ upgrade_exec(const struct listen_set *ls, const char *listeners, int fd)
 static void
 upgrade_restore_pid_file(void)
 {
-	if (upgrade_pidf == NULL || upgrade_oldbin == NULL)
+	if (!upgrade_renamed)
 		return;
+	upgrade_renamed = false;
 	if (rename(upgrade_oldbin, upgrade_pidf) < 0)
 		pt_log_err(PT_LOG_ERR, errno, "rename %s to %s", upgrade_oldbin,
 		    upgrade_pidf);
@@ -282,10 +287,15 @@ upgrade_start(const struct pt_config *conf, const struct listen_set *ls)
 	}
 	/* Before the fork: the new master refuses to start while the pid
 	 * file names a live portico. */
-	if (upgrade_pidf != NULL && rename(upgrade_pidf, upgrade_oldbin) < 0) {
-		pt_log_err(PT_LOG_ERR, errno, "binary upgrade: rename %s to %s",
-		    upgrade_pidf, upgrade_oldbin);
-		return;
+	upgrade_renamed = false;
+	if (upgrade_pidf != NULL && upgrade_oldbin != NULL) {
+		if (rename(upgrade_pidf, upgrade_oldbin) == 0)
+			upgrade_renamed = true;
+		else if (errno != ENOENT) {
+			pt_log_err(PT_LOG_ERR, errno, "binary upgrade: rename "
+			    "%s to %s", upgrade_pidf, upgrade_oldbin);
+			return;
+		}
 	}
 	if ((listeners = listen_fmt_handover(conf, ls)) == NULL ||
 	    pipe2(p, O_CLOEXEC) < 0) {
