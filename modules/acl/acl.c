@@ -36,16 +36,18 @@ struct acl_state {
 
 static char	 acl_err[512];
 
-static const char *
-acl_label(const struct acl_conf *ac, int rule)
-{
-	return rule >= 0 ? ac->rules[rule].label : "default";
-}
-
+/* The deciding rule's name, "default", or "private", into the label. */
 static void
-acl_set_label(struct pt_conn *conn, const char *label)
+acl_set_label(struct pt_conn *conn, const struct acl_conf *ac, int rule,
+    bool private)
 {
-	pt_req_set_label(conn, label, strlen(label));
+	if (private)
+		pt_req_set_label(conn, "private", sizeof("private") - 1);
+	else if (rule < 0)
+		pt_req_set_label(conn, "default", sizeof("default") - 1);
+	else
+		pt_req_set_label(conn, ac->rules[rule].label,
+		    ac->rules[rule].label_len);
 }
 
 static enum pt_verdict
@@ -61,7 +63,7 @@ acl_refuse(struct pt_conn *conn, const struct acl_conf *ac, int rule,
 	    ac->rules[rule].reason : ac->default_reason;
 	if (!quiet) {
 		pt_conn_answer(conn, &a);
-		acl_set_label(conn, private ? "private" : acl_label(ac, rule));
+		acl_set_label(conn, ac, rule, private);
 	}
 	pt_counter_add(ac->ctr_denied, 1);
 	if (private)
@@ -72,7 +74,7 @@ acl_refuse(struct pt_conn *conn, const struct acl_conf *ac, int rule,
 static void
 acl_allowed(struct pt_conn *conn, const struct acl_conf *ac, int rule)
 {
-	acl_set_label(conn, acl_label(ac, rule));
+	acl_set_label(conn, ac, rule, false);
 	pt_counter_add(ac->ctr_allowed, 1);
 }
 
@@ -104,7 +106,7 @@ acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	/* The label now, in case the transaction ends before DIAL (DNS
 	 * fails): DIAL replaces it if it refuses. */
 	if (d.outcome == ACL_ALLOW)
-		acl_set_label(conn, acl_label(ac, d.rule));
+		acl_set_label(conn, ac, d.rule, false);
 	return PT_VERDICT_CONTINUE;
 }
 

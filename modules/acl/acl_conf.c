@@ -483,6 +483,7 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 	if ((r->label = strdup(label)) == NULL ||
 	    (r->reason = malloc(strlen(label) + 20)) == NULL)
 		return acl_fail(p, e, "out of memory");
+	r->label_len = strlen(label);
 	sprintf(r->reason, "acl: %s by %s", r->allow ? "allowed" : "denied",
 	    label);
 	return acl_rule_conds(p, r, e);

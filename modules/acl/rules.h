@@ -40,6 +40,7 @@ struct acl_port_range {
 
 struct acl_rule {
 	char		*label;		/* name, or "ruleN" */
+	size_t		 label_len;	/* strlen(label), once */
 	char		*reason;	/* for the log: "acl: rule ..." */
 	bool		 allow;
 	unsigned	 has;		/* ACL_C_* */
