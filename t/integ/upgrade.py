@@ -20,8 +20,8 @@ Then a new binary that cannot start leaves the running master serving,
 with the pid file back in place and the reason in the log: a broken
 configuration (the error text comes back through the upgrade pipe), a
 "binary" that is a script exiting 1, a missing file (exec fails). Last, a
-rollback: a good upgrade, then the new master stopped: the old one takes
-its pid file back and serves on.
+rollback: a good upgrade (by `portico -s upgrade`), then the new master
+stopped: the old one takes its pid file back and serves on.
 """
 import hashlib
 import os
@@ -242,7 +242,9 @@ def main(t):
 
     # -- rollback: the new master stopped, the old one takes over again --
     count = len(p.log_lines(r"is ready;"))
-    os.kill(new, signal.SIGUSR2)
+    r = ptest.run_portico(["-s", "upgrade", "-c", p.conf_path])
+    t.check(r.returncode == 0, "portico -s upgrade sends SIGUSR2 to the "
+            "master in pid_file", r.stderr)
     lines = p.wait_log(r"binary upgrade: new master pid \d+ is ready",
                        count=count + 1, timeout=ptest.bound(20))
     m = re.search(r"new master pid (\d+)", lines[-1]) \
