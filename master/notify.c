@@ -37,6 +37,9 @@ notify_init(void)
 {
 	const char	*v = getenv("NOTIFY_SOCKET");
 
+	free(notify_path);
+	notify_path = NULL;
+	notify_warned = false;
 	if (v != NULL && v[0] != '\0' && (v[0] == '/' || v[0] == '@') &&
 	    strlen(v) < sizeof(((struct sockaddr_un *)0)->sun_path))
 		notify_path = strdup(v);
