@@ -6,6 +6,9 @@
  * and because closing a reuseport socket drops the connections queued on
  * it, a socket is carried over to every new configuration that still has
  * its address and slot, and closed only when that slot or address goes.
+ * A binary upgrade carries them over the same way, across an exec: the old
+ * binary names them (listen_fmt_handover), the new one adopts them by
+ * address and slot (listen_inherit, then listen_open) before binding.
  */
 #include "config.h"
 
