@@ -400,6 +400,17 @@ def tls_lines(m, scen, by, peers):
     out.append("TLS: %s; negotiated in every run: %s; kTLS: %s." % (
         t.get("certificate", "?"), " / ".join(neg) or "-",
         t.get("ktls", "?")))
+    if scen == "tls-connect":
+        ks = [r for p in peers for r in by.get(("tls-connect-ktls", p), [])
+              if r.get("status") == "run" and r.get("ktls_tx") is not None]
+        if ks:
+            out.append("")
+            out.append("kTLS rows: relay.method \"splice\" (a kTLS socket "
+                       "carries plaintext, so the tunnel is spliced); kernel "
+                       "TLS sessions /proc/net/tls_stat counted per run: %s." %
+                       ", ".join("%s c=%s TX %s RX %s" % (
+                           r.get("peer"), r.get("concurrency"),
+                           r.get("ktls_tx"), r.get("ktls_rx")) for r in ks))
     if scen == "tls-resumed":
         parts = []
         for p in peers:
