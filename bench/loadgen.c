@@ -253,9 +253,11 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		printf("},\"delivered_pct\":%.2f,\"loadgen_cpu_pct\":%.1f,"
 		    "\"saturated\":%s", pct, cpu, sat ? "true" : "false");
 		if (o->tls)
-			printf(",\"tls\":{\"handshakes\":%llu,\"resumed\":%llu,"
-			    "\"resume\":%s,\"negotiated\":\"%s\"}",
+			printf(",\"tls\":{\"handshakes\":%llu,\"offered\":%llu,"
+			    "\"resumed\":%llu,\"resume\":%s,"
+			    "\"negotiated\":\"%s\"}",
 			    (unsigned long long)res->tls_handshakes,
+			    (unsigned long long)res->tls_offered,
 			    (unsigned long long)res->tls_resumed,
 			    o->tls_resume ? "true" : "false",
 			    lg_tls_seen() != NULL ? lg_tls_seen() : "");
@@ -298,9 +300,11 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		    "before a request: reconnected, not errors\n",
 		    (unsigned long long)res->retries);
 	if (o->tls)
-		printf("  TLS (%s): %llu handshakes, %llu resumed%s\n",
+		printf("  TLS (%s): %llu handshakes, %llu offered a session, "
+		    "%llu resumed%s\n",
 		    lg_tls_seen() != NULL ? lg_tls_seen() : "none completed",
 		    (unsigned long long)res->tls_handshakes,
+		    (unsigned long long)res->tls_offered,
 		    (unsigned long long)res->tls_resumed,
 		    o->tls_resume ? "" : " (--tls-resume not given)");
 	if (res->note != NULL)

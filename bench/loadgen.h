@@ -92,7 +92,8 @@ struct lg_result {
 	double		 cpu_s, wall_s;	/* the process over the window */
 	uint64_t	 retries;	/* keep-alive closed: reconnected */
 	uint64_t	 tls_handshakes;	/* --tls, in the window */
-	uint64_t	 tls_resumed;	/* of which resumed a session */
+	uint64_t	 tls_offered;	/* of which offered a session */
+	uint64_t	 tls_resumed;	/* of which resumed one */
 	bool		 stopped;	/* SIGINT/SIGTERM ended the window */
 	const char	*note;		/* a why, for the human summary */
 };

@@ -54,6 +54,7 @@ struct lg_tls {
 	SSL_SESSION	*sess;		/* the last ticket the proxy sent */
 	bool		 done;		/* handshake finished */
 	bool		 fatal;		/* no close_notify after this */
+	bool		 offered;	/* this handshake offers a session */
 };
 
 static SSL_CTX		*lg_ctx;
@@ -145,6 +146,7 @@ lg_tls_start(struct lg_tls *t, int fd)
 {
 	ERR_clear_error();
 	t->done = t->fatal = false;
+	t->offered = lg_resume && t->sess != NULL;
 	if ((t->ssl = SSL_new(lg_ctx)) == NULL ||
 	    !SSL_set_fd(t->ssl, fd) ||
 	    !SSL_set_ex_data(t->ssl, lg_idx, t) ||
@@ -224,6 +226,8 @@ lg_tls_handshake(struct lg_tls *t, uint32_t *events_out,
 	}
 	if (count) {
 		res->tls_handshakes++;
+		if (t->offered)
+			res->tls_offered++;
 		if (SSL_session_reused(t->ssl))
 			res->tls_resumed++;
 	}

@@ -91,7 +91,7 @@ SCENARIOS = [
     ("tls-resumed", "TLS resumed handshakes (HTTPS proxy)", "handshakes/s",
      "rate", True, "as tls-handshakes, each client resuming its last "
      "session with the ticket the proxy gave it (runs where fewer than 90% "
-     "of the handshakes resumed are thrown away)"),
+     "of the handshakes that offered a ticket resumed are thrown away)"),
     ("https-1k", "HTTPS proxy GET 1 KiB, kept-alive TLS", "requests/s",
      "rate", True, "as http-1k inside kept-alive TLS 1.3 connections to "
      "the proxy (TLS_AES_128_GCM_SHA256)"),
@@ -414,18 +414,21 @@ def tls_lines(m, scen, by, peers):
     if scen == "tls-resumed":
         parts = []
         for p in peers:
-            h = r_ = 0
+            h = o = r_ = 0
             for r in by.get((scen, p), []):
                 x = (r.get("loadgen") or {}).get("tls") or {}
                 if r.get("status") == "run" and not r.get("warmup"):
                     h += x.get("handshakes", 0)
+                    o += x.get("offered", 0)
                     r_ += x.get("resumed", 0)
             if h:
-                parts.append("%s %s of %s" % (p, "{:,}".format(r_),
-                                              "{:,}".format(h)))
+                parts.append("%s %s of %s offered a ticket (%s handshakes)"
+                             % (p, "{:,}".format(r_), "{:,}".format(o),
+                                "{:,}".format(h)))
         if parts:
             out.append("")
-            out.append("Handshakes resumed (all counted runs): %s." %
+            out.append("Handshakes resumed, all runs (a client's first "
+                       "connection has no ticket to offer): %s." %
                        ", ".join(parts))
     return out
 
