@@ -45,7 +45,8 @@ struct limits_class {
 	struct table_params p;
 	uint64_t	 shape;		/* digest of match and key */
 	int		 slot;		/* in the shared table, or -1 */
-	int		 ctr_refused, ctr_delayed;
+	/* Its counters (labelled class="<name>"), or -1. */
+	int		 ctr_refused, ctr_delayed, ctr_dropped;
 	int		 line;		/* of its entry, for messages */
 };
 
@@ -54,7 +55,7 @@ struct limits_conf {
 	size_t		 nclasses;
 	uint32_t	 table_size;
 	bool		 any_early, any_late;
-	int		 ctr_refused, ctr_delayed, ctr_overflow;
+	int		 ctr_refused, ctr_delayed, ctr_overflow, ctr_dropped;
 };
 
 /* ---- limits_conf.c (master) ------------------------------------------ */
