@@ -13,7 +13,7 @@
 
 #include <portico/module.h>
 
-#include "modules/acl/net.h"
+#include "modules/common/net.h"
 #include "modules/limits/table.h"
 
 /* What a class counts as one subject. */
@@ -36,7 +36,7 @@ struct limits_class {
 	bool		 has_user, user_any;
 	char		**users;
 	size_t		 nusers;
-	struct acl_net	*src;
+	struct net_prefix	*src;
 	size_t		 nsrc;
 	char		**listeners;
 	size_t		 nlisteners;

@@ -244,7 +244,7 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 		for (i = 0; i < (size_t)n; i++) {
 			if ((v = limits_item_str(p, s, (int)i, "src")) == NULL)
 				return -1;
-			if (acl_net_parse(v, &c->src[i], &why) < 0)
+			if (net_prefix_parse(v, &c->src[i], &why) < 0)
 				return limits_fail(p, limits_item(s, (int)i),
 				    "src: \"%.64s\": %s", v, why);
 			c->nsrc++;
