@@ -238,7 +238,7 @@ acl_conf(struct pt_modconf *mc, const config_setting_t *node,
 		return -1;
 	ac->ctr_allowed = pt_counter_register("acl_allowed");
 	ac->ctr_denied = pt_counter_register("acl_denied");
-	ac->ctr_private = pt_counter_register("net_addr_private");
+	ac->ctr_private = pt_counter_register("acl_private");
 	if (ac->ctr_allowed < 0 || ac->ctr_denied < 0 || ac->ctr_private < 0) {
 		snprintf(acl_err, sizeof(acl_err), "pt_counter_register "
 		    "failed");
