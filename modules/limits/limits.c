@@ -17,11 +17,14 @@
  *   ACCESS, with the same two limits judged there.
  * - request_rate is judged at every ACCESS (each HTTP request, CONNECT,
  *   SOCKS request), for every class the connection joined.
- * - bandwidth_up/down (and udp_bytes for a UDP association) go through
- *   the core's byte budgets: the connection takes a slice of bytes from
- *   every bucket that limits the direction, the core reads that much and
- *   says when it is spent, and when a bucket lacks a slice one timer is
- *   armed for the moment it will have one. Nothing polls.
+ * - bandwidth_up/down go through the core's byte budgets: the connection
+ *   takes a slice of bytes from every bucket that limits the direction,
+ *   the core reads that much and says when it is spent, and when a
+ *   bucket lacks a slice one timer is armed for the moment it will have
+ *   one. Nothing polls.
+ * - udp_packets and udp_bytes are judged per datagram of a UDP
+ *   association (the ABI's datagram callback): one that the buckets
+ *   cannot pay for now is dropped and counted, never delayed.
  * A connection stays a member of its keys (counted in their `conns`)
  * until its CLOSE; a key with members is never evicted from the table.
  *
