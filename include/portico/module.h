@@ -305,8 +305,10 @@ struct pt_module {
 	 * core counts it (udp_datagrams_dropped_total{reason="module"}, the
 	 * totals' udp_drop_module) and it is not charged to the byte
 	 * budget. Nothing is answered and no pt_conn_resume follows; the
-	 * module may count, use its own state (pt_conn_ctx), pt_log, and
-	 * call pt_conn_budget_*; not pt_conn_close or pt_conn_answer. It
+	 * module may read the clock, use its own state (pt_conn_ctx),
+	 * pt_counter_add and pt_log/pt_clog, and nothing that changes the
+	 * connection (pt_conn_close, pt_conn_answer, pt_conn_budget_*,
+	 * pt_req_set_*): the relay is in the middle of a batch. It
 	 * runs once per datagram at packet rates: keep it to a few hundred
 	 * nanoseconds, no system call beyond a vDSO clock read. NULL (and
 	 * any module built before 1.3): the relay never calls anything per
