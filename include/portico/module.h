@@ -302,9 +302,9 @@ struct pt_module {
 	 * relay's read callback; synchronous. CONTINUE passes it on to the
 	 * next module's callback (configuration order), ALLOW passes it
 	 * without asking the others, DENY (and ERROR, AGAIN) drops it: the
-	 * core counts it (udp_datagrams_dropped_total{reason="module"}, the
-	 * totals' udp_drop_module) and it is not charged to the byte
-	 * budget. Nothing is answered and no pt_conn_resume follows; the
+	 * core counts it (a status listener's
+	 * udp_datagrams_dropped_total{reason="module"}) and it is not
+	 * charged to the byte budget. Nothing is answered and no pt_conn_resume follows; the
 	 * module may read the clock, use its own state (pt_conn_ctx),
 	 * pt_counter_add and pt_log/pt_clog, and nothing that changes the
 	 * connection (pt_conn_close, pt_conn_answer, pt_conn_budget_*,
