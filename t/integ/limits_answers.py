@@ -17,7 +17,9 @@ table.
 - request_rate 1/s with a burst of 5: of 8 requests made at once, 5 (or
   6, if a second passed meanwhile) pass and the rest get 429 with
   Retry-After: 1;
-- the master's totals count every refusal, per class too;
+- a status listener counts every refusal per class
+  (portico_module_limits_class_refused_total{class=...}), the master's
+  totals line in all (limits_refused);
 - `portico -t` names the file and line of a bad class option;
 - table_size = 8 (one group), max_connections = 1 per source: eight
   sources each hold a connection (eight keys, all with members); a ninth

@@ -20,7 +20,8 @@ SOCKS5 listener) and two workers:
 - a reload that changes bandwidth_down to 512 KiB/s slows a download
   that is already running (now on a draining worker of the old
   configuration) to the new rate, within 10%, within a second;
-- the totals count delayed bytes for the class.
+- delayed bytes are counted for the class (a status listener's
+  limits_class_delayed_bytes{class="per-user"}) and in all.
 """
 import os
 import socket
