@@ -31,7 +31,10 @@ callback: a datagram over the rate is dropped and counted, never delayed.
 - A TCP tunnel through u1 is not in the class (protocol udp only) and is
   not slowed.
 With sanitizers the windows are the same (1,000 datagrams a second is
-light work), the bound too.
+light work), the bound too. A measurement in which datagrams were lost
+outside the module (sent > received + dropped: the kernel's queues on a
+loaded machine, seen once in CI at load 7) says nothing about the bucket
+and is made again, at most three times; the checks judge the last one.
 """
 import os
 import socket
@@ -128,47 +131,74 @@ def metric(sport, name, **labels):
     return None if samples is None else ST.value(samples, name, **labels)
 
 
-def run_class(t, sink, port, sport, cls, size, seconds, predict):
+def mine(sport, cls):
+    """The class's own dropped-datagram counter (0 before its first)."""
+    return metric(sport, "portico_module_limits_class_udp_dropped_total",
+                  **{"class": cls}) or 0
+
+
+def measure(t, sink, port, sport, cls, size, seconds, predict):
+    """One association offering datagrams: (sent, received, predicted,
+    core drops, text), or None when it could not run."""
     sink.first = sink.last = None
     before_n, before_drop = sink.n, metric(
         sport, "portico_udp_datagrams_dropped_total", reason="module") or 0
+    before_mine = mine(sport, cls)
     u = S.Udp(port)
     t.check(u.ok(), "%s: the UDP association opens" % cls,
             lambda: [u.describe()])
     if not u.ok():
-        return
+        return None
     sent, first, last = offer(u, sink.port, size, seconds)
     time.sleep(0.5)
+    u.close()
     got = sink.n - before_n
     if sink.first is None:
         t.check(False, "%s: datagrams reach the origin" % cls)
-        u.close()
-        return
+        return None
     predicted = predict(sink.last - sink.first)
     by_send = predict(last - first)
-    bound = max(2.0, 0.001 * predicted)
     drop = (metric(sport, "portico_udp_datagrams_dropped_total",
                    reason="module") or 0) - before_drop
-    mine = metric(sport, "portico_module_limits_class_udp_dropped_total",
-                  **{"class": cls})
-    t.diag("%s: %d datagrams of %d bytes offered in %.3f s, passed ones "
-           "over %.3f s; predicted %.1f passed, %d received (%+.1f); "
-           "dropped %d (core), %r (class counter); predicted from the "
-           "sends %.1f (%+.1f)" % (cls, sent, size, last - first,
-                                   sink.last - sink.first, predicted, got,
-                                   got - predicted, drop, mine, by_send,
-                                   got - by_send))
+    cdrop = mine(sport, cls) - before_mine
+    text = ("%s: %d datagrams of %d bytes offered in %.3f s, passed ones "
+            "over %.3f s; predicted %.1f passed, %d received (%+.1f); "
+            "dropped %d (core), %d (class counter); predicted from the "
+            "sends %.1f (%+.1f)" % (
+                cls, sent, size, last - first, sink.last - sink.first,
+                predicted, got, got - predicted, drop, cdrop, by_send,
+                got - by_send))
+    return sent, got, predicted, drop, cdrop, text
+
+
+def run_class(t, sink, port, sport, cls, size, seconds, predict):
+    # The prediction holds for the datagrams portico saw. A loaded
+    # machine can drop some in the kernel's queues before portico reads
+    # them (then sent > received + dropped): such a measurement says
+    # nothing about the bucket, and is made again, at most three times.
+    for attempt in range(3):
+        m = measure(t, sink, port, sport, cls, size, seconds, predict)
+        if m is None:
+            return None
+        sent, got, predicted, drop, cdrop, text = m
+        t.diag(text)
+        if got + drop == sent:
+            break
+        t.diag("%s: %d datagrams lost outside the module (kernel queues): "
+               "measuring again" % (cls, sent - got - drop))
+        time.sleep(1.0)		# the bucket refills to its burst
+    bound = max(2.0, 0.001 * predicted)
+    mine_now = mine(sport, cls)
     t.check(abs(got - predicted) <= bound,
             "%s: received = burst + rate * span within %.1f (0.1%% or 2 "
             "datagrams)" % (cls, bound),
             lambda: ["received %d, predicted %.1f" % (got, predicted)])
-    t.check(drop == sent - got and mine == drop,
+    t.check(drop == sent - got and cdrop == drop,
             "%s: every other datagram is counted dropped (reason module, "
             "class counter): %d" % (cls, sent - got),
-            lambda: ["core %d, class %r, sent - received %d" % (
-                drop, mine, sent - got)])
-    u.close()
-    return sent - got
+            lambda: ["core %d, class %d, sent - received %d" % (
+                drop, cdrop, sent - got)])
+    return mine_now
 
 
 def main(t):
