@@ -15,7 +15,9 @@ client is served and the worker's descriptors are back to where they were.
 - 2,000 idle connections (fewer when the descriptor limit cannot hold
   them) that send nothing, held, then closed.
 - 1 MiB request heads from 8 clients at once: each gets 431 (or 400) and
-  a closed connection; a 1 MiB response head gets 502.
+  a closed connection; a 1 MiB response head gets 502; heads of 10,000
+  tiny fields (60 KB, under max_header_size, over the 128 fields a head
+  may have) are answered 431 within 2 s.
 - bodies aborted halfway: uploads whose client closes (FIN or RST) halfway
   (the origin sees its connection end), downloads whose origin closes or
   resets halfway, with Content-Length and chunked (the client sees its
@@ -23,8 +25,13 @@ client is served and the worker's descriptors are back to where they were.
 - an RST storm: connections closed with SO_LINGER 0 at up to 400 a
   second, before a byte, halfway through a head, right after a request
   the origin takes 0.3 s to answer, and in a CONNECT tunnel.
-- an origin that sends forever to clients reading 16 KiB every 50 ms; when
-  they close, the origin's connections are closed too.
+- endless streams: an origin that sends forever to clients reading 16 KiB
+  every 50 ms, chunked uploads without end to an origin that reads
+  nothing, and a client that pipelines 5,000 GETs for 16 KiB and reads no
+  response: what portico takes in is held back (each upload < 32 MiB,
+  fewer than 2,048 of the pipelined requests forwarded: 32 MiB, what the
+  kernel's socket buffers hold and more); when the clients close, the
+  origin's connections are closed too.
 - loops through portico's own listener: 20 nested CONNECTs, 50 CONNECTs
   to itself pipelined in one write, a GET for its own address: each
   hop is one the client asked for (descriptors grow by at most 2 per
@@ -95,11 +102,11 @@ def idle(t, e):
     t.check(len(socks) >= n * 9 // 10, "idle: %d connections held" % n,
             "%d opened" % len(socks))
     time.sleep(max(0.0, w.t0 + X.window(2.5, 2.0) - time.monotonic()))
-    held = ptest.fd_count(w.pids[0])
+    held = X.sockets(w.pids[0])
     w.end()
     t.check(held is not None and held >= w.fds0[w.pids[0]] + n * 9 // 10,
             "idle: the worker holds them all at once",
-            "worker fds %s, before %s" % (held, w.fds0[w.pids[0]]))
+            "worker sockets %s, before %s" % (held, w.fds0[w.pids[0]]))
     w.judge(cpu_max=0.5, mem_kib=X.mem(n * 6))
     for s in socks:
         s.close()
@@ -148,6 +155,24 @@ def big_heads(t, e):
     for th in ths:
         th.join(ptest.bound(30))
     r = H.get(e.port, e.o.url + "/bighead?n=%d" % (1 << 20))
+    # a head under max_header_size (64 KiB) of 10,000 tiny fields
+    tiny = []
+    for i in range(8):
+        hs = [("a", "%d" % (j % 10)) for j in range(10000)]
+        t0 = time.monotonic()
+        try:
+            rr, c = H.roundtrip(e.port, "GET", e.o.url + "/echo?tiny=%d" % i,
+                                headers=hs, timeout=ptest.bound(10))
+            c.close()
+            tiny.append((rr.status, round(time.monotonic() - t0, 3)))
+        except Exception as ex:
+            tiny.append((ptest.err_kind(ex), round(time.monotonic() - t0,
+                                                   3)))
+    t.diag("10,000 tiny fields: %s" % tiny)
+    t.check(all(x[0] == 431 and x[1] < ptest.bound(2) for x in tiny),
+            "8 heads of 10,000 tiny fields (over the 128 a head may have) "
+            "are each answered 431 within %.0f s" % ptest.bound(2),
+            str(tiny))
     time.sleep(max(0.0, w.t0 + X.window(1.5, 1.0) - time.monotonic()))
     w.end()
     good = [x for x in res if x[0] in (431, 400) and x[1] in ("eof",
@@ -293,10 +318,11 @@ def rst_storm(t, e):
     w.recover(X.fresh_get(e.port, e.o), extra=legs_closed)
 
 
-def forever(t, e):
-    w = X.Watch(t, e.p, e.canary, e.base, "endless origin")
+def endless(t, e):
+    w = X.Watch(t, e.p, e.canary, e.base, "endless streams")
     ev = e.evil
     before = len(ev.ended("/forever")) + len(ev.ended("/chunkforever"))
+    dur = X.window(4.0, 3.0)
     conns = []
     for path in ("/forever", "/chunkforever") * 2:
         c = H.Conn.to(e.port, timeout=ptest.bound(10))
@@ -304,7 +330,61 @@ def forever(t, e):
         t.at_exit(c.close)
         c.send(b"GET %s%s HTTP/1.1\r\nHost: x\r\n\r\n" % (ev.url.encode(),
                                                          path.encode()))
-    end = w.t0 + X.window(4.0, 3.0)
+    # uploads without end to an origin that reads nothing, and a client
+    # that pipelines requests and reads no response
+    pushed = [0, 0]
+    piped = [0]
+    stop = threading.Event()
+
+    def upload(i):
+        try:
+            s = ptest.connect(e.port, timeout=ptest.bound(10))
+        except OSError:
+            return
+        t.at_exit(s.close)
+        s.settimeout(0.2)
+        chunk = b"%x\r\n" % 65536 + b"u" * 65536 + b"\r\n"
+        try:
+            s.sendall(b"POST %s/noread?s=%d HTTP/1.1\r\nHost: x\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\n" % (
+                          ev.url.encode(), int(dur + 5)))
+            while not stop.is_set() and pushed[i] < 1 << 30:
+                try:
+                    pushed[i] += s.send(chunk)
+                except socket.timeout:
+                    pass
+        except OSError:
+            pass
+        stop.wait(30)
+        s.close()
+
+    def pipeline():
+        try:
+            s = ptest.connect(e.port, timeout=ptest.bound(10))
+        except OSError:
+            return
+        t.at_exit(s.close)
+        s.settimeout(0.2)
+        req = H.request_bytes("GET", e.o.url + "/len?n=16384&piped=1")
+        data = req * 5000
+        off = 0
+        try:
+            while not stop.is_set() and off < len(data):
+                try:
+                    off += s.send(data[off:off + 65536])
+                except socket.timeout:
+                    pass
+        except OSError:
+            pass
+        piped[0] = off // len(req)
+        stop.wait(30)
+        s.close()
+    ths = [threading.Thread(target=upload, args=(i,), daemon=True)
+           for i in range(2)] + [threading.Thread(target=pipeline,
+                                                  daemon=True)]
+    for th in ths:
+        th.start()
+    end = w.t0 + dur
     got = [0] * len(conns)
     errs = []
     while time.monotonic() < end:
@@ -316,13 +396,29 @@ def forever(t, e):
                 errs.append(ptest.err_kind(ex))
         time.sleep(0.05)
     w.end()
-    t.diag("endless origin: clients read %s bytes in %.1f s" % (got, w.wall))
+    reached = len(e.o.reqs_for("piped=1"))
+    t.diag("endless streams: slow clients read %s bytes in %.1f s; uploads "
+           "pushed %s bytes to an origin reading none; %d pipelined "
+           "requests written, %d reached the origin" % (
+               got, w.wall, pushed, piped[0], reached))
     t.check(all(g > 64 * 1024 for g in got) and not errs,
-            "endless origin: every slow client keeps receiving",
+            "endless streams: every slow client keeps receiving",
             "%s %s" % (got, errs[:4]))
+    t.check(all(0 < x < 32 << 20 for x in pushed),
+            "endless streams: an endless upload to an origin that reads "
+            "nothing is held back (< 32 MiB taken each)", str(pushed))
+    # 16 KiB responses: what the kernel's socket buffers can hold (a few
+    # MiB each way) and one buffer of portico's, no more
+    t.check(0 < reached < 2048, "endless streams: of the requests "
+            "pipelined by a client that reads no response, fewer than 2,048 "
+            "(32 MiB of responses) are forwarded (%d of %d)" % (
+                reached, piped[0]), str(reached))
     w.judge(cpu_max=0.6, mem_kib=X.mem(4096))
+    stop.set()
     for c in conns:
         c.close()
+    for th in ths:
+        th.join(ptest.bound(5))
 
     def origin_closed():
         """every endless response's origin connection is closed"""
@@ -352,19 +448,19 @@ def loops(t, e):
         r = H.read_response(c)
     except Exception as ex:
         r = "%s: %s" % (type(ex).__name__, ex)
-    nested = ptest.fd_count(wpid)
+    nested = X.sockets(wpid)
     t.check(st == [200] * depth and getattr(r, "status", None) == 200 and
             getattr(r, "body_len", 0) == 1024,
             "loops: %d CONNECTs nested through portico's own listener "
             "relay a GET" % depth, lambda: [st] + H.describe(r))
     t.check(nested is not None and nested <= fd0 + 2 * (depth + 1) + 4,
-            "loops: %d nested CONNECTs hold at most 2 descriptors each"
-            % depth, "worker fds %s, before %s" % (nested, fd0))
+            "loops: %d nested CONNECTs hold at most 2 sockets each"
+            % depth, "worker sockets %s, before %s" % (nested, fd0))
     c.close()
-    back = ptest.wait_for(lambda: ptest.fd_count(wpid) <= fd0 + 4,
+    back = ptest.wait_for(lambda: X.sockets(wpid) <= fd0 + 4,
                           ptest.bound(10), interval=0.1)
     t.check(back, "loops: closing the client unwinds every nested hop",
-            "worker fds %s, before %s" % (ptest.fd_count(wpid), fd0))
+            "worker sockets %s, before %s" % (X.sockets(wpid), fd0))
 
     # 50 CONNECTs to itself in one write: each hop takes the next one
     many = 50
@@ -379,11 +475,11 @@ def loops(t, e):
     except Exception as ex:
         t.diag("pipelined CONNECTs: %s" % (ex,))
     time.sleep(0.3)
-    peak = ptest.fd_count(wpid)
+    peak = X.sockets(wpid)
     t.check(ok == many and peak <= fd0 + 2 * (many + 1) + 4,
             "loops: %d CONNECTs to itself in one write make %d hops, no "
-            "more (at most 2 descriptors each)" % (many, many),
-            "%d answered 200; worker fds %s, before %s" % (ok, peak, fd0))
+            "more (at most 2 sockets each)" % (many, many),
+            "%d answered 200; worker sockets %s, before %s" % (ok, peak, fd0))
     # the innermost hop is still a working proxy
     c.send(H.request_bytes("GET", e.o.url + "/len?n=1024"))
     try:
@@ -422,7 +518,7 @@ def main(t):
     e.canary = X.Canary(t, e.port, e.o.port)
     e.base = X.baseline(t, e.canary)
     t0 = time.monotonic()
-    for f in (slowloris, idle, big_heads, aborts, rst_storm, forever,
+    for f in (slowloris, idle, big_heads, aborts, rst_storm, endless,
               loops):
         f(t, e)
     t.diag("attacks took %.1f s" % (time.monotonic() - t0))

@@ -27,8 +27,9 @@ did to the worker and to the canary:
       bound(max(P99_FLOOR, P99_FACTOR x the canary's p99 before any
       attack)) unless the attack gives its own bound;
   recover() then checks that a fresh client is served and that the
-  worker's descriptors fall back to the count before the attack (a few
-  more allowed for upstream connections kept alive for reuse).
+  worker's sockets fall back to the count before the attack (a few more
+  allowed for upstream connections kept alive for reuse; idle pipes kept
+  for reuse are not connections and are not counted).
 - EvilOrigin: an origin that misbehaves on purpose (sends forever, aborts
   or resets in the middle of a body, reads an upload and reports how it
   ended).
@@ -87,6 +88,36 @@ def pss_kib(pid):
         except OSError:
             continue
     return None
+
+
+def fd_kinds(pid):
+    """(sockets, pipes, others) open in <pid>, or (None, None, None)."""
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return None, None, None
+    n = [0, 0, 0]
+    for fd in fds:
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        n[0 if link.startswith("socket:") else
+          1 if link.startswith("pipe:") else 2] += 1
+    return tuple(n)
+
+
+def sockets(pid):
+    """Sockets open in <pid> (listeners, connections both sides)."""
+    return fd_kinds(pid)[0]
+
+
+def client_conns(pid, ports):
+    """Accepted connections <pid> holds on listener <ports> (TCP sockets
+    whose local port is one of them, listening ones left out)."""
+    mine = ptest.socket_inodes(pid)
+    return sum(1 for lp, _, st, ino in ptest._proc_net_tcp()
+               if lp in ports and st != "0A" and ino in mine)
 
 
 def pct(vals, q):
@@ -233,11 +264,14 @@ class Watch:
 
     def __init__(self, t, p, canary, base_p99, label):
         self.t, self.p, self.canary = t, p, canary
+        self.ports = set(p.listener_ports())
         self.base_p99 = base_p99
         self.label = label
         self.workers = p.workers()
         self.pids = sorted(self.workers.values())
-        self.fds0 = {pid: ptest.fd_count(pid) for pid in self.pids}
+        self.fds0 = {pid: sockets(pid) for pid in self.pids}
+        self.conns0 = {pid: client_conns(pid, self.ports)
+                       for pid in self.pids}
         self.pss0 = {pid: pss_kib(pid) for pid in self.pids}
         self.peak = dict(self.pss0)
         self.cpu0 = {pid: ptest.cpu_seconds(pid) for pid in self.pids}
@@ -295,10 +329,10 @@ class Watch:
         for pid in self.pids:
             share = self.cpu_share(pid)
             t.diag("%s: worker %d CPU %.0f%% of %.1f s, PSS %s -> peak %s "
-                   "KiB (%+d), fds %s -> %s" % (
+                   "KiB (%+d), sockets %s -> %s (pipes %s)" % (
                        lab, pid, 100.0 * (share or 0), self.wall,
                        self.pss0[pid], self.peak[pid], self.grew(pid) or 0,
-                       self.fds0[pid], ptest.fd_count(pid)))
+                       self.fds0[pid], sockets(pid), fd_kinds(pid)[1]))
             t.check(share is not None and share < cpu_max,
                     "%s: the worker does not spin (CPU < %.0f%% of the "
                     "%.1f s window)" % (lab, 100 * cpu_max, self.wall),
@@ -329,22 +363,35 @@ class Watch:
 
     def recover(self, get_ok, slack=FD_SLACK, extra=None, timeout=None):
         """A fresh client is served (get_ok() -> (ok, why)) and the
-        worker's descriptors fall back to the count before the attack
-        (+slack). <extra>: a callable -> (ok, why) that must also hold
+        worker's sockets fall back to the count before the attack (+slack:
+        upstream connections kept alive for reuse, the canary's own). Pipes
+        are not counted: a worker keeps up to 64 idle ones for reuse. <extra>: a callable -> (ok, why) that must also hold
         (e.g. an origin's connections all closed), waited for together."""
         t, lab = self.t, self.label
         timeout = timeout or ptest.bound(15)
 
+        def conns_back():
+            return all(client_conns(pid, self.ports) <=
+                       self.conns0[pid] + 2 for pid in self.pids)
+        back = ptest.wait_for(conns_back, timeout, interval=0.1)
+        t.check(back, "%s: afterwards the worker's client connections are "
+                "back to the count before the attack (<= %s + 2, the "
+                "canary's)" % (lab, "/".join(str(self.conns0[p])
+                                             for p in self.pids)),
+                lambda: ["now %s" % {p: client_conns(p, self.ports)
+                                     for p in self.pids}] +
+                ptest.tail(self.p.log(), 10))
+
         def fds_back():
-            return all((ptest.fd_count(pid) or 1 << 30) <=
+            return all((sockets(pid) or 1 << 30) <=
                        (self.fds0[pid] or 0) + slack for pid in self.pids)
         back = ptest.wait_for(fds_back, timeout, interval=0.1)
-        t.check(back, "%s: afterwards the worker's descriptors are back "
-                "to the count before the attack (<= %s + %d)" % (
+        t.check(back, "%s: afterwards the worker's sockets, upstream ones "
+                "included, are back to the count before the attack (<= %s "
+                "+ %d)" % (
                     lab, "/".join(str(self.fds0[p]) for p in self.pids),
                     slack),
-                lambda: ["now %s" % {p: ptest.fd_count(p)
-                                     for p in self.pids}] +
+                lambda: ["now %s" % {p: fd_kinds(p) for p in self.pids}] +
                 ptest.tail(self.p.log(), 10))
         if extra is not None:
             res = ptest.wait_for(lambda: extra()[0], timeout, interval=0.1)
@@ -465,6 +512,8 @@ class EvilOrigin(ptest._Server):
                       same, no last chunk
     /sink             (a body with Content-Length) reads it; 200 when whole
     /slow?s=S         answers 1 KiB after S seconds
+    /noread?s=S       reads the head, then nothing for S seconds (a
+                      request body piles up), then closes
     ends: (path, how it ended, bytes moved) per request."""
 
     def __init__(self, host="127.0.0.1"):
@@ -552,6 +601,12 @@ class EvilOrigin(ptest._Server):
             if how == "complete":
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
                           b"Connection: close\r\n\r\nok")
+            return
+        if path == "/noread":
+            end = time.monotonic() + float(q.get("s", "10"))
+            while time.monotonic() < end and not self.stopping.is_set():
+                time.sleep(0.05)
+            self.record(path, "closed", 0)
             return
         if path == "/slow":
             time.sleep(float(q.get("s", "0.2")))
