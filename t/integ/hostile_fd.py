@@ -14,9 +14,8 @@ and relays bodies with splice, whose pipes need descriptors too. A canary
   full meanwhile (its descriptors reach twice its 24 places); its CPU
   time per request served stays under 2 ms (a spinning worker burns the
   window whatever it serves), its PSS grows by less than 4 MiB, and the
-  canary's p99 stays under bound(max(1 s, 20 x its p99 before)) (it
-  queues behind the load: the bound is the queue's, not an idle
-  worker's).
+  canary's p99 stays under bound(1 s) (it queues behind the load: the
+  bound is the queue's, not an idle worker's).
 - held: 100 connections that sent half a head are held, four times the
   worker's places, for 2 s. The worker, full, does not spin (CPU under
   20% of the window); canary requests made meanwhile wait in the queue
@@ -128,7 +127,7 @@ def churn(t, e):
             "(CPU time per request served < %.0f ms)" % (1000 * per),
             "%.2f s for %d requests" % (cpu, n))
     w.judge(cpu_max=1.01, mem_kib=X.mem(4096),
-            p99_max=ptest.bound(max(1.0, X.P99_FACTOR * e.base)))
+            p99_max=ptest.bound(1.0))
     # The upstream keep-alive pool keeps up to upstream_keepalive (64) idle
     # origin connections, one socket each: the churn's are still there.
     w.recover(X.fresh_get(e.port, e.o), slack=64 + X.FD_SLACK)
@@ -181,7 +180,7 @@ def held(t, e):
     time.sleep(X.window(1.0, 1.0))
     e.canary.wait_after(time.monotonic(), 1)
     st = e.canary.stats(t1, time.monotonic())
-    lim = ptest.bound(max(X.P99_FLOOR, X.P99_FACTOR * e.base))
+    lim = X.p99_bound(e.base)
     t.check(st["n"] and not st["bad"] and st["p99"] < lim,
             "held: after the hold the canary's p99 is back under %s"
             % X.ms(lim), "%s" % st)

@@ -6,8 +6,20 @@ while a canary (t/integ/hostiletest.py) keeps making 1 KiB GETs on fresh
 connections. After each attack: the same worker pid (no crash, no
 respawn), CPU below the stated share of the window (no spin), PSS growth
 below the stated bound, the canary never failed and its p99 stayed under
-bound(max(100 ms, 20 x its p99 before any attack)), and afterwards a fresh
-client is served and the worker's descriptors are back to where they were.
+bound(200 ms to 1 s: 20 x its p95 before any attack), and afterwards a
+fresh client is served and the worker's client connections and sockets
+are back to where they were.
+
+Bounds per attack (CPU: share of the window's wall time; PSS: peak growth
+of the worker, x3 under the sanitizers):
+  slowloris        CPU < 50%  PSS < 24 KiB per connection (24,000 KiB)
+  idle             CPU < 50%  PSS < 6 KiB per connection (12,000 KiB)
+  1 MiB heads      CPU < 60%  PSS < 4 MiB
+  aborted bodies   CPU < 60%  PSS < 4 MiB
+  RST storm        CPU < 70%  PSS < 4 MiB
+  endless streams  CPU < 60%  PSS < 4 MiB
+  loops            CPU < 60%  PSS < 4 MiB
+Windows are shorter under the sanitizers (hostiletest.window()).
 
 - slowloris: 1,000 connections send a request line, then one header byte
   each every second, never ending the head; header_timeout (5 s) closes

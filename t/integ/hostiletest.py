@@ -23,9 +23,11 @@ did to the worker and to the canary:
     * CPU share of each worker over the window below cpu_max (a spinning
       worker shows ~100%);
     * peak PSS growth below mem_kib (stated per attack);
-    * canary: no failed attempt, p99 below
-      bound(max(P99_FLOOR, P99_FACTOR x the canary's p99 before any
-      attack)) unless the attack gives its own bound;
+    * canary: no failed attempt, p99 below p99_bound(base): bound(200 ms
+      to 1 s: 20 x the canary's p95 over a quiet window before any
+      attack; p95, not p99, so that one hiccup of a shared machine in
+      the baseline does not loosen every check) unless the attack gives
+      its own bound;
   recover() then checks that a fresh client is served and that the
   worker's sockets fall back to the count before the attack (a few more
   allowed for upstream connections kept alive for reuse; idle pipes kept
@@ -55,9 +57,10 @@ import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 
 KiB = 1024
-PAUSE = 0.02            # between canary attempts
-P99_FLOOR = 0.1         # seconds: the canary p99 bound's floor
-P99_FACTOR = 20         # times the canary's p99 before any attack
+PAUSE = 0.01            # between canary attempts
+P99_FLOOR = 0.2         # seconds: the canary p99 bound's floor
+P99_CEIL = 1.0          # and its ceiling, whatever the baseline was
+P99_FACTOR = 20         # times the canary's p95 before any attack
 SAN_MEM = 3             # memory bounds under the sanitizers
 FD_SLACK = 6            # descriptors above the baseline after recovery
 
@@ -193,7 +196,7 @@ class Canary:
         lat = [r[2] for r in rs]
         bad = [(r[1], round(r[2], 3), r[4]) for r in rs if not r[3]]
         return dict(n=len(rs), bad=bad, p50=pct(lat, 0.5),
-                    p99=pct(lat, 0.99), max=max(lat) if lat else None,
+                    p95=pct(lat, 0.95), p99=pct(lat, 0.99), max=max(lat) if lat else None,
                     kinds=sorted(set(r[1] for r in rs)))
 
     def wait_after(self, t, n=3, timeout=None):
@@ -260,7 +263,8 @@ def canary_main(argv):
 
 class Watch:
     """One attack's window over portico <p>'s workers. <canary>: a Canary;
-    <base>: the canary's p99 before any attack (seconds)."""
+    <base_p99>: the canary's p95 before any attack (seconds), from
+    baseline()."""
 
     def __init__(self, t, p, canary, base_p99, label):
         self.t, self.p, self.canary = t, p, canary
@@ -345,7 +349,7 @@ class Watch:
         self.canary.wait_after(self.t1, 2)
         st = self.canary.stats(self.t0, self.t1)
         if p99_max is None:
-            p99_max = ptest.bound(max(P99_FLOOR, P99_FACTOR * self.base_p99))
+            p99_max = p99_bound(self.base_p99)
         t.diag("%s: canary %d attempts (%s), p50 %s, p99 %s, max %s; "
                "bound p99 < %s" % (lab, st["n"], "+".join(st["kinds"]),
                                    ms(st["p50"]), ms(st["p99"]),
@@ -402,19 +406,26 @@ class Watch:
         t.check(ok, "%s: afterwards a fresh client is served" % lab, why)
 
 
+def p99_bound(base):
+    """The canary's p99 bound during an attack, from its quiet p95."""
+    return ptest.bound(min(P99_CEIL, max(P99_FLOOR, P99_FACTOR * base)))
+
+
 def baseline(t, canary, seconds=None):
-    """The canary's p99 (seconds) over a quiet window before any attack."""
+    """The canary's p95 (seconds) over a quiet window before any attack."""
     seconds = seconds or window(1.5, 1.5)
     t0 = time.monotonic()
     time.sleep(seconds)
     t1 = time.monotonic()
     canary.wait_after(t1, 1)
     st = canary.stats(t0, t1)
-    t.diag("baseline: canary %d attempts, p50 %s, p99 %s, max %s" % (
-        st["n"], ms(st["p50"]), ms(st["p99"]), ms(st["max"])))
+    t.diag("baseline: canary %d attempts, p50 %s, p95 %s, p99 %s, max %s; "
+           "attacks' p99 bound %s" % (
+               st["n"], ms(st["p50"]), ms(st["p95"]), ms(st["p99"]),
+               ms(st["max"]), ms(p99_bound(st["p95"] or 0.001))))
     t.check(st["n"] >= 5 and not st["bad"], "before any attack the canary "
             "is served (%d attempts)" % st["n"], lambda: st["bad"][:10])
-    return st["p99"] or 0.001
+    return st["p95"] or 0.001
 
 
 def fresh_get(port, origin):
