@@ -42,12 +42,14 @@ Windows are shorter under the sanitizers (hostiletest.window()).
   nothing, and a client that pipelines 5,000 GETs for 16 KiB and reads no
   response: what portico takes in is held back (each upload < 32 MiB,
   fewer than 2,048 of the pipelined requests forwarded: 32 MiB, what the
-  kernel's socket buffers hold and more); when the clients close, the
-  origin's connections are closed too.
+  kernel's socket buffers hold and more); the uploading clients then
+  reset, and their requests end at once (within bound(3) s), not at
+  idle_timeout; when the readers close, the endless origin's connections
+  are closed too.
 - loops through portico's own listener: 20 nested CONNECTs, 50 CONNECTs
   to itself pipelined in one write, a GET for its own address: each
-  hop is one the client asked for (descriptors grow by at most 2 per
-  hop), closing the client unwinds them all.
+  hop is one the client asked for (sockets grow by at most 2 per hop),
+  closing the client unwinds them all.
 """
 import os
 import socket
@@ -61,6 +63,7 @@ import httptest as H  # noqa: E402
 import hostiletest as X  # noqa: E402
 
 HEADER_TIMEOUT = 5
+IDLE_TIMEOUT = 30
 SLOWLORIS = 1000
 IDLE = 2000
 
@@ -368,6 +371,8 @@ def endless(t, e):
         except OSError:
             pass
         stop.wait(30)
+        pushed[i] += X.fill(s, chunk)
+        X.linger0(s)
         s.close()
 
     def pipeline():
@@ -426,11 +431,28 @@ def endless(t, e):
             "(32 MiB of responses) are forwarded (%d of %d)" % (
                 reached, piped[0]), str(reached))
     w.judge(cpu_max=0.6, mem_kib=X.mem(4096))
+    # The uploads reset: those clients are gone, though their requests
+    # are blocked on an origin that reads nothing: each ends at once, not
+    # at idle_timeout. (The pipelining client closes with responses
+    # unread, which resets too.)
+    wpid = w.pids[0]
     stop.set()
-    for c in conns:
-        c.close()
     for th in ths:
         th.join(ptest.bound(5))
+    t0 = time.monotonic()
+    # (the endless readers' requests hold one connection each to the
+    # same origin)
+    gone = ptest.wait_for(lambda: X.upstreams(wpid, ev.port) <= len(conns),
+                          ptest.bound(3), interval=0.05)
+    t.check(gone, "endless streams: the uploads whose clients reset while "
+            "blocked on an origin that reads nothing end within %.0f s "
+            "(idle_timeout is %d s)" % (ptest.bound(3), IDLE_TIMEOUT),
+            lambda: ["%d connections to the origin (the %d readers' "
+                     "included) after %.1f s" % (
+                         X.upstreams(wpid, ev.port), len(conns),
+                         time.monotonic() - t0)])
+    for c in conns:
+        c.close()
 
     def origin_closed():
         """every endless response's origin connection is closed"""
@@ -522,7 +544,7 @@ def main(t):
     e.evil = X.evil_origin(t)
     e.echo = t.echo_server()
     e.p, e.port = H.start(t, limits=dict(header_timeout=HEADER_TIMEOUT,
-                                         idle_timeout=30))
+                                         idle_timeout=IDLE_TIMEOUT))
     w0 = e.p.workers()
     r = H.get(e.port, e.o.url + "/len?n=1024")
     t.check(getattr(r, "status", None) == 200, "a GET through the proxy "
@@ -532,7 +554,9 @@ def main(t):
     t0 = time.monotonic()
     for f in (slowloris, idle, big_heads, aborts, rst_storm, endless,
               loops):
+        t1 = time.monotonic()
         f(t, e)
+        t.diag("%s took %.1f s" % (f.__name__, time.monotonic() - t1))
     t.diag("attacks took %.1f s" % (time.monotonic() - t0))
     e.canary.stop()
     H.finish(t, e.p, w0)

@@ -29,6 +29,15 @@ of the worker, x3 under the sanitizers):
   names of noise, datagrams to a closed port, noise from a stranger's
   port; a valid datagram every 20 still comes back, and the echo server
   behind the relay sees the valid ones and nothing else.
+- endless tunnels: SOCKS5 CONNECTs to a source without end, read 16 KiB
+  every 50 ms, and to a target that reads nothing, written without end:
+  what portico takes is held back (< 32 MiB each); the writers then
+  reset, and their tunnels end at once (within bound(3) s), not at
+  idle_timeout.
+- 300 UDP associations held at once, each with its own relay port; every
+  port released once they close.
+- slowloris on the SOCKS port: 1,000 connections offer RFC 1929 and send
+  its sub-negotiation a byte a second; header_timeout (5 s) closes them.
 - loops: 20 SOCKS5 CONNECTs nested through portico's own SOCKS listener,
   10 alternating SOCKS5 and HTTP CONNECT through its two listeners, each
   then relaying an echo (at most 2 sockets a hop; closing the client
@@ -37,6 +46,7 @@ of the worker, x3 under the sanitizers):
   datagram circles.
 """
 import os
+import re
 import socket
 import struct
 import sys
@@ -50,8 +60,16 @@ import sockstest as S  # noqa: E402
 import hostiletest as X  # noqa: E402
 
 
+HEADER_TIMEOUT = 5
+IDLE_TIMEOUT = 30
+SLOWLORIS = 1000
+ASSOCS = 300
+
+
 class Env:
     pass
+
+
 
 
 def garbage_once(e, i, rnd):
@@ -170,8 +188,20 @@ def garbage_tcp(t, e):
     w.recover(e.fresh, extra=echo_idle)
 
 
+def _dropped(p, skip):
+    """Dropped counts in the association-end log lines after the first
+    <skip> of them."""
+    out = []
+    for ln in p.log_lines(r"(?i)dropped")[skip:]:
+        m = re.search(r"(\d+) (?:datagrams? )?dropped|dropped[= ](\d+)", ln)
+        if m:
+            out.append(int(m.group(1) or m.group(2)))
+    return out
+
+
 def garbage_udp(t, e):
     w = X.Watch(t, e.p, e.canary, e.base, "UDP garbage")
+    seen_log = len(e.p.log_lines(r"(?i)dropped"))
     assocs = [S.Udp(e.port) for _ in range(2)]
     for a in assocs:
         t.at_exit(a.close)
@@ -249,9 +279,10 @@ def garbage_udp(t, e):
     w.end()
     t.diag("UDP garbage: %d datagrams in %.1f s, %d valid, %d came back" % (
         n, time.monotonic() - t0, sent_valid, back))
-    t.check(sent_valid > 0 and back >= sent_valid * 9 // 10,
+    # UDP may drop: a datagram that finds a socket buffer full is lost
+    t.check(sent_valid > 0 and back >= sent_valid // 2,
             "UDP garbage: the valid datagrams among the garbage still "
-            "come back", "%d of %d" % (back, sent_valid))
+            "come back (at least half)", "%d of %d" % (back, sent_valid))
     with e.uecho.lock:
         new = e.uecho.seen[seen0:]
     other = [x for x in new if x[2] not in valid]
@@ -267,6 +298,19 @@ def garbage_udp(t, e):
     w.judge(cpu_max=0.7, mem_kib=X.mem(4096))
     for a in assocs:
         a.close()
+    # each association logs how many datagrams it dropped when it ends
+    # malformed or fragments, from the client's own port (not the names,
+    # not the closed port, not the stranger's)
+    bad = sum(c for k, c in kinds.items() if k not in (0, 6, 7, 8))
+    total = n + 4
+    drops = ptest.wait_for(lambda: _dropped(e.p, seen_log), ptest.bound(5))
+    t.diag("UDP garbage: associations ended logging %s dropped; %d "
+           "malformed sent from the clients" % (drops, bad))
+    # a datagram the kernel dropped for a full buffer never reached it
+    t.check(drops and bad // 2 <= sum(drops) <= total,
+            "UDP garbage: the associations count the malformed datagrams "
+            "they dropped (logged when they end)",
+            lambda: ["%s of %d" % (drops, bad)] + ptest.tail(e.p.log(), 8))
     w.recover(e.fresh)
 
 
@@ -292,6 +336,149 @@ def nest(c, hops, e):
             out.append("%s: %s" % (type(ex).__name__, ex))
             break
     return out
+
+
+def slowloris(t, e):
+    w = X.Watch(t, e.p, e.canary, e.base, "SOCKS slowloris")
+    # a greeting offering RFC 1929, then credentials a byte a second: the
+    # longest handshake SOCKS5 has (up to 513 bytes of them)
+    socks = X.hold_connections(t, e.port, SLOWLORIS, b"\x05\x01\x02")
+    opened = time.monotonic()
+    t.diag("SOCKS slowloris: %d connections opened in %.2f s" % (
+        len(socks), opened - w.t0))
+    trickle = b"\x01\xff" + b"u" * 64
+    end = w.t0 + X.window(3.0, 2.5)
+    i = 0
+    while time.monotonic() < end and i < 10:
+        for s in socks:
+            try:
+                s.send(trickle[i:i + 1])
+            except OSError:
+                pass
+        i += 1
+        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+    w.end()
+    w.judge(cpu_max=0.5, mem_kib=X.mem(SLOWLORIS * 16))
+    left = HEADER_TIMEOUT - (time.monotonic() - opened)
+    closed = X.closed_by_peer(socks, max(0.5, left) + ptest.bound(3))
+    t.check(closed == len(socks) and len(socks) >= SLOWLORIS * 9 // 10,
+            "SOCKS slowloris: header_timeout (%d s) closed all %d trickling "
+            "handshakes" % (HEADER_TIMEOUT, len(socks)),
+            "%d of %d closed" % (closed, len(socks)))
+    for s in socks:
+        s.close()
+    w.recover(e.fresh)
+
+
+def endless(t, e):
+    w = X.Watch(t, e.p, e.canary, e.base, "endless tunnels")
+    dur = X.window(3.0, 2.5)
+    # clients reading 16 KiB every 50 ms from a source without end, and
+    # clients writing without end to a target that reads nothing
+    readers, writers = [], []
+    for _ in range(2):
+        r, c = S.connect5(e.port, "127.0.0.1", e.source.port)
+        t.at_exit(c.close)
+        readers.append((r, c))
+        r, c = S.connect5(e.port, "127.0.0.1", e.deaf.port)
+        t.at_exit(c.close)
+        writers.append((r, c))
+    t.check(all(S.ok5(r) for r, _ in readers + writers),
+            "endless tunnels: four SOCKS5 CONNECTs",
+            str([r for r, _ in readers + writers]))
+    pushed = [0] * len(writers)
+    for _, c in writers:
+        c.sock.settimeout(0.01)
+    got = [0] * len(readers)
+    block = b"w" * 65536
+    end = w.t0 + dur
+    while time.monotonic() < end:
+        for i, (_, c) in enumerate(readers):
+            try:
+                got[i] += len(c.sock.recv(16384))
+            except OSError:
+                pass
+        for i, (_, c) in enumerate(writers):
+            try:
+                pushed[i] += c.sock.send(block)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    w.end()
+    t.diag("endless tunnels: readers got %s bytes, writers pushed %s bytes "
+           "in %.1f s" % (got, pushed, w.wall))
+    t.check(all(g > 64 * 1024 for g in got), "endless tunnels: the slow "
+            "readers keep receiving", str(got))
+    t.check(all(0 < x < 32 << 20 for x in pushed),
+            "endless tunnels: writing to a target that reads nothing is "
+            "held back (< 32 MiB taken each)", str(pushed))
+    w.judge(cpu_max=0.6, mem_kib=X.mem(4096))
+    # The writers reset: a client that closed with a FIN would still be
+    # owed the delivery of what portico took (until idle_timeout). One
+    # that reset is gone, though its direction is blocked on a target
+    # that reads nothing: the tunnel ends at once, not at idle_timeout.
+    wpid = w.pids[0]
+    for i, (_, c) in enumerate(writers):
+        pushed[i] += X.fill(c.sock, block)
+        X.linger0(c.sock)
+        c.close()
+    t0 = time.monotonic()
+    gone = ptest.wait_for(lambda: X.upstreams(wpid, e.deaf.port) == 0,
+                          ptest.bound(3), interval=0.05)
+    t.check(gone, "endless tunnels: the tunnels whose clients reset while "
+            "blocked on a target that reads nothing end within %.0f s "
+            "(idle_timeout is %d s)" % (ptest.bound(3), IDLE_TIMEOUT),
+            lambda: ["%d connections to the target left after %.1f s" % (
+                X.upstreams(wpid, e.deaf.port), time.monotonic() - t0)])
+    for _, c in readers:
+        c.close()
+
+    def source_closed():
+        """the endless source holds no connection"""
+        return e.source.active == 0, "source %d" % e.source.active
+    # portico's sockets to the deaf target are closed (counted by
+    # recover()), but a close leaves their FIN behind the bytes the target
+    # never reads: the kernel keeps them as orphans, so the target itself
+    # may not see the end.
+    w.recover(e.fresh, extra=source_closed)
+    t.diag("endless tunnels: the deaf target still sees %d connections "
+           "(orphaned by portico's close, their FIN behind unread bytes)"
+           % e.deaf.active)
+
+
+def associations(t, e):
+    n = ASSOCS
+    w = X.Watch(t, e.p, e.canary, e.base, "%d UDP associations" % n)
+    us = []
+    for _ in range(n):
+        u = S.Udp(e.port)
+        t.at_exit(u.close)
+        us.append(u)
+    ok = [u for u in us if u.ok()]
+    ports = {u.relay[1] for u in ok}
+    t.check(len(ok) == n and len(ports) == n, "%d UDP associations held at "
+            "once, each with its own relay port" % n,
+            "%d ok, %d ports: %s" % (len(ok), len(ports),
+                                     [u.describe() for u in us
+                                      if not u.ok()][:3]))
+    for u in ok[::10]:
+        u.send("127.0.0.1", e.uecho.port, b"one of many")
+    back = sum(1 for u in ok[::10] if u.recv(ptest.bound(2)) is not None)
+    t.check(back >= len(ok[::10]) // 2, "one association in ten relays "
+            "(at least half of them answered)",
+            "%d of %d" % (back, len(ok[::10])))
+    time.sleep(max(0.0, w.t0 + X.window(2.0, 1.5) - time.monotonic()))
+    w.end()
+    w.judge(cpu_max=0.5, mem_kib=X.mem(n * 16))
+    for u in us:
+        u.close()
+    gone = ptest.wait_for(lambda: not any(S.udp_port_bound(p)
+                                          for p in ports), ptest.bound(10),
+                          interval=0.2)
+    t.check(gone, "%d UDP associations: closing them releases every relay "
+            "port" % n, "%d still bound" % sum(1 for p in ports
+                                                if S.udp_port_bound(p)))
+    w.recover(e.fresh)
 
 
 def loops(t, e):
@@ -378,10 +565,14 @@ def main(t):
     e.o = H.origin(t)
     e.echo = t.echo_server()
     e.uecho = S.udp_echo(t)
+    e.source = X.EndlessSource()
+    e.deaf = X.DeafServer()
+    t.servers += [e.source, e.deaf]
     e.closed_port = ptest.free_port()
     dns = H.dns_server(t, {"known.test": {"A": ["127.0.0.1"]}})
     e.hport = ptest.free_port()
-    e.p, e.port = S.start(t, limits=dict(header_timeout=5, idle_timeout=30),
+    e.p, e.port = S.start(t, limits=dict(header_timeout=HEADER_TIMEOUT,
+                                         idle_timeout=IDLE_TIMEOUT),
                           resolver={"servers": dns.address, "timeout": 1},
                           more_listeners=['  { address = "127.0.0.1:%d"; '
                                           'protocol = "http"; }' % e.hport],
@@ -397,8 +588,11 @@ def main(t):
     e.canary = X.Canary(t, e.hport, e.o.port, e.port, e.echo.port)
     e.base = X.baseline(t, e.canary)
     t0 = time.monotonic()
-    for f in (garbage_tcp, garbage_udp, loops):
+    for f in (slowloris, garbage_tcp, garbage_udp, associations, endless,
+              loops):
+        t1 = time.monotonic()
         f(t, e)
+        t.diag("%s took %.1f s" % (f.__name__, time.monotonic() - t1))
     t.diag("attacks took %.1f s" % (time.monotonic() - t0))
     e.canary.stop()
     H.finish(t, e.p, w0)

@@ -123,6 +123,13 @@ def client_conns(pid, ports):
                if lp in ports and st != "0A" and ino in mine)
 
 
+def upstreams(pid, port):
+    """Connections <pid> holds to remote <port> (an origin or target)."""
+    mine = ptest.socket_inodes(pid)
+    return sum(1 for _, rp, st, ino in ptest._proc_net_tcp()
+               if rp == port and st != "0A" and ino in mine)
+
+
 def pct(vals, q):
     """The q-quantile (0..1) of <vals> by nearest rank; None if empty."""
     if not vals:
@@ -445,6 +452,25 @@ def linger0(s):
         pass
 
 
+def fill(sock, block, tries=200):
+    """Sends <block> on <sock> until 10 sends in a row time out (20 ms
+    each): every buffer on the way is full. Bounded by <tries> sends.
+    Returns the bytes sent."""
+    sock.settimeout(0.02)
+    n = blocked = 0
+    for _ in range(tries):
+        if blocked >= 10:
+            break
+        try:
+            n += sock.send(block)
+            blocked = 0
+        except socket.timeout:
+            blocked += 1
+        except OSError:
+            break
+    return n
+
+
 def hold_connections(t, port, n, payload=b""):
     """<n> blocking connections to <port> (fewer if the kernel refuses
     some), each having written <payload>."""
@@ -636,6 +662,34 @@ def evil_origin(t, host="127.0.0.1"):
     o = EvilOrigin(host)
     t.servers.append(o)
     return o
+
+
+class EndlessSource(ptest._Server):
+    """Sends on every connection until it fails (bounded: 60 s, 4 GiB)."""
+
+    def handle(self, c):
+        block = os.urandom(64 * KiB)
+        end, sent = time.monotonic() + 60, 0
+        while time.monotonic() < end and sent < 4 << 30 and \
+                not self.stopping.is_set():
+            c.sendall(block)
+            sent += len(block)
+
+
+class DeafServer(ptest._Server):
+    """Accepts and reads nothing; a connection ends when its peer closes
+    (seen without reading: POLLRDHUP) or the server stops (bounded:
+    120 s)."""
+
+    def handle(self, c):
+        import select
+        po = select.poll()
+        po.register(c.fileno(), select.POLLRDHUP | select.POLLHUP |
+                    select.POLLERR)
+        end = time.monotonic() + 120
+        while time.monotonic() < end and not self.stopping.is_set():
+            if po.poll(100):
+                return
 
 
 def noise(n, seed):
