@@ -25,7 +25,6 @@ After each: the same worker pid, and a fresh client is served, the
 descriptors back to where they were.
 """
 import os
-import socket
 import sys
 import threading
 import time
@@ -113,9 +112,10 @@ def churn(t, e):
     cpu = w.cpu1[wpid] - w.cpu0[wpid]
     n = tot["served"]
     t.diag("churn: %d bursts, %d served, %d failed in %.1f s; worker fds "
-           "peak %d (limit %d, pipe ends %d), CPU %.2f s = %.2f ms a request" % (
-               tot["bursts"], n, len(tot["fails"]), w.wall, peak[0], NOFILE,
-               pipes[0], cpu, 1000.0 * cpu / max(1, n)))
+           "peak %d (limit %d, pipe ends %d), CPU %.2f s = %.2f ms a "
+           "request" % (tot["bursts"], n, len(tot["fails"]), w.wall,
+                        peak[0], NOFILE, pipes[0], cpu,
+                        1000.0 * cpu / max(1, n)))
     t.check(n > 0 and not tot["fails"],
             "churn: every one of %d hostile requests was served" % n,
             lambda: sorted(set(tot["fails"]))[:10])
