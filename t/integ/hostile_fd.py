@@ -21,8 +21,17 @@ and relays bodies with splice, whose pipes need descriptors too. A canary
   20% of the window); canary requests made meanwhile wait in the queue
   (none refused or reset) and are all served within bound(3) s of the
   hold's end, when the held connections close.
+- UDP: 20 SOCKS5 UDP associations are asked for (some of the 24 places
+  left to the canary); those that cannot have a relay socket for want of
+  descriptors (the churn's upstream connections kept for reuse hold some)
+  are refused with 0x01, none hangs. Each sends datagrams to an IPv4 and
+  an IPv6 echo server: with a socket per address family each they need
+  more descriptors than the limit holds. The worker relays what it can,
+  does not spin (CPU under 20% of the second after); the canary waits in
+  the queue meanwhile, served within bound(3) s of their close; every
+  relay port is released and a fresh association relays.
 After each: the same worker pid, and a fresh client is served, the
-descriptors back to where they were.
+client connections and sockets back to where they were.
 """
 import os
 import sys
@@ -32,6 +41,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
 import httptest as H  # noqa: E402
+import sockstest as S  # noqa: E402
 import hostiletest as X  # noqa: E402
 
 NOFILE = 64
@@ -187,13 +197,93 @@ def held(t, e):
     w.recover(X.fresh_get(e.port, e.o))
 
 
+def udp(t, e):
+    w = X.Watch(t, e.p, e.canary, e.base, "UDP at the descriptor limit")
+    wpid = w.pids[0]
+    us = []
+    for _ in range(FIT - 4):
+        u = S.Udp(e.sport, timeout=ptest.bound(5))
+        t.at_exit(u.close)
+        us.append(u)
+    ok = [u for u in us if u.ok()]
+    # the upstream connections the churn left for reuse hold descriptors
+    # too: an association that cannot have its relay socket is refused
+    refused = [u for u in us if u.reply is not None and u.reply.rep == 1]
+    t.check(len(ok) >= len(us) // 2 and len(ok) + len(refused) == len(us),
+            "UDP: of %d associations asked for, most are granted and the "
+            "others refused (0x01), none left hanging" % len(us),
+            lambda: [u.describe() for u in us if not u.ok()][:3])
+    ports = {u.relay[1] for u in ok}
+    # each opens a socket per address family towards destinations: up to
+    # 4 descriptors an association, more than the limit holds
+    peak = 0
+    for r in range(5):
+        for u in ok:
+            u.send("127.0.0.1", e.ue.port, b"v4 %d" % r)
+            if e.ue6 is not None:
+                u.send("::1", e.ue6.port, b"v6 %d" % r)
+        time.sleep(0.1)
+        peak = max(peak, ptest.fd_count(wpid) or 0)
+    back = 0
+    for u in ok:
+        while u.recv(0.02) is not None and back < 10000:
+            back += 1
+    c0 = ptest.cpu_seconds(wpid)
+    time.sleep(X.window(1.0, 1.0))
+    used = ptest.cpu_seconds(wpid) - c0
+    t.diag("UDP: %d associations granted, %d refused; they sent %d "
+           "datagrams (%s), %d came back; worker fds peak %d (limit %d); "
+           "CPU %.2f s in the next %.1f s" % (
+               len(ok), len(refused), 5 * len(ok) * (2 if e.ue6 else 1),
+               "v4 and v6" if e.ue6 else "v4", back, peak, NOFILE, used,
+               X.window(1.0, 1.0)))
+    t.check(peak >= NOFILE - 4 and back > 0, "UDP: the associations run "
+            "the worker into its descriptor limit and still relay some "
+            "datagrams", "fds peak %d, %d came back" % (peak, back))
+    t.check(used < 0.2 * X.window(1.0, 1.0), "UDP: out of descriptors, the "
+            "worker does not spin (CPU < 20%)", "%.2f s" % used)
+    # out of descriptors, the canary waits in the queue (as in held())
+    # until the associations close
+    released = time.monotonic()
+    for u in us:
+        u.close()
+    w.end()
+    w.judge(cpu_max=0.5, mem_kib=X.mem(4096),
+            p99_max=(released - w.t0) + ptest.bound(3))
+    gone = ptest.wait_for(lambda: not any(S.udp_port_bound(p)
+                                          for p in ports), ptest.bound(10),
+                          interval=0.2)
+    t.check(gone, "UDP: closing the associations releases every relay "
+            "port", "%d still bound" % sum(1 for p in ports
+                                            if S.udp_port_bound(p)))
+
+    def fresh_udp():
+        """a fresh association relays"""
+        u = S.Udp(e.sport, timeout=ptest.bound(5))
+        try:
+            if not u.ok():
+                return False, u.describe()
+            u.send("127.0.0.1", e.ue.port, b"fresh")
+            r = u.recv(ptest.bound(2))
+            return r is not None and r[3] == b"fresh", repr(r)
+        finally:
+            u.close()
+    w.recover(X.fresh_get(e.port, e.o), extra=fresh_udp)
+
+
 def main(t):
     e = Env()
     e.o = H.origin(t)
+    e.ue = S.udp_echo(t)
+    e.ue6 = S.udp_echo(t, "::1") if ptest.have_ipv6() else None
     e.port = ptest.free_port()
-    conf = H.http_conf(t, e.port, limits=dict(header_timeout=10,
-                                              idle_timeout=30),
-                       extra='relay = { method = "splice"; };')
+    e.sport = ptest.free_port()
+    conf = S.socks_conf(t, e.sport, limits=dict(header_timeout=10,
+                                                idle_timeout=30),
+                        more_listeners=['  { address = "127.0.0.1:%d"; '
+                                        'protocol = "http"; }' % e.port],
+                        extra='relay = { method = "splice"; };\n'
+                        'http = { connect_ports = "*"; };')
     # the limit is set in the child before exec (ptest's preexec)
     e.p = t.portico(conf, nofile=NOFILE)
     w0 = e.p.workers()
@@ -204,8 +294,10 @@ def main(t):
     t.check(ok, "a GET through the proxy before the attacks", why)
     e.canary = X.Canary(t, e.port, e.o.port)
     e.base = X.baseline(t, e.canary)
-    for f in (churn, held):
+    for f in (churn, held, udp):
+        t1 = time.monotonic()
         f(t, e)
+        t.diag("%s took %.1f s" % (f.__name__, time.monotonic() - t1))
     e.canary.stop()
     H.finish(t, e.p, w0)
     t.diag("exit totals: %s" % (e.p.log_lines(r"totals: ")[-1:],))
