@@ -55,6 +55,11 @@ SCENARIOS = [
      "request as a JSON line to a file and as a squid line to syslog (a "
      "UNIX datagram socket read on the load CPU) (portico only: set against "
      "portico's own http-1k of the same campaign below the table)"),
+    ("http-scraped", "HTTP GET 1 KiB while /metrics is scraped",
+     "requests/s", "rate", True, "as http-1k with a status listener that a "
+     "client on the load CPU scrapes (GET /metrics, kept alive) every 100 "
+     "ms (portico only: set against portico's own http-1k of the same "
+     "campaign below the table)"),
     ("connect", "HTTP CONNECT tunnel throughput", "MiB/s", "both", True,
      "CONNECT to a TCP sink, 16 KiB writes, bytes per second "
      "(upload: see FAIRNESS.md)"),
@@ -375,6 +380,23 @@ def accesslog_lines(by, plain_recs, sums):
     return out
 
 
+def scraped_lines(by, plain_recs, sums):
+    """http-scraped against portico's http-1k of the same campaign, and
+    how many scrapes were answered."""
+    out = against_plain("While scraped every 100 ms",
+                        by.get(("http-scraped", "portico"), []),
+                        plain_recs, sums)
+    recs = [r for r in by.get(("http-scraped", "portico"), [])
+            if isinstance(r.get("scrapes"), int)]
+    if recs:
+        r = recs[-1]
+        out.append("")
+        out.append("Scrapes answered by the last run's end: %s (%s failed)."
+                   % ("{:,}".format(r["scrapes"]),
+                      r.get("scrape_errors") or 0))
+    return out
+
+
 def acl_lines(by, plain_recs, sums):
     """http-acl against portico's http-1k of the same campaign, and what
     loading the host_file cost."""
@@ -566,6 +588,8 @@ def main():
             L.extend(acl_lines(by, own_1k(scen), sums))
         if scen == "http-accesslog":
             L.extend(accesslog_lines(by, own_1k(scen), sums))
+        if scen == "http-scraped":
+            L.extend(scraped_lines(by, own_1k(scen), sums))
         if gp and rows:
             c = chart(camp[src[scen]][0], scen if level is None else
                       "%s-%d" % (scen, level), title, unit, rows, gp)

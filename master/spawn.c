@@ -51,6 +51,7 @@ struct spawn_old {
 	pid_t		 pid;
 	uint64_t	 kill_at;
 	uint64_t	 kept;		/* listen_kept_mask of its slot */
+	struct counters_worker	 rec;	/* as the status listener shows it */
 };
 
 static struct pt_config		*spawn_conf;
@@ -75,9 +76,9 @@ static void
 spawn_log_totals(void)
 {
 	uint64_t	 t[CTR_COUNT];
-	/* Up to PT_COUNTERS_MAX " name=sum"; the log line is cut at its
-	 * own limit, the counters in registration order. */
-	char		 mods[PT_COUNTERS_MAX * (COUNTERS_NAME_MAX + 23) + 1];
+	/* " name=sum" of the unlabelled module counters, in registration
+	 * order; the log line is cut at its own limit anyway. */
+	char		 mods[8192];
 
 	counters_total(t);
 	counters_fmt_modules(mods, sizeof(mods));
@@ -93,6 +94,18 @@ spawn_log_totals(void)
 	    (unsigned long long)t[CTR_UPSTREAM_FAILED],
 	    (unsigned long long)t[CTR_DENIED],
 	    (unsigned long long)t[CTR_UDP_DENIED], mods);
+}
+
+/* The draining table the status listener shows. */
+static void
+spawn_publish_olds(void)
+{
+	struct counters_worker	 ws[COUNTERS_OLD_MAX];
+	int			 i;
+
+	for (i = 0; i < spawn_nolds && i < COUNTERS_OLD_MAX; i++)
+		ws[i] = spawn_olds[i].rec;
+	counters_m_old(i, ws);
 }
 
 static void
@@ -114,6 +127,8 @@ spawn_fork(int slot)
 	}
 	s->pid = pid;
 	s->started_ms = spawn_now();
+	counters_m_worker(slot, pid, spawn_generation,
+	    spawn_conf->pin ? spawn_conf->cpus[slot] : -1, WSTATE_RUNNING);
 }
 
 static void
@@ -128,8 +143,9 @@ spawn_all(void)
 }
 
 static void
-spawn_old_add(pid_t pid, uint64_t kill_at, uint64_t kept)
+spawn_old_add(int slot, pid_t pid, uint64_t kill_at, uint64_t kept)
 {
+	const struct counters_master	*m = counters_master_get();
 	struct spawn_old	*grown;
 
 	grown = realloc(spawn_olds, sizeof(*grown) * (size_t)(spawn_nolds + 1));
@@ -143,6 +159,11 @@ spawn_old_add(pid_t pid, uint64_t kill_at, uint64_t kept)
 	spawn_olds[spawn_nolds].pid = pid;
 	spawn_olds[spawn_nolds].kill_at = kill_at;
 	spawn_olds[spawn_nolds].kept = kept;
+	memset(&spawn_olds[spawn_nolds].rec, 0, sizeof(struct counters_worker));
+	if (m != NULL)
+		spawn_olds[spawn_nolds].rec = m->w[slot];
+	spawn_olds[spawn_nolds].rec.pid = pid;
+	spawn_olds[spawn_nolds].rec.slot = slot;
 	spawn_nolds++;
 }
 
@@ -154,6 +175,7 @@ spawn_old_del(pid_t pid)
 	for (i = 0; i < spawn_nolds; i++)
 		if (spawn_olds[i].pid == pid) {
 			spawn_olds[i] = spawn_olds[--spawn_nolds];
+			spawn_publish_olds();
 			return true;
 		}
 	return false;
@@ -212,6 +234,8 @@ spawn_reap(void)
 		if (i == CONF_MAX_WORKERS)
 			continue;
 		spawn_slots[i].pid = 0;
+		counters_m_worker(i, 0, 0, -1, spawn_stopping ? WSTATE_NONE :
+		    WSTATE_RESTARTING);
 		if (spawn_stopping)
 			continue;
 		spawn_describe_exit(i, pid, status);
@@ -276,6 +300,7 @@ spawn_reload(void)
 	if ((conf = conf_load(spawn_conf->file, err)) == NULL) {
 		pt_log(PT_LOG_ERR, "reload failed: %s; keeping the running "
 		    "configuration", err);
+		counters_m_reload(false);
 		return;
 	}
 	if (modlife_init_master(conf, err, sizeof(err)) < 0 ||
@@ -283,6 +308,7 @@ spawn_reload(void)
 	    sizeof(err)) < 0) {
 		pt_log(PT_LOG_ERR, "reload failed: %s; keeping the running "
 		    "configuration", err);
+		counters_m_reload(false);
 		conf_free(conf);
 		return;
 	}
@@ -299,15 +325,20 @@ spawn_reload(void)
 	    SPAWN_KILL_GRACE_MS;
 	for (i = 0; i < CONF_MAX_WORKERS; i++) {
 		if (spawn_slots[i].pid > 0)
-			spawn_old_add(spawn_slots[i].pid, kill_at,
+			spawn_old_add(i, spawn_slots[i].pid, kill_at,
 			    listen_kept_mask(&spawn_ls, &ls, i));
+		if (spawn_slots[i].pid > 0 || spawn_slots[i].respawn_at != 0)
+			counters_m_worker(i, 0, 0, -1, WSTATE_NONE);
 		memset(&spawn_slots[i], 0, sizeof(spawn_slots[i]));
 	}
+	spawn_publish_olds();
 	listen_close_unused(&spawn_ls, &ls);
 	spawn_ls = ls;
 	conf_free(spawn_conf);
 	spawn_conf = conf;
 	spawn_generation++;
+	counters_m_generation(spawn_generation, conf->workers);
+	counters_m_reload(true);
 	spawn_all();
 	for (i = 0; i < spawn_nolds; i++)
 		spawn_quit_old(&spawn_olds[i]);
@@ -408,6 +439,8 @@ spawn_run(struct pt_config *conf, struct listen_set *ls, int sigfd)
 
 	spawn_conf = conf;
 	spawn_ls = *ls;
+	counters_m_start();
+	counters_m_generation(spawn_generation, conf->workers);
 	spawn_all();
 	pt_log(PT_LOG_NOTICE, "started: %d workers, %d listeners",
 	    conf->workers, conf->nlisteners);

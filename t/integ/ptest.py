@@ -154,6 +154,8 @@ NEEDS = {
                 r"(?i)\bopenssl program"),
     "chromium": ("Debian's chromium (headless) in PATH",
                  r"(?i)\bchromium program"),
+    "prometheus": ("promtool and prometheus in PATH (Debian package "
+                   "prometheus)", r"(?i)\bpromtool\b|\bprometheus\b"),
 }
 
 
