@@ -39,13 +39,14 @@ Windows are shorter under the sanitizers (hostiletest.window()).
   the origin takes 0.3 s to answer, and in a CONNECT tunnel.
 - endless streams: an origin that sends forever to clients reading 16 KiB
   every 50 ms, chunked uploads without end to an origin that reads
-  nothing, and a client that pipelines 5,000 GETs for 16 KiB and reads no
-  response: what portico takes in is held back (each upload < 32 MiB,
-  fewer than 2,048 of the pipelined requests forwarded: 32 MiB, what the
-  kernel's socket buffers hold and more); the uploading clients then
-  reset, and their requests end at once (within bound(3) s), not at
-  idle_timeout; when the readers close, the endless origin's connections
-  are closed too.
+  nothing, and a client that pipelines 10,000 GETs for 16 KiB and reads
+  no response: what portico takes in is held back (each upload, and the
+  responses forwarded to the pipelining client, less than
+  hostiletest.held_back(): the kernel's socket buffers on the way at
+  their maxima and 16 MiB, 32 MiB at least); the uploading clients then reset, and
+  their requests end at once (within bound(3) s), not at idle_timeout;
+  when the readers close, the endless origin's connections are closed
+  too.
 - loops through portico's own listener: 20 nested CONNECTs, 50 CONNECTs
   to itself pipelined in one write, a GET for its own address: each
   hop is one the client asked for (sockets grow by at most 2 per hop),
@@ -64,6 +65,7 @@ import hostiletest as X  # noqa: E402
 
 HEADER_TIMEOUT = 5
 IDLE_TIMEOUT = 30
+PIPELINED = 10000
 SLOWLORIS = 1000
 IDLE = 2000
 
@@ -385,7 +387,7 @@ def endless(t, e):
         t.at_exit(s.close)
         s.settimeout(0.2)
         req = H.request_bytes("GET", e.o.url + "/len?n=16384&piped=1")
-        data = req * 5000
+        data = req * PIPELINED
         off = 0
         try:
             while not stop.is_set() and off < len(data):
@@ -423,15 +425,20 @@ def endless(t, e):
     t.check(all(g > 64 * 1024 for g in got) and not errs,
             "endless streams: every slow client keeps receiving",
             "%s %s" % (got, errs[:4]))
-    t.check(all(0 < x < 32 << 20 for x in pushed),
+    lim = X.held_back()
+    t.check(all(0 < x < lim for x in pushed),
             "endless streams: an endless upload to an origin that reads "
-            "nothing is held back (< 32 MiB taken each)", str(pushed))
-    # 16 KiB responses: what the kernel's socket buffers can hold (a few
-    # MiB each way) and one buffer of portico's, no more
-    t.check(0 < reached < 2048, "endless streams: of the requests "
-            "pipelined by a client that reads no response, fewer than 2,048 "
-            "(32 MiB of responses) are forwarded (%d of %d)" % (
-                reached, piped[0]), str(reached))
+            "nothing is held back (< %d MiB taken each: the kernel's "
+            "socket buffers and portico's own)" % (lim >> 20), str(pushed))
+    # 16 KiB responses: what the kernel's socket buffers can hold and
+    # portico's own, no more
+    # (one leg: portico to the client)
+    most = X.held_back(1) // (16 << 10)
+    t.check(0 < reached < most < piped[0], "endless streams: of the %d "
+            "requests pipelined by a client that reads no response, fewer "
+            "than %d (%d MiB of responses) are forwarded (%d)" % (
+                piped[0], most, X.held_back(1) >> 20, reached),
+            str(reached))
     w.judge(cpu_max=0.6, mem_kib=X.mem(4096))
     # The uploads reset: those clients are gone, though their requests
     # are blocked on an origin that reads nothing: each ends at once, not

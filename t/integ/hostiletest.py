@@ -446,6 +446,21 @@ def fresh_get(port, origin):
     return f
 
 
+def held_back(legs=2):
+    """Bytes a stream may take in beyond portico's own buffers: the
+    kernel's socket buffers on its way, a receive and a send buffer per
+    leg at their maxima (net.ipv4.tcp_rmem, tcp_wmem), plus 16 MiB for
+    portico's buffers and pipes; 32 MiB at least."""
+    most = 0
+    for name in ("tcp_rmem", "tcp_wmem"):
+        try:
+            with open("/proc/sys/net/ipv4/" + name) as f:
+                most += legs * int(f.read().split()[2])
+        except (OSError, ValueError, IndexError):
+            most += legs * (8 << 20)
+    return max(32 << 20, most + (16 << 20))
+
+
 def linger0(s):
     """SO_LINGER {on, 0}: close() sends RST."""
     try:
