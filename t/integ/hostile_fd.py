@@ -173,7 +173,7 @@ def held(t, e):
     w.end()
     # the canary's requests made during the hold waited in the queue
     e.canary.wait_after(released, 3)
-    recs = [r for r in e.canary.records() if w.t0 <= r[0] < released]
+    recs = e.canary.through(w.t0, released)
     late = [r for r in recs if r[0] + r[2] > released + ptest.bound(3)]
     bad = [r for r in recs if not r[3]]
     t.diag("held: %d canary requests during the hold, slowest %s" % (
@@ -272,6 +272,7 @@ def udp(t, e):
 
 
 def main(t):
+    X.exclusive(t)
     e = Env()
     e.o = H.origin(t)
     e.ue = S.udp_echo(t)

@@ -548,6 +548,7 @@ def loops(t, e):
 
 def main(t):
     X.max_fds(IDLE + 500)
+    X.exclusive(t)
     e = Env()
     e.o = H.origin(t)
     e.evil = X.evil_origin(t)

@@ -564,6 +564,7 @@ def loops(t, e):
 
 
 def main(t):
+    X.exclusive(t)
     e = Env()
     e.o = H.origin(t)
     e.echo = t.echo_server()
