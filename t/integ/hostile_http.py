@@ -447,7 +447,7 @@ def endless(t, e):
     wpid = w.pids[0]
     stop.set()
     for th in ths:
-        th.join(ptest.bound(5))
+        th.join(ptest.bound(10))     # fill() takes 4 s at most
     t0 = time.monotonic()
     # (the endless readers' requests hold one connection each to the
     # same origin)
