@@ -558,6 +558,18 @@ conn_pending(struct pt_conn *c, struct conn_side *s)
 	return t->pending(c, c->c_tctx);
 }
 
+unsigned
+conn_plain(struct pt_conn *c, struct conn_side *s)
+{
+	const struct pt_transport	*t = conn_transport(c, s);
+
+	if (t == NULL)
+		return PT_PLAIN_RX | PT_PLAIN_TX;
+	if (t->plain == NULL || s->io.fd < 0)
+		return 0;
+	return t->plain(c, s->io.fd, c->c_tctx) & (PT_PLAIN_RX | PT_PLAIN_TX);
+}
+
 bool
 conn_readable(struct pt_conn *c, struct conn_side *s)
 {

@@ -250,6 +250,13 @@ int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
  * a reader drains them before it waits for one. 0 on a plain side.
  */
 size_t		 conn_pending(struct pt_conn *c, struct conn_side *s);
+/*
+ * Which directions of side <s>'s socket carry the connection's bytes as
+ * they are (PT_PLAIN_RX, PT_PLAIN_TX), so that splice() may move them: both
+ * on a plain side, what the transport's plain() says on a side with one
+ * (0 without that call). Worker only.
+ */
+unsigned	 conn_plain(struct pt_conn *c, struct conn_side *s);
 /* May a read on <s> find bytes now: epoll said so, or its transport
  * holds some. */
 bool		 conn_readable(struct pt_conn *c, struct conn_side *s);

@@ -192,8 +192,33 @@ struct pt_transport {
 	 * reads again while it is non-zero before waiting for an event.
 	 * Worker thread, after the handshake; cheap, never blocking. */
 	size_t		(*pending)(struct pt_conn *, void *tctx);
-	void		*reserved[3];
+	/*
+	 * 1.3, optional: which directions of the socket carry the
+	 * connection's plain bytes now, PT_PLAIN_RX and/or PT_PLAIN_TX, or
+	 * 0 (the default; what a transport without this call gives). A
+	 * TLS transport with kTLS says RX when the kernel decrypts what the
+	 * socket receives and TX when it encrypts what is written to it.
+	 * In a tunnel relayed with relay.method "splice", the core then
+	 * moves bytes with splice() on <fd> itself, past read() and
+	 * write(): from the socket when RX is set and pending() is 0, into
+	 * it when TX is set; otherwise it calls read() and write() as
+	 * before, so a transport may answer per call. Once TX was said it
+	 * must hold for the connection's life (spliced bytes may wait in a
+	 * pipe for the socket). A splice from the socket that fails with
+	 * EINVAL or EIO (kTLS: a record that is not data, such as an alert
+	 * or a key update, which splice cannot return) is followed by a
+	 * read() on the same socket, which must deal with that record;
+	 * shutdown() still ends the connection (close_notify). Worker
+	 * thread, after the handshake; cheap, never blocking.
+	 */
+	unsigned	(*plain)(struct pt_conn *, int fd, void *tctx);
+	void		*reserved[2];
 };
+
+/* pt_transport.plain: the socket receives (RX) or sends (TX) the
+ * connection's bytes as they are. */
+#define PT_PLAIN_RX	0x1u
+#define PT_PLAIN_TX	0x2u
 
 /* Handed to conf(): where the module's configuration came from. */
 struct pt_modconf {
