@@ -74,32 +74,11 @@ FD_SLACK = 4            # sockets above the baseline after recovery:
                         # the canary's in flight, one kept to its origin
 
 
-def exclusive(t, timeout=600):
-    """Waits (bounded) until no other hostile scenario of this user runs
-    on the machine, and holds that until this process exits: under `make
-    -j` two of them would pin their workers to the same CPU and each
-    canary would measure the other's attack. Returns seconds waited."""
-    import fcntl
-    import tempfile
-    path = os.path.join(tempfile.gettempdir(),
-                        "portico-hostile-%d.lock" % os.getuid())
-    f = open(path, "a")
-    t.at_exit(f.close)
-    t0 = time.monotonic()
-    while True:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except OSError:
-            if time.monotonic() - t0 > timeout:
-                t.diag("another hostile scenario still runs after %d s: "
-                       "going on anyway" % timeout)
-                break
-            time.sleep(0.2)
-    waited = time.monotonic() - t0
-    if waited > 0.5:
-        t.diag("waited %.1f s for another hostile scenario" % waited)
-    return waited
+def exclusive(t):
+    """ptest.exclusive: two hostile scenarios under `make -j` would pin
+    their workers to the same CPU and each canary would measure the
+    other's attack (and bench_quick's load would bend every canary)."""
+    return ptest.exclusive(t)
 
 
 def window(plain, sanitizers=None):

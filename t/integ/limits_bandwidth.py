@@ -170,6 +170,7 @@ def check_share(t, what, rates, rate, tol):
 
 
 def main(t):
+    ptest.exclusive(t)
     for why, need in ((L.missing(), None),
                       (A.missing() if not os.path.exists(A.AUTH_SO)
                        else None, "auth.so")):

@@ -123,6 +123,7 @@ def p99(xs):
 
 
 def main(t):
+    ptest.exclusive(t)
     why = L.missing()
     if why:
         t.skip("limits module scenarios", why)

@@ -202,6 +202,7 @@ def run_class(t, sink, port, sport, cls, size, seconds, predict):
 
 
 def main(t):
+    ptest.exclusive(t)
     why = L.missing()
     if why:
         t.skip("limits module scenarios", why)
