@@ -165,7 +165,7 @@ log_append(char *line, size_t n, size_t cap, const char *fmt, ...)
 	return n;
 }
 
-static void
+static void __attribute__((format(printf, 4, 0)))
 log_vline(int level, int err, const char *prefix, const char *fmt,
     va_list ap)
 {
