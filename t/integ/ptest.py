@@ -154,6 +154,9 @@ NEEDS = {
                 r"(?i)\bopenssl program"),
     "chromium": ("Debian's chromium (headless) in PATH",
                  r"(?i)\bchromium program"),
+    "libfuzzer": ("clang linking a libFuzzer program (Debian packages "
+                  "clang and libclang-rt-dev): .ci/run's fuzz step",
+                  r"(?i)libfuzzer"),
 }
 
 
