@@ -15,8 +15,13 @@
  * end of the measured window; requests, bytes and latencies count in the
  * window only.
  *
- * Deliberately not here: IPv6, names resolved by the proxy, TLS, request
- * bodies, several threads (run several processes).
+ * With --tls the client speaks TLS to the proxy, an HTTPS proxy
+ * (loadgen_tls.c: TLS 1.3, TLS_AES_128_GCM_SHA256, X25519 only), and
+ * --tls-resume resumes each client's last session with its ticket; the
+ * report then adds the handshakes made and resumed in the window.
+ *
+ * Deliberately not here: IPv6, names resolved by the proxy, TLS to an
+ * origin, request bodies, several threads (run several processes).
  */
 #include "config.h"
 
@@ -246,10 +251,21 @@ report(const struct lg_opts *o, const struct lg_result *res)
 			printf("%s\"%s\":%llu", i ? "," : "", err_names[i],
 			    (unsigned long long)res->err[i]);
 		printf("},\"delivered_pct\":%.2f,\"loadgen_cpu_pct\":%.1f,"
-		    "\"saturated\":%s}\n", pct, cpu, sat ? "true" : "false");
+		    "\"saturated\":%s", pct, cpu, sat ? "true" : "false");
+		if (o->tls)
+			printf(",\"tls\":{\"handshakes\":%llu,\"offered\":%llu,"
+			    "\"resumed\":%llu,\"resume\":%s,"
+			    "\"negotiated\":\"%s\"}",
+			    (unsigned long long)res->tls_handshakes,
+			    (unsigned long long)res->tls_offered,
+			    (unsigned long long)res->tls_resumed,
+			    o->tls_resume ? "true" : "false",
+			    lg_tls_seen() != NULL ? lg_tls_seen() : "");
+		printf("}\n");
 		return;
 	}
-	printf("loadgen %s: %s%s -> %s, ", o->scenario_name,
+	printf("loadgen %s: %s%s%s -> %s, ", o->scenario_name,
+	    o->tls ? "TLS to " : "",
 	    o->have_proxy ? (o->ptype == LG_PROXY_SOCKS5 ? "socks5 proxy " :
 	    "http proxy ") : "direct", o->have_proxy ? o->proxy_str : "",
 	    o->target_str);
@@ -283,6 +299,14 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		printf("  %llu keep-alive connections closed by the server "
 		    "before a request: reconnected, not errors\n",
 		    (unsigned long long)res->retries);
+	if (o->tls)
+		printf("  TLS (%s): %llu handshakes, %llu offered a session, "
+		    "%llu resumed%s\n",
+		    lg_tls_seen() != NULL ? lg_tls_seen() : "none completed",
+		    (unsigned long long)res->tls_handshakes,
+		    (unsigned long long)res->tls_offered,
+		    (unsigned long long)res->tls_resumed,
+		    o->tls_resume ? "" : " (--tls-resume not given)");
 	if (res->note != NULL)
 		printf("  %s\n", res->note);
 }
@@ -310,7 +334,10 @@ usage(FILE *f)
 "  --auth user:pass  --timeout S  --json  --expect-size N\n"
 "  --pipeline (SOCKS5: greeting, credentials and request in one write,\n"
 "  before any reply is read)\n"
-"  --no-send (tunnel: only read, a download from a --tcp-source target)\n");
+"  --no-send (tunnel: only read, a download from a --tcp-source target)\n"
+"  --tls (TLS to the proxy: an HTTPS proxy; TLS 1.3, TLS_AES_128_GCM_SHA256,\n"
+"  X25519 only)  --tls-resume (--tls, each client resuming its last\n"
+"  session with its ticket)\n");
 }
 
 /*
@@ -542,6 +569,12 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 	case 'n':
 		o->no_send = true;
 		return 0;
+	case 'R':
+		o->tls_resume = true;
+		/* FALLTHROUGH */
+	case 'l':
+		o->tls = true;
+		return 0;
 	case 'x':
 		return opt_num("expect-size", arg, 0, (long long)1 << 60,
 		    &o->expect_size);
@@ -584,6 +617,15 @@ opts_check(struct lg_opts *o)
 	if ((!o->have_proxy || o->ptype == LG_PROXY_SOCKS5) &&
 	    addr_parse("--target", o->target_str, false, &o->target) < 0)
 		return -1;
+	if (o->tls && !o->have_proxy) {
+		fprintf(stderr, "loadgen %s: --tls speaks TLS to the proxy: "
+		    "--proxy is required\n", o->scenario_name);
+		return -1;
+	}
+	if (o->tls && s == LG_UDP) {
+		fprintf(stderr, "loadgen udp: no --tls\n");
+		return -1;
+	}
 	if (o->no_send && s != LG_TUNNEL) {
 		fprintf(stderr, "loadgen %s: --no-send is for tunnel\n",
 		    o->scenario_name);
@@ -625,6 +667,8 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "json",	 no_argument,	    NULL, 'j' },
 		{ "pipeline",	 no_argument,	    NULL, 'L' },
 		{ "no-send",	 no_argument,	    NULL, 'n' },
+		{ "tls",	 no_argument,	    NULL, 'l' },
+		{ "tls-resume",	 no_argument,	    NULL, 'R' },
 		{ "expect-size", required_argument, NULL, 'x' },
 		{ "http",	 required_argument, NULL, 'H' },
 		{ "tcp-echo",	 required_argument, NULL, 'E' },

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define NS_PER_S	1000000000ull
 #define NS_PER_MS	1000000ull
@@ -71,6 +72,9 @@ struct lg_opts {
 	long long		 expect_size;	/* -1: unset */
 	bool			 json;
 	bool			 no_send;	/* tunnel: read only */
+	/* --tls: TLS to the proxy (an HTTPS proxy); --tls-resume: each
+	 * client offers its last session ticket */
+	bool			 tls, tls_resume;
 	/* serve */
 	struct sockaddr_in	 s_http, s_echo, s_sink, s_udp, s_close;
 	bool			 have_s_http, have_s_echo, have_s_sink;
@@ -87,6 +91,9 @@ struct lg_result {
 	double		 delivered_pct;	/* < 0: computed from the counts */
 	double		 cpu_s, wall_s;	/* the process over the window */
 	uint64_t	 retries;	/* keep-alive closed: reconnected */
+	uint64_t	 tls_handshakes;	/* --tls, in the window */
+	uint64_t	 tls_offered;	/* of which offered a session */
+	uint64_t	 tls_resumed;	/* of which resumed one */
 	bool		 stopped;	/* SIGINT/SIGTERM ended the window */
 	const char	*note;		/* a why, for the human summary */
 };
@@ -115,6 +122,38 @@ size_t		 lg_socks_reply_len(const uint8_t *p, size_t len);
 /* Each scenario runs to the end of its window and fills <res>; it returns
  * 0, or -1 when it could not start (a message is on stderr). */
 int		 lg_tcp_main(const struct lg_opts *, struct lg_result *);
+
+/* ---- loadgen_tls.c ---------------------------------------------------- */
+/* One client's TLS: its SSL while connected, its last session across
+ * connections. */
+struct lg_tls;
+
+/* The client context (TLS 1.3, TLS_AES_128_GCM_SHA256, X25519); 0, or -1
+ * with a message. */
+int		 lg_tls_init(const struct lg_opts *);
+void		 lg_tls_fini(void);
+struct lg_tls	*lg_tls_new(void);
+void		 lg_tls_free(struct lg_tls *);
+/* A TLS client on the connected <fd> (offering the last session with
+ * --tls-resume). 0, or -1 with errno. */
+int		 lg_tls_start(struct lg_tls *, int fd);
+/* One step of the handshake: 0 when done (counted in <res> when <count>),
+ * -1 with errno EAGAIN and *events_out to wait for, or -1 with another
+ * errno (EPROTO: a TLS error). */
+int		 lg_tls_handshake(struct lg_tls *, uint32_t *events_out,
+		    struct lg_result *res, bool count);
+/* As recv() and send(): > 0 bytes, 0 at the end (read only), -1 with
+ * errno (EAGAIN: try again after the next event). */
+ssize_t		 lg_tls_read(struct lg_tls *, void *, size_t);
+ssize_t		 lg_tls_write(struct lg_tls *, const void *, size_t);
+/* Decrypted bytes OpenSSL holds that epoll cannot see. */
+size_t		 lg_tls_pending(const struct lg_tls *);
+/* close_notify (after a clean handshake), then the SSL is freed; the
+ * socket stays the caller's, the session the client's. */
+void		 lg_tls_close(struct lg_tls *);
+/* "TLSv1.3 TLS_AES_128_GCM_SHA256" as the first handshake negotiated, or
+ * NULL. */
+const char	*lg_tls_seen(void);
 
 /* ---- loadgen_udp.c ---------------------------------------------------- */
 int		 lg_udp_main(const struct lg_opts *, struct lg_result *);

@@ -4,6 +4,8 @@
  * machine driven by one epoll loop:
  *
  *   connect (to --proxy, or --target when there is none)
+ *   -> with --tls, a TLS handshake with the proxy (loadgen_tls.c); every
+ *      byte below then goes through it
  *   -> setup: SOCKS5 greeting [RFC 1929] CONNECT, or HTTP CONNECT, when
  *      the scenario tunnels through the proxy
  *   -> the work: http (GET, read the response, again on the same
@@ -19,6 +21,9 @@
  * With --pipeline a SOCKS5 client writes its greeting, credentials and
  * request at once and then reads the replies in turn, as clients that
  * do not wait for the method selection do.
+ *
+ * With --tls the counted bytes are the plaintext ones (what the proxy
+ * relays), not the TLS records.
  *
  * Deliberately not here: HTTP pipelining, request bodies, checking the bytes a
  * tunnel carries (their count only).
@@ -44,6 +49,7 @@
 enum cl_state {
 	CL_IDLE = 0,	/* no socket; start at <wake> */
 	CL_CONNECTING,
+	CL_TLS_HS,	/* --tls: handshake with the proxy */
 	CL_S5_METHOD,	/* greeting sent, reading the method reply */
 	CL_S5_AUTH,	/* RFC 1929 request sent */
 	CL_S5_REPLY,	/* CONNECT sent */
@@ -66,6 +72,7 @@ enum rs_state {
 
 struct client {
 	int		 fd;
+	struct lg_tls	*tls;		/* --tls: kept across connections */
 	enum cl_state	 st;
 	bool		 up;		/* counted in run->nup */
 	bool		 reused;	/* a response came on it already */
@@ -131,6 +138,8 @@ count_err(struct run *r, enum lg_err e)
 static void
 cl_close(struct run *r, struct client *c)
 {
+	if (c->tls != NULL)
+		lg_tls_close(c->tls);
 	if (c->fd >= 0) {
 		/* close() also leaves epoll: the fd is not shared. */
 		close(c->fd);
@@ -182,6 +191,24 @@ cl_watch(struct run *r, struct client *c, uint32_t events)
 	return 0;
 }
 
+/* recv() and send() on the client's connection, through TLS with --tls:
+ * the same results, errno EAGAIN included. */
+static ssize_t
+cl_recv(struct client *c, void *buf, size_t len)
+{
+	if (c->tls != NULL)
+		return lg_tls_read(c->tls, buf, len);
+	return recv(c->fd, buf, len, 0);
+}
+
+static ssize_t
+cl_write(struct client *c, const void *buf, size_t len)
+{
+	if (c->tls != NULL)
+		return lg_tls_write(c->tls, buf, len);
+	return send(c->fd, buf, len, MSG_NOSIGNAL);
+}
+
 /*
  * Sends one whole setup message. They are a few hundred bytes and the
  * exchange is lock-step, so the send buffer is empty: a short write means
@@ -192,7 +219,7 @@ cl_send(struct run *r, struct client *c, const void *msg, size_t len)
 {
 	ssize_t	 n;
 
-	n = send(c->fd, msg, len, MSG_NOSIGNAL);
+	n = cl_write(c, msg, len);
 	if (n == (ssize_t)len)
 		return 0;
 	cl_fail_errno(r, c, n < 0 ? errno : EIO);
@@ -230,8 +257,9 @@ cl_start(struct run *r, struct client *c)
 	cl_watch(r, c, EPOLLOUT);
 }
 
+/* Connected (and through TLS with --tls): the proxy's setup. */
 static void
-cl_connected(struct run *r, struct client *c)
+cl_setup(struct run *r, struct client *c)
 {
 	if (r->socks && r->o->pipeline) {
 		if (cl_send(r, c, r->pipelined, r->pipelined_len) < 0)
@@ -255,6 +283,37 @@ cl_connected(struct run *r, struct client *c)
 		return;
 	}
 	cl_ready(r, c);
+}
+
+/* One step of the TLS handshake with the proxy. */
+static void
+cl_tls_step(struct run *r, struct client *c)
+{
+	uint32_t	 ev = EPOLLIN;
+
+	if (lg_tls_handshake(c->tls, &ev, r->res, in_window(r)) == 0) {
+		cl_setup(r, c);
+		return;
+	}
+	if (errno == EAGAIN)
+		cl_watch(r, c, ev);
+	else
+		cl_fail_errno(r, c, errno);
+}
+
+static void
+cl_connected(struct run *r, struct client *c)
+{
+	if (c->tls == NULL) {
+		cl_setup(r, c);
+		return;
+	}
+	if (lg_tls_start(c->tls, c->fd) < 0) {
+		cl_fail_errno(r, c, errno);
+		return;
+	}
+	c->st = CL_TLS_HS;
+	cl_tls_step(r, c);
 }
 
 /* ---- setup replies --------------------------------------------------- */
@@ -405,7 +464,7 @@ cl_on_setup(struct run *r, struct client *c)
 {
 	ssize_t	 n;
 
-	n = recv(c->fd, c->hs + c->hs_len, sizeof(c->hs) - c->hs_len, 0);
+	n = cl_recv(c, c->hs + c->hs_len, sizeof(c->hs) - c->hs_len);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			cl_fail_errno(r, c, errno);
@@ -429,8 +488,7 @@ http_send(struct run *r, struct client *c)
 {
 	ssize_t	 n;
 
-	n = send(c->fd, r->req + c->req_off, r->req_len - c->req_off,
-	    MSG_NOSIGNAL);
+	n = cl_write(c, r->req + c->req_off, r->req_len - c->req_off);
 	if (n < 0) {
 		if (errno == EAGAIN)
 			n = 0;
@@ -692,9 +750,9 @@ http_on_readable(struct run *r, struct client *c)
 
 	for (i = 0; i < 8; i++) {
 		if (c->rs == RS_HEAD)
-			n = recv(c->fd, c->buf + c->blen, HTTP_BUF - c->blen, 0);
+			n = cl_recv(c, c->buf + c->blen, HTTP_BUF - c->blen);
 		else
-			n = recv(c->fd, r->scratch, SCRATCH, 0);
+			n = cl_recv(c, r->scratch, SCRATCH);
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				cl_fail_errno(r, c, errno);
@@ -779,7 +837,7 @@ stream_io(struct run *r, struct client *c, uint32_t events)
 
 	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
 		for (i = 0; i < 4; i++) {
-			n = recv(c->fd, r->scratch, SCRATCH, 0);
+			n = cl_recv(c, r->scratch, SCRATCH);
 			if (n < 0) {
 				if (errno != EAGAIN && errno != EINTR) {
 					cl_fail_errno(r, c, errno);
@@ -795,7 +853,9 @@ stream_io(struct run *r, struct client *c, uint32_t events)
 			    (uint64_t)(r->o->timeout * NS_PER_S);
 			if (in_window(r))
 				r->res->down += (uint64_t)n;
-			if (n < SCRATCH)
+			/* A short read emptied the socket; TLS reads a
+			 * record (16 KiB) at a time, so read on. */
+			if (n < SCRATCH && c->tls == NULL)
 				break;
 		}
 	}
@@ -804,8 +864,7 @@ stream_io(struct run *r, struct client *c, uint32_t events)
 	/* A few writes per wake-up, as many as reads: neither direction
 	 * starves the other. */
 	for (i = 0; i < 4; i++) {
-		n = send(c->fd, r->payload, (size_t)r->o->payload,
-		    MSG_NOSIGNAL);
+		n = cl_write(c, r->payload, (size_t)r->o->payload);
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				cl_fail_errno(r, c, errno);
@@ -855,7 +914,7 @@ cl_ready(struct run *r, struct client *c)
 }
 
 static void
-cl_on_event(struct run *r, struct client *c, uint32_t events)
+cl_on_io(struct run *r, struct client *c, uint32_t events)
 {
 	socklen_t	 len = sizeof(int);
 	int		 err = 0;
@@ -869,6 +928,9 @@ cl_on_event(struct run *r, struct client *c, uint32_t events)
 			return;
 		}
 		cl_connected(r, c);
+		return;
+	case CL_TLS_HS:
+		cl_tls_step(r, c);
 		return;
 	case CL_S5_METHOD:
 	case CL_S5_AUTH:
@@ -892,6 +954,22 @@ cl_on_event(struct run *r, struct client *c, uint32_t events)
 	default:
 		return;
 	}
+}
+
+/*
+ * An event for a client. With --tls, bytes OpenSSL already decrypted wake
+ * no epoll event, so they are handed over at once (a few rounds, then the
+ * next event or scan takes over).
+ */
+static void
+cl_on_event(struct run *r, struct client *c, uint32_t events)
+{
+	int	 i;
+
+	cl_on_io(r, c, events);
+	for (i = 0; i < 8 && c->tls != NULL && c->fd >= 0 &&
+	    lg_tls_pending(c->tls) > 0; i++)
+		cl_on_io(r, c, EPOLLIN);
 }
 
 /* Starts idle clients whose time has come; times out stuck ones. */
@@ -1020,8 +1098,14 @@ run_init(struct run *r)
 		return -1;
 	}
 	memset(r->payload, 'x', (size_t)o->payload);
+	if (o->tls && lg_tls_init(o) < 0)
+		return -1;
 	for (i = 0; i < o->connections; i++) {
 		r->cl[i].fd = -1;
+		if (o->tls && (r->cl[i].tls = lg_tls_new()) == NULL) {
+			perror("loadgen: malloc");
+			return -1;
+		}
 		if (http && (r->cl[i].buf = malloc(HTTP_BUF)) == NULL) {
 			perror("loadgen: malloc");
 			return -1;
@@ -1044,8 +1128,11 @@ run_fini(struct run *r)
 			    sizeof(lg));
 		cl_close(r, &r->cl[i]);
 		free(r->cl[i].buf);
+		lg_tls_free(r->cl[i].tls);
 	}
 	free(r->cl);
+	if (r->o->tls)
+		lg_tls_fini();
 	free(r->scratch);
 	free(r->payload);
 	if (r->ep >= 0)

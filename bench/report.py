@@ -55,6 +55,11 @@ SCENARIOS = [
      "request as a JSON line to a file and as a squid line to syslog (a "
      "UNIX datagram socket read on the load CPU) (portico only: set against "
      "portico's own http-1k of the same campaign below the table)"),
+    ("http-scraped", "HTTP GET 1 KiB while /metrics is scraped",
+     "requests/s", "rate", True, "as http-1k with a status listener that a "
+     "client on the load CPU scrapes (GET /metrics, kept alive) every 100 "
+     "ms (portico only: set against portico's own http-1k of the same "
+     "campaign below the table)"),
     ("connect", "HTTP CONNECT tunnel throughput", "MiB/s", "both", True,
      "CONNECT to a TCP sink, 16 KiB writes, bytes per second "
      "(upload: see FAIRNESS.md)"),
@@ -84,6 +89,22 @@ SCENARIOS = [
     ("socks-down", "SOCKS5 tunnel download", "MiB/s", "down", True,
      "SOCKS5 CONNECT to a target that sends without end, the client only "
      "reads"),
+    ("tls-handshakes", "TLS full handshakes (HTTPS proxy)", "handshakes/s",
+     "rate", True, "connect, a full TLS 1.3 handshake with the proxy "
+     "(TLS_AES_128_GCM_SHA256, X25519, the campaign's ECDSA P-256 "
+     "certificate), one GET /bytes/1024 inside it, close; repeated"),
+    ("tls-resumed", "TLS resumed handshakes (HTTPS proxy)", "handshakes/s",
+     "rate", True, "as tls-handshakes, each client resuming its last "
+     "session with the ticket the proxy gave it (runs where fewer than 90% "
+     "of the handshakes that offered a ticket resumed are thrown away)"),
+    ("https-1k", "HTTPS proxy GET 1 KiB, kept-alive TLS", "requests/s",
+     "rate", True, "as http-1k inside kept-alive TLS 1.3 connections to "
+     "the proxy (TLS_AES_128_GCM_SHA256)"),
+    ("tls-connect", "CONNECT tunnel throughput inside TLS", "MiB/s", "both",
+     True, "CONNECT inside TLS 1.3 to the proxy (TLS_AES_128_GCM_SHA256), "
+     "16 KiB writes through the tunnel into a TCP sink: the proxy decrypts "
+     "and relays; rows marked kTLS are portico with ktls = true, the kernel "
+     "doing the record layer"),
     ("udp", "SOCKS5 UDP ASSOCIATE, 512 B datagrams", "datagrams/s", "rate",
      True, "one association, a window of datagrams in flight to a UDP echo "
      "(concurrency = window)"),
@@ -101,6 +122,13 @@ SCENARIOS = [
      "growth of the proxy and all its children per tunnel (lower is "
      "better)"),
 ]
+# Rate scenarios whose table also shows the figure per CPU-second of the
+# proxy (TLS work is CPU work: on a shared machine it is the steadier
+# figure, and the clients are often the limit of the per-second one).
+PER_CPU_RATE = ("tls-handshakes", "tls-resumed", "https-1k")
+# Scenarios shown as extra rows of another's table: scenario -> (table,
+# label added to the peer's name).
+ROWS_OF = {"tls-connect-ktls": ("tls-connect", "kTLS")}
 PEER_ORDER = ["portico", "direct", "tinyproxy", "squid", "privoxy", "dante",
               "microsocks"]
 
@@ -128,11 +156,15 @@ def value(rec, kind):
 
 
 def per_cpu(rec, kind):
-    """MiB moved per CPU-second of the proxy over the run (bench/fairness
-    records the proxy's CPU time and the run's wall time), or None."""
+    """MiB moved (or, in PER_CPU_RATE scenarios, requests done) per
+    CPU-second of the proxy over the run (bench/fairness records the
+    proxy's CPU time and the run's wall time), or None."""
     v = value(rec, kind)
     cpu, wall = rec.get("proxy_cpu_s"), rec.get("wall_s")
-    if v is None or not cpu or not wall or kind not in ("down", "both"):
+    if kind == "rate" and rec.get("scenario") not in PER_CPU_RATE:
+        return None
+    if v is None or not cpu or not wall or kind not in ("down", "both",
+                                                        "rate"):
         return None
     return v * wall / cpu
 
@@ -218,9 +250,14 @@ def summarise(recs, kind, higher):
     if set(reasons) == {"saturated"}:
         vals = [value(r, kind) for r in runs]
         vals = [v for v in vals if v is not None]
+        mpc = [per_cpu(r, kind) for r in runs]
+        mpc = [x for x in mpc if x is not None]
         if vals:
+            # The proxy's cost per unit of work stays a fair figure when
+            # the load generator was the limit.
             return {"why": "loadgen saturated at every level",
-                    "bound": max(vals) if higher else min(vals)}
+                    "bound": max(vals) if higher else min(vals),
+                    "per_cpu": statistics.median(mpc) if mpc else None}
     errs = {}
     for r in runs:
         for k, v in ((r.get("loadgen") or {}).get("errors") or {}).items():
@@ -240,6 +277,8 @@ def extra_cell(s, scen, kind):
         return " %s |" % fmt(s["pss"], "MiB")
     if unit_of(scen) == "MiB/s":
         return " %s |" % fmt(s.get("per_cpu"), "MiB")
+    if scen in PER_CPU_RATE:
+        return " %s |" % fmt(s.get("per_cpu"), "")
     return ""
 
 
@@ -355,6 +394,50 @@ def against_plain(what, recs, plain_recs, sums):
     return out
 
 
+def tls_lines(m, scen, by, peers):
+    """What the TLS tables share (certificate, what was negotiated, kTLS)
+    and, for tls-resumed, how many handshakes each peer resumed."""
+    t = m.get("tls") or {}
+    out = [""]
+    neg = sorted({((r.get("loadgen") or {}).get("tls") or {}).get("negotiated")
+                  for p in peers for r in by.get((scen, p), [])
+                  if r.get("status") == "run"} - {None, ""})
+    out.append("TLS: %s; negotiated in every run: %s; kTLS: %s." % (
+        t.get("certificate", "?"), " / ".join(neg) or "-",
+        t.get("ktls", "?")))
+    if scen == "tls-connect":
+        ks = [r for p in peers for r in by.get(("tls-connect-ktls", p), [])
+              if r.get("status") == "run" and r.get("ktls_tx") is not None]
+        if ks:
+            out.append("")
+            out.append("kTLS rows: relay.method \"splice\" (a kTLS socket "
+                       "carries plaintext, so the tunnel is spliced); kernel "
+                       "TLS sessions /proc/net/tls_stat counted per run: %s." %
+                       ", ".join("%s c=%s TX %s RX %s" % (
+                           r.get("peer"), r.get("concurrency"),
+                           r.get("ktls_tx"), r.get("ktls_rx")) for r in ks))
+    if scen == "tls-resumed":
+        parts = []
+        for p in peers:
+            h = o = r_ = 0
+            for r in by.get((scen, p), []):
+                x = (r.get("loadgen") or {}).get("tls") or {}
+                if r.get("status") == "run" and not r.get("warmup"):
+                    h += x.get("handshakes", 0)
+                    o += x.get("offered", 0)
+                    r_ += x.get("resumed", 0)
+            if h:
+                parts.append("%s %s of %s offered a ticket (%s handshakes)"
+                             % (p, "{:,}".format(r_), "{:,}".format(o),
+                                "{:,}".format(h)))
+        if parts:
+            out.append("")
+            out.append("Handshakes resumed, all runs (a client's first "
+                       "connection has no ticket to offer): %s." %
+                       ", ".join(parts))
+    return out
+
+
 def accesslog_lines(by, plain_recs, sums):
     """http-accesslog against portico's http-1k of the same campaign, and
     how many records reached the file and syslog."""
@@ -372,6 +455,23 @@ def accesslog_lines(by, plain_recs, sums):
                    "reader fell behind)." % (
                        "{:,}".format(r["al_lines"]),
                        "{:,}".format(r.get("al_dgrams") or 0)))
+    return out
+
+
+def scraped_lines(by, plain_recs, sums):
+    """http-scraped against portico's http-1k of the same campaign, and
+    how many scrapes were answered."""
+    out = against_plain("While scraped every 100 ms",
+                        by.get(("http-scraped", "portico"), []),
+                        plain_recs, sums)
+    recs = [r for r in by.get(("http-scraped", "portico"), [])
+            if isinstance(r.get("scrapes"), int)]
+    if recs:
+        r = recs[-1]
+        out.append("")
+        out.append("Scrapes answered by the last run's end: %s (%s failed)."
+                   % ("{:,}".format(r["scrapes"]),
+                      r.get("scrape_errors") or 0))
     return out
 
 
@@ -521,6 +621,9 @@ def main():
                      what, ", ".join(map(str, lvls)) or "-",
                      os.path.basename(d), m.get("mode", "?"),
                      m.get("seconds", "?"), m.get("runs", "?"), mlines[ci]))
+        if scen in ("tls-handshakes", "tls-resumed", "https-1k",
+                    "tls-connect"):
+            L.extend(tls_lines(m, scen, by, peers_all))
         if scen in ("socks-handshakes", "socks-auth", "socks-auth-argon2"):
             L.append("")
             L.append("Target: %s." % m.get(
@@ -534,12 +637,22 @@ def main():
             extra = "PSS held, MiB (median) |"
         elif unit == "MiB/s":
             extra = "MiB per proxy CPU-s (median) |"
+        elif scen in PER_CPU_RATE:
+            extra = "%s per proxy CPU-s (median) |" % unit.split("/")[0]
         L.append(("| proxy | %s (median) | min-max | ratio to portico | "
                   "best level | runs | latency p50 / p99 (µs) | %s" % (unit, extra)).rstrip())
         L.append("|---|---|---|---|---|---|---|%s" % ("---|" if extra else ""))
         rows = []
-        for p in peers:
-            s = sums[p]
+        shown = [(p, sums[p]) for p in peers]
+        # Rows another scenario of the same campaign adds to this table
+        # (tls-connect-ktls: portico with kTLS on, or why not).
+        for sub, (table, label) in ROWS_OF.items():
+            if table != scen or src.get(sub) != src[scen]:
+                continue
+            shown += [("%s, %s" % (p, label),
+                       summarise(at_level(by[(sub, p)]), kind, higher))
+                      for p in peers_all if (sub, p) in by and p != "direct"]
+        for p, s in shown:
             if s is None:
                 continue
             if "median" not in s:
@@ -548,7 +661,8 @@ def main():
                     cell = "%s %s (%s)" % (">=" if higher else "<=",
                                            fmt(s["bound"], unit), s["why"])
                 L.append("| %s | %s | - | - | - | - | - |%s" % (
-                    p, cell, " - |" if extra else ""))
+                    p, cell, (extra_cell(s, scen, kind) if "bound" in s
+                              else " - |") if extra else ""))
                 continue
             ratio = "%.2f" % (s["median"] / base) if base else "-"
             lat = "-"
@@ -566,6 +680,8 @@ def main():
             L.extend(acl_lines(by, own_1k(scen), sums))
         if scen == "http-accesslog":
             L.extend(accesslog_lines(by, own_1k(scen), sums))
+        if scen == "http-scraped":
+            L.extend(scraped_lines(by, own_1k(scen), sums))
         if gp and rows:
             c = chart(camp[src[scen]][0], scen if level is None else
                       "%s-%d" % (scen, level), title, unit, rows, gp)

@@ -43,6 +43,7 @@ enum conf_proto {
 	CONF_PROTO_HTTP,
 	CONF_PROTO_SOCKS,	/* SOCKS5, and SOCKS4/4a on the same port */
 	CONF_PROTO_AUTO,	/* HTTP or SOCKS, told by the first byte */
+	CONF_PROTO_STATUS,	/* GET /metrics and /status (worker/status.c) */
 };
 
 enum conf_relay {

@@ -523,9 +523,12 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 		l->proto = CONF_PROTO_SOCKS;
 	else if (strcmp(proto, "auto") == 0)
 		l->proto = CONF_PROTO_AUTO;
+	else if (strcmp(proto, "status") == 0)
+		l->proto = CONF_PROTO_STATUS;
 	else
 		return conf_err(cc, m, "unknown protocol \"%s\" (expected "
-		    "\"tcp\", \"http\", \"socks5\" or \"auto\")", proto);
+		    "\"tcp\", \"http\", \"socks5\", \"auto\" or "
+		    "\"status\")", proto);
 
 	m = config_setting_get_member(s, "to");
 	if (l->proto == CONF_PROTO_TCP) {

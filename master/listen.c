@@ -6,6 +6,9 @@
  * and because closing a reuseport socket drops the connections queued on
  * it, a socket is carried over to every new configuration that still has
  * its address and slot, and closed only when that slot or address goes.
+ * A binary upgrade carries them over the same way, across an exec: the old
+ * binary names them (listen_fmt_handover), the new one adopts them by
+ * address and slot (listen_inherit, then listen_open) before binding.
  */
 #include "config.h"
 
@@ -25,6 +28,17 @@
 
 /* Linux >= 5.14; per network namespace, writable by root there. */
 #define LISTEN_MIGRATE_SYSCTL	"/proc/sys/net/ipv4/tcp_migrate_req"
+
+/* A listening socket a previous binary handed over (binary upgrade). */
+struct listen_inherited {
+	int		 fd;
+	int		 slot;
+	struct pt_addr	 addr;		/* getsockname: the kernel's word */
+	bool		 adopted;
+};
+
+static struct listen_inherited	*listen_inh;
+static int			 listen_ninh;
 
 static int
 listen_bind_one(const struct conf_listener *l)
@@ -82,6 +96,188 @@ listen_owned_by(const struct listen_set *ls, int fd)
 	return false;
 }
 
+/* Same family, address and port (padding and flow labels ignored). */
+static bool
+listen_same_addr(const struct pt_addr *a, const struct pt_addr *b)
+{
+	const struct sockaddr_in	*a4, *b4;
+	const struct sockaddr_in6	*a6, *b6;
+
+	if (a->sa.ss_family != b->sa.ss_family)
+		return false;
+	if (a->sa.ss_family == AF_INET) {
+		a4 = (const struct sockaddr_in *)&a->sa;
+		b4 = (const struct sockaddr_in *)&b->sa;
+		return a4->sin_port == b4->sin_port &&
+		    a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	}
+	if (a->sa.ss_family == AF_INET6) {
+		a6 = (const struct sockaddr_in6 *)&a->sa;
+		b6 = (const struct sockaddr_in6 *)&b->sa;
+		return a6->sin6_port == b6->sin6_port &&
+		    a6->sin6_scope_id == b6->sin6_scope_id &&
+		    memcmp(&a6->sin6_addr, &b6->sin6_addr,
+		    sizeof(a6->sin6_addr)) == 0;
+	}
+	return sockaddr_equal(a, b);
+}
+
+/* An inherited descriptor for <l>'s address and <slot>, marked taken, or
+ * -1. A listener on port 0 never matches: its socket had another port. */
+static int
+listen_adopt(const struct conf_listener *l, int slot)
+{
+	int	 i;
+
+	for (i = 0; i < listen_ninh; i++)
+		if (!listen_inh[i].adopted && listen_inh[i].slot == slot &&
+		    listen_same_addr(&listen_inh[i].addr, &l->addr)) {
+			listen_inh[i].adopted = true;
+			return listen_inh[i].fd;
+		}
+	return -1;
+}
+
+/* A listening TCP socket of ours to take: its address, or -errno. */
+static int
+listen_inherit_check(int fd, struct pt_addr *out)
+{
+	int		 v = 0;
+	socklen_t	 vl = sizeof(v);
+
+	if (fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) < 0)
+		return -errno;
+	if (!v)
+		return -EINVAL;
+	vl = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) < 0)
+		return -errno;
+	if (v != SOCK_STREAM)
+		return -EPROTOTYPE;
+	memset(out, 0, sizeof(*out));
+	out->len = sizeof(out->sa);
+	if (getsockname(fd, (struct sockaddr *)&out->sa, &out->len) < 0)
+		return -errno;
+	/* Ours now: not for the processes this binary starts, unless a
+	 * later upgrade hands it over again. */
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return 0;
+}
+
+int
+listen_inherit(const char *spec)
+{
+	const char	*p, *semi, *colon, *last;
+	char		*end;
+	long		 fd, slot;
+	int		 n = 0, rc;
+
+	for (p = spec; *p != '\0'; p = *semi ? semi + 1 : semi) {
+		struct listen_inherited	*grown, *e;
+
+		if ((semi = strchr(p, ';')) == NULL)
+			semi = p + strlen(p);
+		if (semi == p)
+			continue;
+		colon = memchr(p, ':', (size_t)(semi - p));
+		for (last = semi - 1; last > p && *last != ':'; last--)
+			;
+		fd = colon != NULL ? strtol(p, &end, 10) : -1;
+		slot = colon != NULL && last > colon ?
+		    strtol(last + 1, NULL, 10) : -1;
+		if (colon == NULL || end != colon || fd < 3 || fd > 1 << 20 ||
+		    last <= colon || slot < 0 || slot >= CONF_MAX_WORKERS) {
+			pt_log(PT_LOG_WARNING, "PORTICO_LISTENERS: ignoring "
+			    "\"%.*s\"", (int)(semi - p), p);
+			continue;
+		}
+		grown = realloc(listen_inh, sizeof(*grown) *
+		    (size_t)(listen_ninh + 1));
+		if (grown == NULL)
+			return -ENOMEM;
+		listen_inh = grown;
+		e = &listen_inh[listen_ninh];
+		if ((rc = listen_inherit_check((int)fd, &e->addr)) < 0) {
+			pt_log_err(PT_LOG_WARNING, -rc, "PORTICO_LISTENERS: "
+			    "descriptor %ld (%.*s)", fd, (int)(last - colon - 1),
+			    colon + 1);
+			continue;
+		}
+		e->fd = (int)fd;
+		e->slot = (int)slot;
+		e->adopted = false;
+		listen_ninh++;
+		n++;
+	}
+	return n;
+}
+
+int
+listen_inherit_done(void)
+{
+	char	 a[INET6_ADDRSTRLEN + 8];
+	int	 i, n = 0;
+
+	for (i = 0; i < listen_ninh; i++) {
+		if (listen_inh[i].adopted) {
+			n++;
+			continue;
+		}
+		pt_log(PT_LOG_NOTICE, "inherited socket %s (slot %d) is not "
+		    "in the configuration: closed",
+		    sockaddr_fmt((struct sockaddr *)&listen_inh[i].addr.sa, a,
+		    sizeof(a)), listen_inh[i].slot);
+		close(listen_inh[i].fd);
+	}
+	free(listen_inh);
+	listen_inh = NULL;
+	listen_ninh = 0;
+	return n;
+}
+
+char *
+listen_fmt_handover(const struct pt_config *conf, const struct listen_set *ls)
+{
+	char	*out, *grown;
+	size_t	 len = 0, cap = 256;
+	int	 l, s, n;
+
+	if ((out = malloc(cap)) == NULL)
+		return NULL;
+	out[0] = '\0';
+	for (l = 0; l < ls->nlisteners; l++)
+		for (s = 0; s < ls->nslots; s++) {
+			for (;;) {
+				n = snprintf(out + len, cap - len, "%s%d:%s:%d",
+				    len > 0 ? ";" : "",
+				    ls->fds[l * ls->nslots + s],
+				    conf->listeners[l].address, s);
+				if (n >= 0 && (size_t)n < cap - len)
+					break;
+				if ((grown = realloc(out, cap * 2)) == NULL) {
+					free(out);
+					return NULL;
+				}
+				out = grown;
+				cap *= 2;
+			}
+			len += (size_t)n;
+		}
+	return out;
+}
+
+void
+listen_set_inheritable(const struct listen_set *ls)
+{
+	int	 i;
+
+	for (i = 0; i < ls->nlisteners * ls->nslots; i++)
+		if (ls->fds[i] >= 0)
+			fcntl(ls->fds[i], F_SETFD, 0);
+}
+
 int
 listen_open(const struct pt_config *conf, struct listen_set *out,
     const struct pt_config *oldconf, const struct listen_set *old,
@@ -106,6 +302,8 @@ listen_open(const struct pt_config *conf, struct listen_set *out,
 			if (o >= 0 && s < old->nslots) {
 				fd = old->fds[o * old->nslots + s];
 				/* A changed backlog applies in place. */
+				listen(fd, l->backlog);
+			} else if ((fd = listen_adopt(l, s)) >= 0) {
 				listen(fd, l->backlog);
 			} else if ((fd = listen_bind_one(l)) < 0) {
 				snprintf(err, errsz, "bind %s: %s", l->address,

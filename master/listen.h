@@ -3,6 +3,7 @@
 #ifndef PT_MASTER_LISTEN_H
 #define PT_MASTER_LISTEN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct pt_config;
@@ -49,5 +50,25 @@ void	 listen_close(struct listen_set *ls);
  * warns. Does nothing when no slot is removed. Never fails. Master only.
  */
 void	 listen_migrate(const struct pt_config *conf, int old_nslots);
+/*
+ * Binary upgrade, new side: takes the sockets a previous binary handed
+ * over in <spec> ("fd:address:slot;..."), keeping each descriptor that is
+ * a listening TCP socket (marked close-on-exec), warning about the rest.
+ * listen_open then adopts, for each listener address and slot, a matching
+ * socket instead of binding one. Returns how many were kept, or -ENOMEM.
+ */
+int	 listen_inherit(const char *spec);
+/* Closes the inherited sockets nothing adopted (a notice each) and forgets
+ * the rest. Returns how many were adopted. */
+int	 listen_inherit_done(void);
+/*
+ * Binary upgrade, old side: "fd:address:slot;..." naming every socket of
+ * <ls> (malloc'd, the caller frees), or NULL when out of memory.
+ */
+char	*listen_fmt_handover(const struct pt_config *conf,
+	    const struct listen_set *ls);
+/* Clears close-on-exec on every socket of <ls>: in the child about to exec
+ * the new binary, only. */
+void	 listen_set_inheritable(const struct listen_set *ls);
 
 #endif

@@ -24,8 +24,10 @@
 #include "master/conf.h"
 #include "common/modlife.h"
 #include "master/listen.h"
+#include "master/notify.h"
 #include "master/signal.h"
 #include "master/spawn.h"
+#include "master/upgrade.h"
 
 #define MAIN_DEFAULT_CONF	PT_SYSCONFDIR "/portico/portico.conf"
 
@@ -33,7 +35,7 @@ static noreturn void
 main_usage(void)
 {
 	fprintf(stderr, "usage: portico [-ftV] [-c file] "
-	    "[-s reload|stop|quit|reopen]\n");
+	    "[-s reload|stop|quit|reopen|upgrade]\n");
 	exit(2);
 }
 
@@ -99,6 +101,7 @@ main_signal(const struct pt_config *conf, const char *what)
 	static const struct { const char *name; int sig; } sigs[] = {
 		{ "reload", SIGHUP }, { "stop", SIGTERM },
 		{ "quit", SIGQUIT }, { "reopen", SIGUSR1 },
+		{ "upgrade", SIGUSR2 },
 	};
 	pid_t	 pid;
 	size_t	 i;
@@ -107,8 +110,8 @@ main_signal(const struct pt_config *conf, const char *what)
 		if (strcmp(what, sigs[i].name) == 0)
 			break;
 	if (i == sizeof(sigs) / sizeof(sigs[0])) {
-		fprintf(stderr, "portico: -s %s: expected reload, stop, quit "
-		    "or reopen\n", what);
+		fprintf(stderr, "portico: -s %s: expected reload, stop, quit, "
+		    "reopen or upgrade\n", what);
 		return 2;
 	}
 	if (conf->pid_file == NULL) {
@@ -201,9 +204,16 @@ main(int argc, char *argv[])
 	struct listen_set	 ls;
 	const char		*file = MAIN_DEFAULT_CONF, *sig = NULL;
 	char			 err[CONF_ERRSZ];
-	bool			 test = false, foreground = false;
+	bool			 test = false, foreground = false, upgraded;
 	int			 ch, sigfd, rc, ready = -1;
 
+	/* Before getopt reorders argv: a binary upgrade runs it again. */
+	if (upgrade_init(argc, argv) < 0) {
+		fprintf(stderr, "portico: out of memory\n");
+		return 1;
+	}
+	/* Before any child exists: only the master speaks to systemd. */
+	notify_init();
 	while ((ch = getopt(argc, argv, "c:fs:tV")) != -1) {
 		switch (ch) {
 		case 'c':
@@ -230,6 +240,7 @@ main(int argc, char *argv[])
 
 	if ((conf = conf_load(file, err)) == NULL) {
 		fprintf(stderr, "portico: %s\n", err);
+		upgrade_report_failure(err);
 		return 1;
 	}
 	if (test) {
@@ -260,18 +271,28 @@ main(int argc, char *argv[])
 	main_raise_nofile();
 	if ((sigfd = signal_setup()) < 0)
 		fatal("signalfd: %s", strerror(-sigfd));
-	if (listen_open(conf, &ls, NULL, NULL, err, sizeof(err)) < 0)
+	/* Started by a binary upgrade: the previous master's sockets are
+	 * adopted instead of bound, and this one is already detached. */
+	upgraded = upgrade_take_env();
+	if (listen_open(conf, &ls, NULL, NULL, err, sizeof(err)) < 0) {
+		upgrade_report_failure(err);
 		fatal("%s", err);
+	}
+	if (upgraded)
+		pt_log(PT_LOG_NOTICE, "binary upgrade: %d sockets adopted",
+		    listen_inherit_done());
 	if ((rc = counters_map(CONF_MAX_WORKERS)) < 0)
 		fatal("mapping counters: %s", strerror(-rc));
 	if (modlife_init_master(conf, err, sizeof(err)) < 0)
 		fatal("%s", err);
 	if (!foreground) {
 		log_set_tee(false);
-		ready = main_daemonize();
+		if (!upgraded)
+			ready = main_daemonize();
 	}
 	if (conf->pid_file != NULL)
 		main_write_pid(conf->pid_file);
+	upgrade_set_pid_file(conf->pid_file);
 	if (ready >= 0) {
 		if (write(ready, "", 1) != 1)
 			pt_log(PT_LOG_WARNING, "start-up: parent went away");
@@ -279,15 +300,9 @@ main(int argc, char *argv[])
 	}
 
 	log_set_tee(false);
-	{
-		char	*pid_file = conf->pid_file ? strdup(conf->pid_file) :
-		    NULL;
-
-		rc = spawn_run(conf, &ls, sigfd);
-		if (pid_file != NULL) {
-			unlink(pid_file);
-			free(pid_file);
-		}
-	}
+	rc = spawn_run(conf, &ls, sigfd);
+	/* Its own pid file, or the .oldbin one when a new binary took over. */
+	if (upgrade_exit_pid_file() != NULL)
+		unlink(upgrade_exit_pid_file());
 	return rc;
 }

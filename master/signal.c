@@ -27,6 +27,7 @@ signal_setup(void)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	sigaddset(&set, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
 		return -errno;
@@ -55,6 +56,9 @@ signal_read(int fd, struct signal_flags *flags)
 			break;
 		case SIGUSR1:
 			flags->reopen = true;
+			break;
+		case SIGUSR2:
+			flags->upgrade = true;
 			break;
 		case SIGCHLD:
 			flags->child = true;

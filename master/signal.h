@@ -10,6 +10,7 @@ struct signal_flags {
 	bool	 quit;		/* SIGQUIT: graceful */
 	bool	 terminate;	/* SIGTERM, SIGINT: fast */
 	bool	 reopen;	/* SIGUSR1 */
+	bool	 upgrade;	/* SIGUSR2: exec the binary again */
 	bool	 child;		/* SIGCHLD */
 };
 

@@ -12,10 +12,15 @@
  *   the carried-over sockets, and only after that is the old one told to
  *   drain. The kernel queues of carried-over sockets are shared by both,
  *   so no connection is refused or reset in between.
+ * - Readiness: each worker writes its pid to a pipe once it watches its
+ *   listeners. A generation is up when every slot's current worker has
+ *   said so; that is when systemd hears READY=1 (at start and after a
+ *   reload) and when a new binary tells the old master it is ready.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,7 +36,9 @@
 #include "master/conf.h"
 #include "common/modlife.h"
 #include "master/modload.h"
+#include "master/notify.h"
 #include "master/signal.h"
+#include "master/upgrade.h"
 #include "worker/worker.h"
 
 #define SPAWN_YOUNG_MS		10000	/* died younger: counts as a crash */
@@ -44,6 +51,14 @@ struct spawn_slot {
 	uint64_t	 started_ms;
 	unsigned	 crashes;	/* deaths in a row, each young */
 	uint64_t	 respawn_at;	/* 0: nothing pending */
+	bool		 ready;		/* pid reported it accepts */
+};
+
+/* What systemd waits to hear when the generation is up. */
+enum spawn_wait {
+	SPAWN_WAIT_NONE,
+	SPAWN_WAIT_START,	/* READY=1 */
+	SPAWN_WAIT_RELOAD,	/* READY=1 after RELOADING=1 */
 };
 
 /* A worker of an older generation, draining. */
@@ -51,6 +66,7 @@ struct spawn_old {
 	pid_t		 pid;
 	uint64_t	 kill_at;
 	uint64_t	 kept;		/* listen_kept_mask of its slot */
+	struct counters_worker	 rec;	/* as the status listener shows it */
 };
 
 static struct pt_config		*spawn_conf;
@@ -61,6 +77,8 @@ static int			 spawn_nolds;
 static int			 spawn_generation = 1;
 static bool			 spawn_stopping;
 static uint64_t			 spawn_stop_kill_at;
+static int			 spawn_ready_fd[2] = { -1, -1 };
+static enum spawn_wait		 spawn_waiting = SPAWN_WAIT_START;
 
 static uint64_t
 spawn_now(void)
@@ -75,9 +93,9 @@ static void
 spawn_log_totals(void)
 {
 	uint64_t	 t[CTR_COUNT];
-	/* Up to PT_COUNTERS_MAX " name=sum"; the log line is cut at its
-	 * own limit, the counters in registration order. */
-	char		 mods[PT_COUNTERS_MAX * (COUNTERS_NAME_MAX + 23) + 1];
+	/* " name=sum" of the unlabelled module counters, in registration
+	 * order; the log line is cut at its own limit anyway. */
+	char		 mods[8192];
 
 	counters_total(t);
 	counters_fmt_modules(mods, sizeof(mods));
@@ -95,6 +113,18 @@ spawn_log_totals(void)
 	    (unsigned long long)t[CTR_UDP_DENIED], mods);
 }
 
+/* The draining table the status listener shows. */
+static void
+spawn_publish_olds(void)
+{
+	struct counters_worker	 ws[COUNTERS_OLD_MAX];
+	int			 i;
+
+	for (i = 0; i < spawn_nolds && i < COUNTERS_OLD_MAX; i++)
+		ws[i] = spawn_olds[i].rec;
+	counters_m_old(i, ws);
+}
+
 static void
 spawn_fork(int slot)
 {
@@ -110,10 +140,16 @@ spawn_fork(int slot)
 	}
 	if (pid == 0) {
 		signal_close_in_child();
-		worker_main(spawn_conf, slot, spawn_ls.nslots, spawn_ls.fds);
+		upgrade_close_in_child();
+		close(spawn_ready_fd[0]);
+		worker_main(spawn_conf, slot, spawn_ls.nslots, spawn_ls.fds,
+		    spawn_ready_fd[1]);
 	}
 	s->pid = pid;
+	s->ready = false;
 	s->started_ms = spawn_now();
+	counters_m_worker(slot, pid, spawn_generation,
+	    spawn_conf->pin ? spawn_conf->cpus[slot] : -1, WSTATE_RUNNING);
 }
 
 static void
@@ -128,8 +164,9 @@ spawn_all(void)
 }
 
 static void
-spawn_old_add(pid_t pid, uint64_t kill_at, uint64_t kept)
+spawn_old_add(int slot, pid_t pid, uint64_t kill_at, uint64_t kept)
 {
+	const struct counters_master	*m = counters_master_get();
 	struct spawn_old	*grown;
 
 	grown = realloc(spawn_olds, sizeof(*grown) * (size_t)(spawn_nolds + 1));
@@ -143,6 +180,11 @@ spawn_old_add(pid_t pid, uint64_t kill_at, uint64_t kept)
 	spawn_olds[spawn_nolds].pid = pid;
 	spawn_olds[spawn_nolds].kill_at = kill_at;
 	spawn_olds[spawn_nolds].kept = kept;
+	memset(&spawn_olds[spawn_nolds].rec, 0, sizeof(struct counters_worker));
+	if (m != NULL)
+		spawn_olds[spawn_nolds].rec = m->w[slot];
+	spawn_olds[spawn_nolds].rec.pid = pid;
+	spawn_olds[spawn_nolds].rec.slot = slot;
 	spawn_nolds++;
 }
 
@@ -154,6 +196,7 @@ spawn_old_del(pid_t pid)
 	for (i = 0; i < spawn_nolds; i++)
 		if (spawn_olds[i].pid == pid) {
 			spawn_olds[i] = spawn_olds[--spawn_nolds];
+			spawn_publish_olds();
 			return true;
 		}
 	return false;
@@ -204,7 +247,7 @@ spawn_reap(void)
 	int	 status, i;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (spawn_old_del(pid))
+		if (spawn_old_del(pid) || upgrade_reaped(pid, status))
 			continue;
 		for (i = 0; i < CONF_MAX_WORKERS; i++)
 			if (spawn_slots[i].pid == pid)
@@ -212,6 +255,8 @@ spawn_reap(void)
 		if (i == CONF_MAX_WORKERS)
 			continue;
 		spawn_slots[i].pid = 0;
+		counters_m_worker(i, 0, 0, -1, spawn_stopping ? WSTATE_NONE :
+		    WSTATE_RESTARTING);
 		if (spawn_stopping)
 			continue;
 		spawn_describe_exit(i, pid, status);
@@ -263,6 +308,46 @@ spawn_quit_old(const struct spawn_old *o)
 		kill(o->pid, SIGQUIT);
 }
 
+/* The running generation serves on: systemd hears it is ready again,
+ * and why the reload did not happen. */
+static void
+spawn_reload_failed(const char *err)
+{
+	notify_send("READY=1\nSTATUS=reload failed: %s; generation %d "
+	    "serving", err, spawn_generation);
+}
+
+/*
+ * Reads the pids workers report once they accept; when every slot's
+ * current worker has, tells whoever waits for this generation.
+ */
+static void
+spawn_on_ready(void)
+{
+	pid_t	 pids[64];
+	ssize_t	 n;
+	int	 i, j;
+
+	while ((n = read(spawn_ready_fd[0], pids, sizeof(pids))) > 0)
+		for (j = 0; j < (int)(n / (ssize_t)sizeof(pid_t)); j++)
+			for (i = 0; i < CONF_MAX_WORKERS; i++)
+				if (spawn_slots[i].pid == pids[j])
+					spawn_slots[i].ready = true;
+	if (spawn_waiting == SPAWN_WAIT_NONE || spawn_stopping)
+		return;
+	for (i = 0; i < spawn_conf->workers; i++)
+		if (spawn_slots[i].pid <= 0 || !spawn_slots[i].ready)
+			return;
+	pt_log(PT_LOG_NOTICE, "generation %d ready: %d workers accepting",
+	    spawn_generation, spawn_conf->workers);
+	notify_send("READY=1\nSTATUS=%s: generation %d, %d workers, %d "
+	    "listeners", spawn_waiting == SPAWN_WAIT_START ? "serving" :
+	    "reloaded", spawn_generation, spawn_conf->workers,
+	    spawn_conf->nlisteners);
+	spawn_waiting = SPAWN_WAIT_NONE;
+	upgrade_report_ready();
+}
+
 static void
 spawn_reload(void)
 {
@@ -273,9 +358,13 @@ spawn_reload(void)
 	int			 i;
 
 	pt_log(PT_LOG_NOTICE, "reloading %s", spawn_conf->file);
+	notify_send("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+	    notify_monotonic_usec(), spawn_conf->file);
 	if ((conf = conf_load(spawn_conf->file, err)) == NULL) {
 		pt_log(PT_LOG_ERR, "reload failed: %s; keeping the running "
 		    "configuration", err);
+		spawn_reload_failed(err);
+		counters_m_reload(false);
 		return;
 	}
 	if (modlife_init_master(conf, err, sizeof(err)) < 0 ||
@@ -283,6 +372,8 @@ spawn_reload(void)
 	    sizeof(err)) < 0) {
 		pt_log(PT_LOG_ERR, "reload failed: %s; keeping the running "
 		    "configuration", err);
+		spawn_reload_failed(err);
+		counters_m_reload(false);
 		conf_free(conf);
 		return;
 	}
@@ -299,15 +390,22 @@ spawn_reload(void)
 	    SPAWN_KILL_GRACE_MS;
 	for (i = 0; i < CONF_MAX_WORKERS; i++) {
 		if (spawn_slots[i].pid > 0)
-			spawn_old_add(spawn_slots[i].pid, kill_at,
+			spawn_old_add(i, spawn_slots[i].pid, kill_at,
 			    listen_kept_mask(&spawn_ls, &ls, i));
+		if (spawn_slots[i].pid > 0 || spawn_slots[i].respawn_at != 0)
+			counters_m_worker(i, 0, 0, -1, WSTATE_NONE);
 		memset(&spawn_slots[i], 0, sizeof(spawn_slots[i]));
 	}
+	spawn_publish_olds();
 	listen_close_unused(&spawn_ls, &ls);
 	spawn_ls = ls;
 	conf_free(spawn_conf);
 	spawn_conf = conf;
 	spawn_generation++;
+	if (spawn_waiting == SPAWN_WAIT_NONE)
+		spawn_waiting = SPAWN_WAIT_RELOAD;
+	counters_m_generation(spawn_generation, conf->workers);
+	counters_m_reload(true);
 	spawn_all();
 	for (i = 0; i < spawn_nolds; i++)
 		spawn_quit_old(&spawn_olds[i]);
@@ -331,9 +429,18 @@ static void
 spawn_stop(bool graceful)
 {
 	uint64_t	 grace;
+	pid_t		 next;
 
 	if (spawn_stopping && graceful)
 		return;
+	/* After a binary upgrade the service goes on in the new master:
+	 * systemd follows it instead of stopping. */
+	if (!spawn_stopping && (next = upgrade_successor()) > 0)
+		notify_send("MAINPID=%d\nSTATUS=binary upgrade: pid %d serves, "
+		    "pid %d drains", (int)next, (int)next, (int)getpid());
+	else if (!spawn_stopping)
+		notify_send("STOPPING=1\nSTATUS=%s",
+		    graceful ? "draining" : "stopping");
 	spawn_stopping = true;
 	if (graceful) {
 		pt_log(PT_LOG_NOTICE, "shutting down gracefully");
@@ -404,22 +511,36 @@ int
 spawn_run(struct pt_config *conf, struct listen_set *ls, int sigfd)
 {
 	struct signal_flags	 f;
-	struct pollfd		 pfd;
+	struct pollfd		 pfd[3];
 
 	spawn_conf = conf;
 	spawn_ls = *ls;
+	counters_m_start();
+	counters_m_generation(spawn_generation, conf->workers);
+	/* Each worker's write of its pid is atomic (below PIPE_BUF); the
+	 * master reads without blocking. */
+	if (pipe2(spawn_ready_fd, O_CLOEXEC | O_NONBLOCK) < 0)
+		fatal("pipe: %s", strerror(errno));
 	spawn_all();
 	pt_log(PT_LOG_NOTICE, "started: %d workers, %d listeners",
 	    conf->workers, conf->nlisteners);
-	pfd.fd = sigfd;
-	pfd.events = POLLIN;
+	pfd[0].fd = sigfd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = spawn_ready_fd[0];
+	pfd[1].events = POLLIN;
+	pfd[2].events = POLLIN;
 	while (!spawn_stopping || spawn_children_left()) {
-		if (poll(&pfd, 1, spawn_next_timeout()) < 0 && errno != EINTR)
+		pfd[2].fd = upgrade_status_fd();
+		if (poll(pfd, 3, spawn_next_timeout()) < 0 && errno != EINTR)
 			fatal("poll: %s", strerror(errno));
 		memset(&f, 0, sizeof(f));
 		signal_read(sigfd, &f);
+		if (pfd[2].fd >= 0 && pfd[2].revents != 0)
+			upgrade_on_status();
 		if (f.child)
 			spawn_reap();
+		if (pfd[1].revents != 0)
+			spawn_on_ready();
 		if (f.terminate)
 			spawn_stop(false);
 		else if (f.quit)
@@ -428,6 +549,8 @@ spawn_run(struct pt_config *conf, struct listen_set *ls, int sigfd)
 			spawn_reload();
 		if (f.reopen)
 			spawn_reopen();
+		if (f.upgrade && !spawn_stopping)
+			upgrade_start(spawn_conf, &spawn_ls);
 		if (!spawn_stopping)
 			spawn_respawn_due();
 		spawn_kill_overdue();
@@ -437,6 +560,8 @@ spawn_run(struct pt_config *conf, struct listen_set *ls, int sigfd)
 	conf_free(spawn_conf);
 	modload_close_all();
 	free(spawn_olds);
+	close(spawn_ready_fd[0]);
+	close(spawn_ready_fd[1]);
 	pt_log(PT_LOG_NOTICE, "exiting");
 	return 0;
 }

@@ -188,6 +188,7 @@ conn_new(const struct worker_listener *l, int fd,
 		getsockname(fd, (struct sockaddr *)&c->c_req.local, &len);
 	}
 	c->c_req.start_ms = loop_now();
+	c->c_start_us = counters_now_us();
 	c->c_mod_skip = l->conf->mod_skip;
 	c->c_need_creds = l->conf->need_credentials;
 	if (l->conf->transport_mod != NULL) {
@@ -281,6 +282,54 @@ conn_txn_next(void)
 	return ++conn_txn_last;
 }
 
+/*
+ * The HTTP status a transaction's outcome stands for, as the access
+ * log's squid format has it: SOCKS reply codes and TCP outcomes mapped,
+ * 0 when nothing was answered.
+ */
+static int
+conn_txn_status(const struct pt_req *r)
+{
+	switch (r->proto) {
+	case PT_PROTO_SOCKS4:
+		return r->status == 0x5a ? 200 : r->status == 0 ? 0 : 403;
+	case PT_PROTO_TCP:
+		return r->error == NULL ? 200 : 502;
+	case PT_PROTO_SOCKS5:
+	case PT_PROTO_UDP:
+		break;
+	default:
+		return r->status;
+	}
+	switch (r->status) {
+	case 0x00:
+		return r->error == NULL || r->bytes_in + r->bytes_out > 0 ?
+		    200 : 0;
+	case 0x02:
+		return 403;
+	case 0x03: case 0x04: case 0x05:
+		return 502;
+	case 0x06:
+		return 504;
+	case 0x07: case 0x08:
+		return 501;
+	default:
+		return 500;
+	}
+}
+
+void
+conn_log_txn(struct pt_conn *c)
+{
+	uint64_t	 now = loop_now();
+
+	c->c_req.end_ms = now;
+	c->c_logged = true;
+	counters_txn((int)c->c_req.proto, conn_txn_status(&c->c_req),
+	    counters_now_us() - c->c_start_us);
+	phase_run(c, PT_PHASE_LOG, NULL);
+}
+
 void
 conn_close(struct pt_conn *c, const char *why)
 {
@@ -299,11 +348,10 @@ conn_close(struct pt_conn *c, const char *why)
 	conn_side_close(&c->c_side[SIDE_CLIENT]);
 	conn_side_close(&c->c_side[SIDE_UPSTREAM]);
 	relay_release(c);
-	c->c_req.end_ms = loop_now();
-	if (!c->c_logged) {
-		c->c_logged = true;
-		phase_run(c, PT_PHASE_LOG, NULL);
-	}
+	if (!c->c_logged)
+		conn_log_txn(c);
+	else
+		c->c_req.end_ms = loop_now();
 	/* CLOSE here, not at reap: once per connection even when a module
 	 * still holds it (AGAIN), while the request's strings still point
 	 * into live protocol state. */
@@ -493,6 +541,18 @@ conn_pending(struct pt_conn *c, struct conn_side *s)
 	if (t == NULL || t->pending == NULL || s->io.fd < 0)
 		return 0;
 	return t->pending(c, c->c_tctx);
+}
+
+unsigned
+conn_plain(struct pt_conn *c, struct conn_side *s)
+{
+	const struct pt_transport	*t = conn_transport(c, s);
+
+	if (t == NULL)
+		return PT_PLAIN_RX | PT_PLAIN_TX;
+	if (t->plain == NULL || s->io.fd < 0)
+		return 0;
+	return t->plain(c, s->io.fd, c->c_tctx) & (PT_PLAIN_RX | PT_PLAIN_TX);
 }
 
 bool

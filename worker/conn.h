@@ -102,6 +102,10 @@ struct pt_conn {
 	struct pt_timer			 c_timer;	/* one at a time */
 	struct loop_task		 c_post;	/* pump again soon */
 	void				(*c_dial_done)(struct pt_conn *, int);
+	uint64_t			 c_dial_us;	/* connect() began */
+	/* The transaction began (with c_req.start_ms), in microseconds:
+	 * the request-duration histogram wants finer than the loop's ms. */
+	uint64_t			 c_start_us;
 	uint64_t			 c_last_active;
 	struct pt_req			 c_req;
 	/* The dial path (target.c) and how a refusal is answered
@@ -206,6 +210,13 @@ uint64_t	 conn_txn_next(void);
  * string for the debug log and LOG hooks, or NULL.
  */
 void		 conn_close(struct pt_conn *c, const char *why);
+/*
+ * The current transaction ends: sets end_ms, marks it logged, counts it
+ * (by protocol and status class, and its duration) and runs LOG. The
+ * protocol calls it once per transaction; conn_close calls it for one
+ * not logged yet. Worker only.
+ */
+void		 conn_log_txn(struct pt_conn *c);
 /* Frees every connection closed during this loop iteration. */
 void		 conn_reap(void);
 /* Queues for reaping a closed connection whose module hook has just
@@ -239,6 +250,13 @@ int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
  * a reader drains them before it waits for one. 0 on a plain side.
  */
 size_t		 conn_pending(struct pt_conn *c, struct conn_side *s);
+/*
+ * Which directions of side <s>'s socket carry the connection's bytes as
+ * they are (PT_PLAIN_RX, PT_PLAIN_TX), so that splice() may move them: both
+ * on a plain side, what the transport's plain() says on a side with one
+ * (0 without that call). Worker only.
+ */
+unsigned	 conn_plain(struct pt_conn *c, struct conn_side *s);
 /* May a read on <s> find bytes now: epoll said so, or its transport
  * holds some. */
 bool		 conn_readable(struct pt_conn *c, struct conn_side *s);

@@ -27,6 +27,7 @@ dial_finish(struct pt_conn *c, int err)
 
 	pt_timer_stop(&c->c_timer);
 	c->c_dial_done = NULL;
+	counters_observe(HIST_CONNECT, counters_now_us() - c->c_dial_us);
 	if (err != 0) {
 		counters_add(CTR_UPSTREAM_FAILED, 1);
 		loop_io_close(&s->io);
@@ -75,6 +76,7 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 
 	c->c_dial_done = done;
 	c->c_state = CONN_CONNECTING;
+	c->c_dial_us = counters_now_us();
 	fd = socket(to->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0);
 	if (fd < 0) {

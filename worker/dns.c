@@ -45,6 +45,7 @@
 
 #include <ares.h>
 
+#include "common/counters.h"
 #include "common/log.h"
 #include "worker/dns_hosts.h"
 #include "worker/dns_mem.h"
@@ -86,6 +87,7 @@ struct dns_lookup {
 	bool			 l_in_cares;	/* c-ares owes a callback */
 	bool			 l_delivering;
 	int			 l_err;
+	uint64_t		 l_start_us;	/* asked c-ares */
 	uint32_t		 l_hash;
 	size_t			 l_namelen;
 	char			 l_name[DNS_NAME_MAX + 1];
@@ -709,6 +711,9 @@ static void
 dns_on_guard(struct pt_timer *t, void *arg)
 {
 	(void)t;
+	counters_add(CTR_DNS_FAILURES, 1);
+	counters_observe(HIST_DNS, counters_now_us() -
+	    ((struct dns_lookup *)arg)->l_start_us);
 	dns_lookup_deliver(arg, ETIMEDOUT);
 }
 
@@ -729,6 +734,12 @@ dns_on_addrinfo(void *arg, int status, int timeouts, struct ares_addrinfo *ai)
 	err = dns_err_from_ares(status);
 	if (err == 0 && (ai == NULL || dns_result_fill(&l->l_res, ai) == 0))
 		err = ENOENT;
+	if (l->l_joinable) {
+		/* Not timed out (the guard counted that one). */
+		counters_observe(HIST_DNS, counters_now_us() - l->l_start_us);
+		if (err != 0)
+			counters_add(CTR_DNS_FAILURES, 1);
+	}
 	if (err == 0)
 		dns_cache_put(l, 0, dns_ttl_clamp(dns_answer_ttl(ai)));
 	else if (err == ENOENT)
@@ -773,6 +784,7 @@ dns_lookup_start(const char *key, size_t len, uint32_t hash)
 	memcpy(l->l_name, key, len + 1);
 	l->l_joinable = true;
 	l->l_in_cares = true;
+	l->l_start_us = counters_now_us();
 	pt_timer_start(&l->l_timer, dns_cf.timeout_ms, dns_on_guard, l);
 	/* Sorted (no ARES_AI_NOSORT): RFC 6724 puts the family this host
 	 * can reach first, which is where RFC 8305 starts interleaving. */
@@ -1059,10 +1071,12 @@ dns_resolve(const char *name, size_t namelen, dns_done_fn done, void *arg)
 	} else {
 		hash = dns_name_hash(key, len);
 		if (dns_cache_get(key, len, hash, &err, &res)) {
+			counters_add(CTR_DNS_HITS, 1);
 			dns_query_put(q);
 			done(arg, err, err == 0 ? &res : NULL);
 			return NULL;
 		}
+		counters_add(CTR_DNS_MISSES, 1);
 		/* A hosts answer comes from the loop, as c-ares' did. */
 		if (dns_hosts_find(key, len, &res))
 			l = dns_lookup_known(0, &res);

@@ -592,11 +592,11 @@ http_txn_open(struct pt_conn *c)
 static void
 http_log_transaction(struct pt_conn *c)
 {
-	c->c_req.end_ms = loop_now();
 	if (!c->c_logged) {
-		c->c_logged = true;
 		http_st(c)->txn_logged = true;
-		phase_run(c, PT_PHASE_LOG, NULL);
+		conn_log_txn(c);
+	} else {
+		c->c_req.end_ms = loop_now();
 	}
 }
 
@@ -1373,6 +1373,7 @@ http_read_request(struct pt_conn *c)
 			 * for the LOG phase. */
 			http_txn_open(c);
 			c->c_req.start_ms = loop_now();
+			c->c_start_us = counters_now_us();
 			http_timer(c, http_conf->limits.header_timeout_ms);
 		}
 	}
@@ -2046,6 +2047,7 @@ http_next_request(struct pt_conn *c)
 	c->c_req.bytes_in = c->c_req.bytes_out = 0;
 	c->c_req.error = NULL;
 	c->c_req.start_ms = loop_now();
+	c->c_start_us = counters_now_us();
 	if (q->in_len > 0) {
 		http_txn_open(c);
 		http_timer(c, http_conf->limits.header_timeout_ms);

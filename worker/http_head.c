@@ -186,8 +186,15 @@ http_head_response(char *out, size_t cap, const struct http_msg *m,
     unsigned flags)
 {
 	struct head_out	 o = { out, 0, cap, false };
+	char		 line[] = "HTTP/1.1 000 ";
 
-	head_printf(&o, "HTTP/1.1 %03d ", m->status);
+	/* Every forwarded response starts here: three digits by hand, not
+	 * vsnprintf (a tenth of a 1 KiB GET's user time). The parser took
+	 * exactly three digits. */
+	line[9] = (char)('0' + m->status / 100 % 10);
+	line[10] = (char)('0' + m->status / 10 % 10);
+	line[11] = (char)('0' + m->status % 10);
+	head_put(&o, line, sizeof(line) - 1);
 	head_str(&o, m->reason);
 	head_puts(&o, "\r\n");
 	head_copy_fields(&o, m, flags, false);

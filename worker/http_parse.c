@@ -215,14 +215,7 @@ ows_is(char c)
 static bool
 slice_ieq(struct pt_str a, struct pt_str b)
 {
-	size_t	 i;
-
-	if (a.len != b.len)
-		return false;
-	for (i = 0; i < a.len; i++)
-		if (ascii_lower(a.ptr[i]) != ascii_lower(b.ptr[i]))
-			return false;
-	return true;
+	return a.len == b.len && http_mem_ieq(a.ptr, b.ptr, a.len);
 }
 
 /* Methods are case-sensitive (RFC 9110 9.1). */
@@ -1175,16 +1168,19 @@ http_header_find(const struct http_msg *m, const char *name)
 bool
 http_header_is_hop(const struct http_msg *m, struct pt_str name)
 {
-	static const char *const fixed[] = {
-		"connection", "keep-alive", "proxy-connection",
-		"proxy-authorization", "proxy-authenticate", "te", "trailer",
-		"transfer-encoding", "upgrade",
+#define HOP(s)	{ s, sizeof(s) - 1 }
+	static const struct pt_str fixed[] = {
+		HOP("connection"), HOP("keep-alive"), HOP("proxy-connection"),
+		HOP("proxy-authorization"), HOP("proxy-authenticate"),
+		HOP("te"), HOP("trailer"), HOP("transfer-encoding"),
+		HOP("upgrade"),
 	};
+#undef HOP
 	struct pt_str	 e;
 	size_t		 i, pos;
 
 	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (http_str_ieq(name, fixed[i]))
+		if (slice_ieq(name, fixed[i]))
 			return true;
 	/* "Connection: Content-Length" must not make the proxy forward a
 	 * body without its length, nor "Connection: Host" a request without
@@ -1203,13 +1199,12 @@ http_header_is_hop(const struct http_msg *m, struct pt_str name)
 }
 
 bool
-http_str_ieq(struct pt_str s, const char *lit)
+http_mem_ieq(const char *a, const char *b, size_t n)
 {
 	size_t	 i;
 
-	for (i = 0; i < s.len; i++)
-		if (lit[i] == '\0' || ascii_lower(s.ptr[i]) !=
-		    ascii_lower(lit[i]))
+	for (i = 0; i < n; i++)
+		if (ascii_lower(a[i]) != ascii_lower(b[i]))
 			return false;
-	return lit[i] == '\0';
+	return true;
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "portico/module.h"
@@ -152,7 +153,17 @@ const struct http_header *http_header_find(const struct http_msg *m,
  * Proxy-Authenticate, TE, Trailer, Transfer-Encoding, Upgrade) or one
  * named in the message's Connection header. */
 bool	http_header_is_hop(const struct http_msg *m, struct pt_str name);
-/* Case-insensitive comparison of a slice with a C string. */
-bool	http_str_ieq(struct pt_str s, const char *lit);
+/* Case-insensitive comparison of <n> bytes (ASCII letters only). */
+bool	http_mem_ieq(const char *a, const char *b, size_t n);
+/* Case-insensitive comparison of a slice with a C string. Inline so that
+ * a literal's length is known where it is called: most comparisons made
+ * per header (against the names the proxy knows) end on the length. */
+static inline bool
+http_str_ieq(struct pt_str s, const char *lit)
+{
+	size_t	 n = strlen(lit);
+
+	return s.len == n && http_mem_ieq(s.ptr, lit, n);
+}
 
 #endif

@@ -16,6 +16,7 @@
 #include "worker/http.h"
 #include "worker/phase.h"
 #include "worker/socks.h"
+#include "worker/status.h"
 #include "worker/tcp.h"
 #include "worker/worker.h"
 
@@ -82,6 +83,7 @@ static const proto_start_fn proto_starts[] = {
 	[CONF_PROTO_HTTP] = http_start,
 	[CONF_PROTO_SOCKS] = socks_start,
 	[CONF_PROTO_AUTO] = proto_sniff,
+	[CONF_PROTO_STATUS] = status_start,
 };
 
 proto_start_fn

@@ -367,6 +367,20 @@ relay_read_pending(struct pt_conn *c, struct relay_dir *r,
 }
 
 /*
+ * Whether direction <r> may splice from <src> to <dst> now: the method is
+ * splice and both sockets carry the bytes as they are, plain sockets or a
+ * transport that says so (kTLS: pt_transport.plain) with nothing held of
+ * its own (held bytes are older, and come through read() first).
+ */
+static bool
+relay_can_splice(struct pt_conn *c, struct conn_side *src,
+    struct conn_side *dst)
+{
+	return relay_use_splice && (conn_plain(c, src) & PT_PLAIN_RX) &&
+	    (conn_plain(c, dst) & PT_PLAIN_TX) && conn_pending(c, src) == 0;
+}
+
+/*
  * Reads at most <max> bytes (the budget, > 0) from side <src> into the
  * direction's pipe or ring: bytes read, 0 at EOF, or -errno (-EAGAIN:
  * nothing to read, or no room). Clears src's EPOLLIN only when the socket
@@ -376,17 +390,24 @@ static ssize_t
 relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
     size_t max)
 {
+	struct conn_side *dst = &c->c_side[src == &c->c_side[SIDE_CLIENT] ?
+			    SIDE_UPSTREAM : SIDE_CLIENT];
 	struct iovec	 iov[2];
 	size_t		 want;
 	ssize_t		 n;
 	int		 niov;
+	bool		 can = relay_can_splice(c, src, dst);
 
-	/* Splice needs plain sockets at both ends. Out of descriptors for a
-	 * pipe, this read goes through the ring instead (a pipe held has
-	 * bytes or is taken first, so order holds): the tunnel must not die
-	 * for an optimisation. */
-	if (relay_use_splice && c->c_transport == NULL &&
-	    relay_pipe_get(r) == 0) {
+	/* The ring's bytes go out before the pipe's (relay_write), so the
+	 * ring takes no bytes while the pipe holds older ones: a side that
+	 * stopped being spliceable (its transport holds bytes now) waits
+	 * until the pipe is written out. */
+	if (!can && r->pipe_fill > 0)
+		return -EAGAIN;
+	/* Out of descriptors for a pipe, this read goes through the ring
+	 * instead (a pipe held has bytes or is taken first, so order holds):
+	 * the tunnel must not die for an optimisation. */
+	if (can && relay_pipe_get(r) == 0) {
 		n = splice(src->io.fd, NULL, r->pipe_w, NULL,
 		    max < RELAY_PIPE_SIZE ? max : RELAY_PIPE_SIZE,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -397,6 +418,14 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 			return n;
 		}
 		n = -errno;
+		/* kTLS: a record splice cannot return (an alert, a key
+		 * update) is the transport's to read, once the pipe's older
+		 * bytes are out (pt_transport.plain). */
+		if ((n == -EINVAL || n == -EIO) && !relay_plain(c, src)) {
+			if (r->pipe_fill > 0)
+				return -EAGAIN;
+			goto ring;
+		}
 		/* EAGAIN says "socket empty" or "pipe full", and only an
 		 * empty pipe tells them apart. With bytes in the pipe, the
 		 * source stays ready and is read again after a write. */
@@ -409,6 +438,7 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 		}
 		return n;
 	}
+ring:
 	if (r->buf == NULL) {
 		if ((r->buf = buf_get(BUF_SMALL)) == NULL)
 			return -ENOBUFS;

@@ -471,6 +471,16 @@ udp_queue(struct udp_assoc *a, const struct sockaddr_storage *to,
  * that fails (EMSGSIZE, a full buffer) is dropped and the rest still go.
  * Returns the payload bytes sent; counts drops in *dropped.
  */
+/* <n> datagrams dropped for reason <why> (a CTR_UDP_DROP_*). */
+static void
+udp_drop(struct udp_assoc *a, enum counter_id why, unsigned n)
+{
+	if (n == 0)
+		return;
+	a->dropped += n;
+	counters_add(why, n);
+}
+
 static uint64_t
 udp_send_batch(int fd, struct mmsghdr *msgs, unsigned n, unsigned *dropped)
 {
@@ -497,6 +507,7 @@ static void
 udp_flush(struct udp_assoc *a)
 {
 	uint64_t	 bytes;
+	unsigned	 lost;
 	int		 f, fd;
 
 	for (f = 0; f < 2; f++) {
@@ -504,12 +515,15 @@ udp_flush(struct udp_assoc *a)
 			continue;
 		fd = udp_remote_fd(a, f == 1 ? AF_INET6 : AF_INET);
 		if (fd >= 0) {
+			lost = 0;
 			bytes = udp_send_batch(fd, udp_out[f], udp_nout[f],
-			    &a->dropped);
+			    &lost);
 			a->conn->c_req.bytes_in += bytes;
 			counters_add(CTR_BYTES_IN, (int64_t)bytes);
+			counters_add(CTR_UDP_UP, udp_nout[f] - lost);
+			udp_drop(a, CTR_UDP_DROP_SEND, lost);
 		} else {
-			a->dropped += udp_nout[f];
+			udp_drop(a, CTR_UDP_DROP_SEND, udp_nout[f]);
 		}
 		udp_nout[f] = 0;
 	}
@@ -538,11 +552,12 @@ udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
 	n = fd < 0 ? -1 : sendto(fd, data, len, MSG_DONTWAIT,
 	    (struct sockaddr *)&to, res->addrs[0].len);
 	if (n < 0) {
-		a->dropped++;
+		udp_drop(a, CTR_UDP_DROP_SEND, 1);
 		return;
 	}
 	a->conn->c_req.bytes_in += (uint64_t)n;
 	counters_add(CTR_BYTES_IN, n);
+	counters_add(CTR_UDP_UP, 1);
 }
 
 static void
@@ -588,7 +603,7 @@ udp_to_name(struct udp_assoc *a, const struct socks_dest *d, const char *data,
 		return;
 	}
 	if (a->dns != NULL) {
-		a->dropped++;
+		udp_drop(a, CTR_UDP_DROP_RESOLVING, 1);
 		return;
 	}
 	a->cur = data;
@@ -608,7 +623,7 @@ udp_to_name(struct udp_assoc *a, const struct socks_dest *d, const char *data,
 	if ((a->pend = pool_get(&udp_pend_pool)) == NULL) {
 		dns_cancel(q);
 		a->dns = NULL;
-		a->dropped++;
+		udp_drop(a, CTR_UDP_DROP_RESOLVING, 1);
 		return;
 	}
 	memcpy(a->pend, data, len);
@@ -679,7 +694,7 @@ udp_on_client(struct loop_io *io, uint32_t events)
 		    h.frag != 0) {
 			/* Foreign senders, fragments (which we do not
 			 * reassemble) and malformed headers are dropped. */
-			a->dropped++;
+			udp_drop(a, CTR_UDP_DROP_INVALID, 1);
 			continue;
 		}
 		/* Only the client's own datagrams keep it alive, and
@@ -713,6 +728,7 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 	char			*data;
 	size_t			 hlen;
 	uint64_t		 bytes, paid = 0;
+	unsigned		 lost;
 	int			 i, n, k = 0;
 
 	if (a->conn->c_budget[PT_DIR_DOWN].left == 0) {
@@ -731,7 +747,7 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		/* With our header it must still fit one datagram. */
 		if ((udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) ||
 		    hlen + udp_in[i].msg_len > 65507) {
-			a->dropped++;
+			udp_drop(a, CTR_UDP_DROP_TOO_BIG, 1);
 			continue;
 		}
 		data = udp_in_iov[i].iov_base;
@@ -751,10 +767,12 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 	if (a->conn->c_budget[PT_DIR_DOWN].left == 0)
 		loop_io_set(io, 0);
 	if (k > 0) {
-		bytes = udp_send_batch(a->cio.fd, out, (unsigned)k,
-		    &a->dropped);
+		lost = 0;
+		bytes = udp_send_batch(a->cio.fd, out, (unsigned)k, &lost);
 		a->conn->c_req.bytes_out += bytes;
 		counters_add(CTR_BYTES_OUT, (int64_t)bytes);
+		counters_add(CTR_UDP_DOWN, (unsigned)k - lost);
+		udp_drop(a, CTR_UDP_DROP_SEND, lost);
 	}
 }
 

@@ -255,9 +255,25 @@ worker_memory(const struct pt_config *conf, int nslots)
 	return m;
 }
 
+/* Tells the master this worker accepts: its pid, one atomic write on the
+ * pipe every worker shares. The master counts a generation up when every
+ * slot has said so. */
+static void
+worker_report_ready(int fd)
+{
+	pid_t	 pid = getpid();
+
+	if (fd < 0)
+		return;
+	if (write(fd, &pid, sizeof(pid)) != (ssize_t)sizeof(pid))
+		pt_log_err(PT_LOG_WARNING, errno, "telling the master this "
+		    "worker is ready");
+	close(fd);
+}
+
 noreturn void
 worker_main(const struct pt_config *conf, int slot, int nslots,
-    const int *fds)
+    const int *fds, int ready_fd)
 {
 	int		 mine[conf->nlisteners];
 	size_t		 modctx;
@@ -311,6 +327,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 		fatal("watching listeners: %s", strerror(errno));
 	/* The role prefix ("worker N: ") already names the worker. */
 	pt_log(PT_LOG_NOTICE, "started on cpu %d", worker.cpu);
+	worker_report_ready(ready_fd);
 
 	while (!worker.stopping || conn_count() > 0) {
 		if (loop_once() < 0)

@@ -21,10 +21,11 @@ struct pt_worker {
  * Runs worker <slot> in a freshly forked child: closes the other slots'
  * sockets, drops privileges, pins the CPU, initialises modules, then loops
  * until told to stop. <fds>[listener * nslots + slot] are the master's
- * listening sockets. Never returns.
+ * listening sockets. Once it watches them it writes its pid to <ready_fd>
+ * (-1: nobody asks) and closes it. Never returns.
  */
 noreturn void	worker_main(const struct pt_config *conf, int slot, int nslots,
-		    const int *fds);
+		    const int *fds, int ready_fd);
 /* The running worker (NULL in the master). */
 struct pt_worker *worker_self(void);
 

@@ -27,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 2
+#define PT_ABI_MINOR 3
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -98,7 +98,12 @@ enum pt_proto {
 	PT_PROTO_SOCKS5,
 	PT_PROTO_SOCKS4,
 	PT_PROTO_WEBSOCKET,
-	PT_PROTO_UDP		/* 1.1: a SOCKS5 UDP ASSOCIATE session */
+	PT_PROTO_UDP,		/* 1.1: a SOCKS5 UDP ASSOCIATE session */
+	/* 1.3: a request to a status listener (GET /metrics, /status):
+	 * method and path set, no host, port 0, no target. Its hooks are
+	 * ACCEPT, ACCESS (a DENY answers 403), LOG and CLOSE; never AUTH,
+	 * DIAL or ESTABLISHED. status is the HTTP status answered. */
+	PT_PROTO_STATUS
 };
 
 /* A slice of bytes owned by someone else (the input buffer, the config). */
@@ -187,8 +192,33 @@ struct pt_transport {
 	 * reads again while it is non-zero before waiting for an event.
 	 * Worker thread, after the handshake; cheap, never blocking. */
 	size_t		(*pending)(struct pt_conn *, void *tctx);
-	void		*reserved[3];
+	/*
+	 * 1.3, optional: which directions of the socket carry the
+	 * connection's plain bytes now, PT_PLAIN_RX and/or PT_PLAIN_TX, or
+	 * 0 (the default; what a transport without this call gives). A
+	 * TLS transport with kTLS says RX when the kernel decrypts what the
+	 * socket receives and TX when it encrypts what is written to it.
+	 * In a tunnel relayed with relay.method "splice", the core then
+	 * moves bytes with splice() on <fd> itself, past read() and
+	 * write(): from the socket when RX is set and pending() is 0, into
+	 * it when TX is set; otherwise it calls read() and write() as
+	 * before, so a transport may answer per call. Once TX was said it
+	 * must hold for the connection's life (spliced bytes may wait in a
+	 * pipe for the socket). A splice from the socket that fails with
+	 * EINVAL or EIO (kTLS: a record that is not data, such as an alert
+	 * or a key update, which splice cannot return) is followed by a
+	 * read() on the same socket, which must deal with that record;
+	 * shutdown() still ends the connection (close_notify). Worker
+	 * thread, after the handshake; cheap, never blocking.
+	 */
+	unsigned	(*plain)(struct pt_conn *, int fd, void *tctx);
+	void		*reserved[2];
 };
+
+/* pt_transport.plain: the socket receives (RX) or sends (TX) the
+ * connection's bytes as they are. */
+#define PT_PLAIN_RX	0x1u
+#define PT_PLAIN_TX	0x2u
 
 /* Handed to conf(): where the module's configuration came from. */
 struct pt_modconf {
@@ -548,12 +578,24 @@ PT_API void	 pt_conn_budget_add(struct pt_conn *conn, enum pt_dir dir,
 /*
  * Master, from conf() or init_master: a named counter, one per worker
  * slot in shared memory, reported in the master's totals line as
- * <name>=<sum>. Registering a name again (a reload) returns the same id.
+ * <name>=<sum> and by a status listener as portico_module_<name>_total.
+ * Registering a name again (a reload) returns the same id.
  * Names: [a-z0-9_], at most 31 bytes. Returns an id >= 0 or -errno
- * (-ENOSPC beyond PT_COUNTERS_MAX).
+ * (-ENOSPC beyond PT_COUNTERS_MAX, all modules and labels together; 64
+ * before ABI 1.3).
  */
-#define PT_COUNTERS_MAX	64
+#define PT_COUNTERS_MAX	1024
 PT_API int	 pt_counter_register(const char *name);
+/*
+ * 1.3: the same with one label: a status listener shows every counter of
+ * <name> in one family, portico_module_<name>_total{<key>="<value>"}
+ * (one ACL rule, one limits class). <key> as a name; <value> 1 to 64
+ * bytes of printable ASCII without space, '"' or '\\'. The same
+ * (name, key, value) returns the same id. Labelled counters are not in
+ * the master's totals line. -EINVAL for a bad name, key or value.
+ */
+PT_API int	 pt_counter_register_label(const char *name, const char *key,
+		    const char *value);
 /* Worker thread: adds <delta> to this worker slot's counter <id> (an id
  * the master registered before forking; others are ignored). A worker
  * that registers gets -EPERM. */

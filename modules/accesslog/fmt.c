@@ -374,6 +374,8 @@ al_proto_name(enum pt_proto p)
 		return "websocket";
 	case PT_PROTO_UDP:
 		return "udp";
+	case PT_PROTO_STATUS:
+		return "status";
 	}
 	return "unknown";
 }
@@ -506,7 +508,8 @@ al_target(const struct al_fmt_opts *o, const struct al_rec *r, char *buf,
 	bool		 v6 = memchr(r->host.ptr != NULL ? r->host.ptr : "",
 			    ':', r->host.len) != NULL;
 	bool		 http = r->proto == PT_PROTO_HTTP ||
-			    r->proto == PT_PROTO_WEBSOCKET;
+			    r->proto == PT_PROTO_WEBSOCKET ||
+			    r->proto == PT_PROTO_STATUS;
 
 	if (http && path.len > 0 && path.ptr[0] != '/') {
 		al_put(&t, path.ptr, path.len);	/* OPTIONS * */
@@ -574,7 +577,8 @@ al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
 	size_t		 tlen = al_target(fo, r, tbuf, sizeof(tbuf));
 	int		 st = al_http_status(r);
 	const char	*code, *method;
-	bool		 tunnel = r->proto != PT_PROTO_HTTP;
+	bool		 tunnel = r->proto != PT_PROTO_HTTP &&
+			    r->proto != PT_PROTO_STATUS;
 
 	if (al_is_denied(r))
 		code = "TCP_DENIED";
@@ -601,7 +605,8 @@ al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
 		/* Squid writes NONE for a request it could not parse. */
 		method = r->proto == PT_PROTO_UDP ? "UDP_ASSOCIATE" :
 		    r->proto == PT_PROTO_HTTP ||
-		    r->proto == PT_PROTO_WEBSOCKET ? "NONE" : "CONNECT";
+		    r->proto == PT_PROTO_WEBSOCKET ||
+		    r->proto == PT_PROTO_STATUS ? "NONE" : "CONNECT";
 		al_puts(o, method);
 	}
 	al_putc(o, ' ');
@@ -669,7 +674,7 @@ al_combined(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_clf_time(fo, r->wall_ms, o);
 	al_puts(o, " \"");
 	if (r->method.len == 0 && (r->proto == PT_PROTO_HTTP ||
-	    r->proto == PT_PROTO_WEBSOCKET)) {
+	    r->proto == PT_PROTO_WEBSOCKET || r->proto == PT_PROTO_STATUS)) {
 		/* No request line (Apache writes "-" too). */
 		al_puts(o, "-\" ");
 		goto status;
@@ -689,6 +694,7 @@ al_combined(const struct al_fmt_opts *fo, const struct al_rec *r,
 	case PT_PROTO_HTTP:
 	case PT_PROTO_CONNECT:
 	case PT_PROTO_WEBSOCKET:
+	case PT_PROTO_STATUS:
 		al_puts(o, " HTTP/1.1\" ");
 		break;
 	case PT_PROTO_SOCKS4:

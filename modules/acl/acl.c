@@ -36,16 +36,18 @@ struct acl_state {
 
 static char	 acl_err[512];
 
-static const char *
-acl_label(const struct acl_conf *ac, int rule)
-{
-	return rule >= 0 ? ac->rules[rule].label : "default";
-}
-
+/* The deciding rule's name, "default", or "private", into the label. */
 static void
-acl_set_label(struct pt_conn *conn, const char *label)
+acl_set_label(struct pt_conn *conn, const struct acl_conf *ac, int rule,
+    bool private)
 {
-	pt_req_set_label(conn, label, strlen(label));
+	if (private)
+		pt_req_set_label(conn, "private", sizeof("private") - 1);
+	else if (rule < 0)
+		pt_req_set_label(conn, "default", sizeof("default") - 1);
+	else
+		pt_req_set_label(conn, ac->rules[rule].label,
+		    ac->rules[rule].label_len);
 }
 
 static enum pt_verdict
@@ -61,19 +63,23 @@ acl_refuse(struct pt_conn *conn, const struct acl_conf *ac, int rule,
 	    ac->rules[rule].reason : ac->default_reason;
 	if (!quiet) {
 		pt_conn_answer(conn, &a);
-		acl_set_label(conn, private ? "private" : acl_label(ac, rule));
+		acl_set_label(conn, ac, rule, private);
 	}
 	pt_counter_add(ac->ctr_denied, 1);
 	if (private)
 		pt_counter_add(ac->ctr_private, 1);
+	else
+		pt_counter_add(rule >= 0 ? ac->rules[rule].ctr :
+		    ac->ctr_default, 1);
 	return PT_VERDICT_DENY;
 }
 
 static void
 acl_allowed(struct pt_conn *conn, const struct acl_conf *ac, int rule)
 {
-	acl_set_label(conn, acl_label(ac, rule));
+	acl_set_label(conn, ac, rule, false);
 	pt_counter_add(ac->ctr_allowed, 1);
+	pt_counter_add(rule >= 0 ? ac->rules[rule].ctr : ac->ctr_default, 1);
 }
 
 static enum pt_verdict
@@ -85,6 +91,16 @@ acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	struct acl_decision	 d;
 	bool			 udp = req->proto == PT_PROTO_UDP;
 
+	/* A status request has no destination, and no DIAL follows: it is
+	 * judged now, a rule with destination conditions never matching
+	 * it (no host, port 0, no address). */
+	if (req->proto == PT_PROTO_STATUS) {
+		acl_eval(ac, req, &none, 0, 0, &d);
+		if (d.outcome == ACL_DENY)
+			return acl_refuse(conn, ac, d.rule, false, false);
+		acl_allowed(conn, ac, d.rule);
+		return PT_VERDICT_CONTINUE;
+	}
 	/* A UDP association names no destination yet: only rules without
 	 * destination conditions can refuse it; its datagrams are judged
 	 * one destination at a time (DATAGRAM). */
@@ -104,7 +120,7 @@ acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	/* The label now, in case the transaction ends before DIAL (DNS
 	 * fails): DIAL replaces it if it refuses. */
 	if (d.outcome == ACL_ALLOW)
-		acl_set_label(conn, acl_label(ac, d.rule));
+		acl_set_label(conn, ac, d.rule, false);
 	return PT_VERDICT_CONTINUE;
 }
 
@@ -170,6 +186,8 @@ acl_datagram(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	if (acl_private_denied(ac, d.rule, &to))
 		return acl_refuse(conn, ac, d.rule, true, true);
 	pt_counter_add(ac->ctr_allowed, 1);
+	pt_counter_add(d.rule >= 0 ? ac->rules[d.rule].ctr : ac->ctr_default,
+	    1);
 	return PT_VERDICT_CONTINUE;
 }
 
@@ -180,6 +198,31 @@ acl_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * One counter per rule, by the rule's action, and one for the default
+ * (a status listener shows portico_module_acl_rule_denied_total{rule=
+ * "blocked"}). Counters are few (PT_COUNTERS_MAX, for every module and
+ * the master's life): when they run out, the remaining rules go
+ * uncounted, said once, and the configuration still loads.
+ */
+static void
+acl_rule_counters(struct acl_conf *ac)
+{
+	size_t	 i, lost = 0;
+
+	ac->ctr_default = pt_counter_register_label(ac->default_allow ?
+	    "acl_rule_allowed" : "acl_rule_denied", "rule", "default");
+	for (i = 0; i < ac->nrules; i++) {
+		ac->rules[i].ctr = pt_counter_register_label(
+		    ac->rules[i].allow ? "acl_rule_allowed" :
+		    "acl_rule_denied", "rule", ac->rules[i].label);
+		lost += ac->rules[i].ctr < 0;
+	}
+	if (lost > 0)
+		pt_log(PT_LOG_WARNING, "acl: no counter left for %zu of %zu "
+		    "rules: they are not counted per rule", lost, ac->nrules);
 }
 
 static int
@@ -202,6 +245,7 @@ acl_conf(struct pt_modconf *mc, const config_setting_t *node,
 		acl_conf_free(ac);
 		return -1;
 	}
+	acl_rule_counters(ac);
 	pt_log(PT_LOG_NOTICE, "acl: %zu rules (%zu steps), default %s, "
 	    "private destinations %s; host_file: %zu names, %zu KiB, %llu ms",
 	    ac->nrules, ac->nblocks, ac->default_allow ? "allow" : "deny",

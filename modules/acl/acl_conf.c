@@ -318,14 +318,14 @@ acl_protos(struct acl_parse *p, struct acl_rule *r,
 	for (i = 0; i < n; i++) {
 		if ((v = acl_item_str(p, s, i, "protocol")) == NULL)
 			return -1;
-		for (k = PT_PROTO_TCP; k <= PT_PROTO_UDP; k++)
+		for (k = PT_PROTO_TCP; k <= PT_PROTO_STATUS; k++)
 			if ((name = acl_proto_name((enum pt_proto)k)) != NULL &&
 			    strcmp(v, name) == 0)
 				break;
-		if (k > PT_PROTO_UDP)
+		if (k > PT_PROTO_STATUS)
 			return acl_fail(p, acl_item(s, i), "protocol: "
 			    "\"%.32s\" is not one of http, connect, websocket, "
-			    "socks5, socks4, tcp, udp", v);
+			    "socks5, socks4, tcp, udp, status", v);
 		r->protos |= 1u << k;
 	}
 	return 0;
@@ -483,6 +483,7 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 	if ((r->label = strdup(label)) == NULL ||
 	    (r->reason = malloc(strlen(label) + 20)) == NULL)
 		return acl_fail(p, e, "out of memory");
+	r->label_len = strlen(label);
 	sprintf(r->reason, "acl: %s by %s", r->allow ? "allowed" : "denied",
 	    label);
 	return acl_rule_conds(p, r, e);

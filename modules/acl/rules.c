@@ -23,6 +23,7 @@ acl_proto_name(enum pt_proto p)
 	case PT_PROTO_SOCKS4:		return "socks4";
 	case PT_PROTO_WEBSOCKET:	return "websocket";
 	case PT_PROTO_UDP:		return "udp";
+	case PT_PROTO_STATUS:		return "status";
 	}
 	return NULL;
 }

@@ -40,6 +40,10 @@ struct acl_port_range {
 
 struct acl_rule {
 	char		*label;		/* name, or "ruleN" */
+	size_t		 label_len;	/* strlen(label), once */
+	/* pt_counter_register_label: acl_rule_allowed or acl_rule_denied
+	 * (by the action) {rule=label}; -1 when none could be had. */
+	int		 ctr;
 	char		*reason;	/* for the log: "acl: rule ..." */
 	bool		 allow;
 	unsigned	 has;		/* ACL_C_* */
@@ -117,6 +121,7 @@ struct acl_conf {
 	size_t		 hostfile_names;	/* for the log */
 	size_t		 hostfile_bytes;
 	int		 ctr_allowed, ctr_denied, ctr_private;
+	int		 ctr_default;	/* the default's decisions, {rule="default"} */
 };
 
 /* ---- acl_conf.c (master) ---------------------------------------------- */

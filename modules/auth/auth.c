@@ -68,6 +68,7 @@ auth_proto_name(enum pt_proto p)
 	case PT_PROTO_SOCKS4:		return "socks4";
 	case PT_PROTO_UDP:		return "udp";
 	case PT_PROTO_TCP:		return "tcp";
+	case PT_PROTO_STATUS:		return "status";
 	}
 	return "other";
 }

@@ -308,6 +308,32 @@ static const struct pt_hook tls_hooks[] = {
 	{ 0, 0, NULL }
 };
 
+/*
+ * ABI 1.3: the directions kTLS took over (the kernel does the record
+ * layer, so the socket carries plaintext): the core may then splice a
+ * tunnel through the socket itself. A record that is not data (an alert,
+ * a key update) makes the kernel refuse the splice (EINVAL), and the core
+ * calls tls_read, whose SSL_read takes it with its record type. Once on,
+ * kTLS stays on for the connection's life, as pt_transport.plain wants
+ * of TX.
+ */
+static unsigned
+tls_plain(struct pt_conn *c, int fd, void *tctx)
+{
+	struct tls_conn	*t = tctx;
+	unsigned	 f = 0;
+
+	(void)c;
+	(void)fd;
+	if (t->ssl == NULL || !t->done)
+		return 0;
+	if (BIO_get_ktls_recv(SSL_get_rbio(t->ssl)))
+		f |= PT_PLAIN_RX;
+	if (BIO_get_ktls_send(SSL_get_wbio(t->ssl)))
+		f |= PT_PLAIN_TX;
+	return f;
+}
+
 static const struct pt_transport tls_transport = {
 	.name = "tls",
 	.handshake = tls_handshake,
@@ -316,6 +342,7 @@ static const struct pt_transport tls_transport = {
 	.shutdown = tls_shutdown,
 	.free = tls_free,
 	.pending = tls_pending,
+	.plain = tls_plain,
 };
 
 PT_API const struct pt_module pt_module_tls = {

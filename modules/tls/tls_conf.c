@@ -174,7 +174,8 @@ tls_on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 
 /* OpenSSL's ticket callback: the keys of the current period seal new
  * tickets; a ticket sealed with the previous or the next period's keys
- * (a host whose clock is a little ahead) still opens, and is renewed. */
+ * (a host whose clock is a little ahead) still opens, and is renewed, as
+ * is every TLS 1.3 ticket. */
 static int
 tls_on_ticket(SSL *ssl, unsigned char name[16], unsigned char *iv,
     EVP_CIPHER_CTX *cctx, EVP_MAC_CTX *hctx, int enc)
@@ -210,7 +211,10 @@ tls_on_ticket(SSL *ssl, unsigned char name[16], unsigned char *iv,
 		if (EVP_DecryptInit_ex(cctx, EVP_aes_256_cbc(), NULL, k.aes,
 		    iv) != 1)
 			return -1;
-		rc = d == 0 ? 1 : 2;
+		/* Renewed also when TLS 1.3 resumes: its clients use a
+		 * ticket once (RFC 8446 C.4), so a resumption that sent none
+		 * would make every other handshake a full one. */
+		rc = d == 0 && SSL_version(ssl) < TLS1_3_VERSION ? 1 : 2;
 	}
 	params[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY,
 	    k.mac, sizeof(k.mac));

@@ -119,7 +119,7 @@ def with_logrotate(t, echo):
                            "portico")) as f:
         rule = f.read()
     rule = rule.replace("/var/log/portico", logdir).replace(
-        "/run/portico.pid", t.path("portico.pid"))
+        "/run/portico/portico.pid", t.path("portico.pid"))
     rconf = t.path("logrotate.conf")
     ptest.write_file(rconf, rule)
     os.chmod(rconf, 0o644)

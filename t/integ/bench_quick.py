@@ -166,11 +166,18 @@ def main(t):
 
 
 def report_titles():
-    """scenario -> the title of its section in RESULTS.md (report.py's)."""
+    """scenario -> (the title of its section in RESULTS.md, the start of
+    portico's row there), as report.py has them: a scenario shown as rows
+    of another's table (report.ROWS_OF, e.g. tls-connect-ktls in
+    tls-connect's) has that table's title and a labelled row."""
     sys.path.insert(0, os.path.join(ptest.SRCDIR, "bench"))
     try:
         import report
-        return {s[0]: s[1] for s in report.SCENARIOS}
+        t = {s[0]: (s[1], "| portico |") for s in report.SCENARIOS}
+        for sub, (host, label) in getattr(report, "ROWS_OF", {}).items():
+            if host in t:
+                t[sub] = (t[host][0], "| portico, %s |" % label)
+        return t
     finally:
         sys.path.pop(0)
 
@@ -199,8 +206,9 @@ def scenario_verdict(scen, recs, text, titles):
     runs = [r for r in mine if r.get("status") == "run"]
     other = [r for r in mine if r.get("status") != "run"]
     # One portico row in each of the scenario's tables (one per level).
-    tables = [[l for l in sec if l.startswith("| portico |")]
-              for sec in sections(text, titles.get(scen, "?"))]
+    title, row = titles.get(scen, ("?", "| portico |"))
+    tables = [[l for l in sec if l.startswith(row)]
+              for sec in sections(text, title)]
     rows = [r for tab in tables for r in tab]
     desc = "%s: portico ran without errors and RESULTS.md has its figure" \
         % scen
@@ -225,9 +233,14 @@ def scenario_verdict(scen, recs, text, titles):
         why.append("run %s at %s: %s, loadgen errors %r" % (
             r.get("run"), r.get("concurrency"), r.get("discard"),
             (r.get("loadgen") or {}).get("errors")))
+    # Its own table: the ratio to itself; rows in another's table (a
+    # labelled row): a number in the figure's column.
     figure = bool(tables) and all(
         len(tab) == 1 and ("| 1.00 |" in tab[0] or ">=" in tab[0] or
-                           "<=" in tab[0]) for tab in tables)
+                           "<=" in tab[0] or
+                           (row != "| portico |" and re.match(
+                               r"\| [^|]+ \| [0-9]", tab[0])))
+        for tab in tables)
     if not figure:
         why.append("RESULTS.md rows for portico: %r" % rows)
     return not why, desc, why

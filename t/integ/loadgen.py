@@ -14,7 +14,13 @@ known answers so its numbers can be trusted:
   --no-send to a source, bytes down only;
 - socks-handshakes and udp through a portico socks5 listener: no error,
   every datagram delivered;
-- idle with 20 connections prints "holding 20".
+- idle with 20 connections prints "holding 20";
+- --tls through portico's tls listener (an HTTPS proxy; where tls.so is
+  built): kept-alive GETs, http-close (a full handshake each), a CONNECT
+  tunnel inside TLS, no errors, TLS 1.3 with TLS_AES_128_GCM_SHA256
+  negotiated; --tls-resume: every handshake that offered a ticket
+  resumed; --tls against a plain HTTP listener counts errors and exits 1;
+  --tls without --proxy is bad usage.
 
 The binary: PT_BUILDDIR/bench/loadgen.
 """
@@ -31,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 import sockstest as S  # noqa: E402
+import tlstest as T  # noqa: E402
 
 LOADGEN = os.path.join(ptest.BUILDDIR, "bench", "loadgen")
 
@@ -365,9 +372,67 @@ def main(t):
             err.decode(errors="replace").splitlines())
     t.stop_portico(sp)
 
+    tls_cases(t, tgt, kport, short)
+
     rc, err = stop_serve()
     t.check(rc == 0 and err == "", "loadgen serve exits 0 on SIGTERM, "
             "nothing on stderr", ["exit %s" % rc] + err.splitlines())
+
+
+def tls_cases(t, tgt, kport, short):
+    """--tls and --tls-resume through portico's tls listener."""
+    res = run(t, ["http", "--tls", "--target", tgt] + short)
+    t.check(res[0] == 2, "--tls without --proxy: bad usage, exit 2",
+            lambda: details(res))
+    why = T.missing()
+    if why:
+        t.skip("loadgen --tls through portico's tls listener", why)
+        return
+    ca = T.CA(t)
+    cert, key = ca.issue("proxy.test", dns=["proxy.test"])
+    port, plain = ptest.free_port(), ptest.free_port()
+    conf = T.conf(t, T.listener(port, cert, key) + ",\n" +
+                  '  { address = "127.0.0.1:%d"; protocol = "http"; }' %
+                  plain)
+    p = t.portico(conf, conf_name="tls.conf")
+    proxy = "127.0.0.1:%d" % port
+    suite = "TLSv1.3 TLS_AES_128_GCM_SHA256"
+
+    def tls_ok(j, offered=None):
+        x = j.get("tls") or {}
+        return (x.get("negotiated") == suite and
+                (offered is None or (x.get("offered", 0) > 0 and
+                                     x.get("resumed") == x.get("offered"))))
+    clean(t, run(t, ["http", "--tls", "--proxy", proxy, "--target", tgt,
+                     "--expect-size", "1024"] + short),
+          "http --tls through portico's tls listener: rate > 0, no errors, "
+          "TLS 1.3 TLS_AES_128_GCM_SHA256", extra=tls_ok)
+    clean(t, run(t, ["http-close", "--tls", "--proxy", proxy, "--target",
+                     tgt, "--duration", "1", "--warmup", "0.2",
+                     "--connections", "4"]),
+          "http-close --tls: a full handshake per request, each counted, "
+          "none resumed",
+          extra=lambda j: tls_ok(j) and j["tls"]["handshakes"] > 0 and
+          j["tls"]["resumed"] == 0 and j["tls"]["offered"] == 0)
+    clean(t, run(t, ["http-close", "--tls-resume", "--proxy", proxy,
+                     "--target", tgt, "--duration", "1", "--warmup", "0.2",
+                     "--connections", "4"]),
+          "http-close --tls-resume: every handshake that offered a ticket "
+          "resumed", extra=lambda j: tls_ok(j, offered=True))
+    clean(t, run(t, ["tunnel", "--tls", "--proxy", proxy, "--proxy-type",
+                     "http", "--target", "127.0.0.1:%d" % kport] + short),
+          "tunnel --tls: CONNECT inside TLS to a sink that also sends, "
+          "bytes both ways, no errors",
+          extra=lambda j: tls_ok(j) and j["mib_s_up"] > 0 and
+          j["mib_s_down"] > 0)
+    res = run(t, ["http", "--tls", "--proxy", "127.0.0.1:%d" % plain,
+                  "--target", tgt, "--duration", "0.5", "--warmup", "0",
+                  "--connections", "2"])
+    t.check(res[1] is not None and res[0] == 1 and errors(res[1]) > 0 and
+            res[1]["requests"] == 0,
+            "--tls to a plain HTTP listener: errors counted, exit 1",
+            lambda: details(res))
+    t.stop_portico(p)
 
 
 ptest.Test("loadgen").run(main)

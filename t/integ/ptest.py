@@ -37,6 +37,7 @@ a finally block (Test.run does it), no timing assertion beyond generous
 bounds.
 """
 
+import array
 import errno
 import hashlib
 import os
@@ -45,6 +46,7 @@ import resource
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -154,6 +156,10 @@ NEEDS = {
                 r"(?i)\bopenssl program"),
     "chromium": ("Debian's chromium (headless) in PATH",
                  r"(?i)\bchromium program"),
+    "prometheus": ("promtool and prometheus in PATH (Debian package "
+                   "prometheus)", r"(?i)\bpromtool\b|\bprometheus\b"),
+    "systemd-analyze": ("systemd-analyze in PATH (Debian package systemd)",
+                        r"(?i)systemd-analyze"),
     "libfuzzer": ("clang linking a libFuzzer program (Debian packages "
                   "clang and libclang-rt-dev): .ci/run's fuzz step",
                   r"(?i)libfuzzer"),
@@ -929,6 +935,59 @@ class Transfer:
         if self.sock is not None:
             try:
                 self.sock.close()
+            except OSError:
+                pass
+
+
+class NotifySocket:
+    """A test NOTIFY_SOCKET (systemd's sd_notify protocol): an AF_UNIX
+    datagram socket at <name> (a path, or "@name" for an abstract one),
+    with SO_PASSCRED so recv() gives (pid of the sender, {key: value})."""
+
+    def __init__(self, name):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.s.bind(name if name[0] != "@" else "\0" + name[1:])
+        self.name = name
+        self.got = []
+
+    def recv(self, timeout):
+        self.s.settimeout(timeout)
+        try:
+            data, anc, _, _ = self.s.recvmsg(
+                4096, socket.CMSG_SPACE(struct.calcsize("3i")))
+        except socket.timeout:
+            return None, None
+        pid = None
+        for level, typ, d in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS:
+                pid = array.array("i", d[:struct.calcsize("3i")])[0]
+        kv = {}
+        for line in data.decode(errors="replace").split("\n"):
+            if "=" in line:
+                k, v = line.split("=", 1)
+                kv[k] = v
+        self.got.append((pid, kv))
+        return pid, kv
+
+    def until(self, key, timeout):
+        """Datagrams until one has <key>: (that one, [all received])."""
+        seen = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, kv = self.recv(max(0.01, deadline - time.monotonic()))
+            if kv is None:
+                break
+            seen.append((pid, kv))
+            if key in kv:
+                return (pid, kv), seen
+        return (None, None), seen
+
+    def close(self):
+        self.s.close()
+        if self.name[0] != "@":
+            try:
+                os.unlink(self.name)
             except OSError:
                 pass
 

@@ -10,6 +10,8 @@ one worker issued opens on every worker.
 - openssl s_client -sess_in, repeated: every connection resumes
   ("Reused", and the debug log says "resumed"), at least one of them on
   another worker than the one that issued the ticket;
+- a resumed TLS 1.3 connection is given a new ticket (clients use one
+  once), which resumes in turn;
 - a reload keeps the ticket keys (they derive from a secret the master
   keeps): the session from before it resumes on the new workers.
 """
@@ -70,6 +72,24 @@ def scenario(t, p, port, ca, o, version, flag):
     t.check(bool(others), "%s: a ticket issued by worker %s resumes on "
             "another worker (%s)" % (version, issuer, sorted(others)),
             lambda: p.log_lines(r"tls: TLSv")[-TRIES:])
+    if version == "TLSv1.3":
+        # Clients use a TLS 1.3 ticket once (RFC 8446 C.4): a resumed
+        # connection must bring a new one, which resumes in turn.
+        renewed = t.path("sess-renewed.pem")
+        how, ok, out = run(port, ca, o, "renew", [flag, "-sess_in", sess,
+                                                  "-sess_out", renewed])
+        with open(sess, "rb") as f:
+            before = f.read()
+        after = b""
+        if os.path.exists(renewed):
+            with open(renewed, "rb") as f:
+                after = f.read()
+        how2, ok2, out2 = run(port, ca, o, "renewed",
+                              [flag, "-sess_in", renewed])
+        t.check(how == ("reused", version) and after and after != before
+                and how2 == ("reused", version) and ok2,
+                "TLSv1.3: a resumed connection is given a new ticket, "
+                "and that one resumes", lambda: ptest.tail(out2, 12))
     return sess
 
 

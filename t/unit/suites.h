@@ -29,6 +29,8 @@ void	register_counters_suite(void);
 void	register_http_head_suite(void);
 /* ---- t/unit/test_budget.c -------------------------------------------- */
 void	register_budget_suite(void);
+/* ---- t/unit/test_handover.c ------------------------------------------ */
+void	register_handover_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -42,6 +44,7 @@ void	register_budget_suite(void);
 	register_counters_suite,					\
 	register_http_head_suite,					\
 	register_req_suite,						\
-	register_budget_suite
+	register_budget_suite,						\
+	register_handover_suite
 
 #endif
