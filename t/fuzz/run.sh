@@ -64,12 +64,12 @@ for t in "$@"; do
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-	cov=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.* cov: \([0-9]*\).* ft: \([0-9]*\).*/cov \1, ft \2/p')
+	cov=$(grep -aE '^#[0-9]+' "$log" | tail -1 | sed -n 's/.* cov: \([0-9]*\).* ft: \([0-9]*\).*/cov \1, ft \2/p')
 	echo "# t/fuzz/$t: ${runs:-?} runs, ${speed:-?} exec/s, ${cov:-cov ?} (log $log)"
-	if [ $rc -eq 0 ] && ! grep -qE '^(==[0-9]+==ERROR|SUMMARY: |.*property violated)' "$log"; then
+	if [ $rc -eq 0 ] && ! grep -aqE '^(==[0-9]+==ERROR|SUMMARY: |.*property violated)' "$log"; then
 		echo "PASS: t/fuzz/$t - ${secs} s of libFuzzer found nothing"
 	else
-		grep -E 'property violated|ERROR: |SUMMARY: |Test unit written|^input:' "$log" | head -8 | sed 's/^/#   /'
+		grep -aE 'property violated|ERROR: |SUMMARY: |Test unit written|^input:' "$log" | head -8 | sed 's/^/#   /'
 		echo "FAIL: t/fuzz/$t - libFuzzer found an input that fails (exit $rc), see $log"
 		failed=1
 	fi
