@@ -137,7 +137,7 @@ query(const struct acl_conf *ac, const struct acl_conf *flat, char *line)
 	    PT_PROTO_CONNECT, PT_PROTO_SOCKS5, PT_PROTO_SOCKS4, PT_PROTO_UDP,
 	    PT_PROTO_WEBSOCKET, PT_PROTO_TCP };
 	struct acl_decision	 d1, d2;
-	struct acl_addr		 target;
+	struct net_addr		 target;
 	struct pt_req		 req;
 	char			*w[8] = { NULL }, *save = NULL, *t;
 	unsigned		 unknown;
@@ -155,7 +155,7 @@ query(const struct acl_conf *ac, const struct acl_conf *flat, char *line)
 	set_addr(&req.peer, w[2] != NULL ? w[2] : "192.0.2.10");
 	if (w[3] != NULL) {
 		set_addr(&req.target, w[3]);
-		acl_addr_from((const struct sockaddr *)&req.target, &target);
+		net_addr_from((const struct sockaddr *)&req.target, &target);
 	}
 	req.user = word_str(w[4]);
 	req.method = word_str(w[5]);
