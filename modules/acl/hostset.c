@@ -284,9 +284,13 @@ acl_hostset_load(struct acl_hostset *hs, const char *path, char *err,
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: %s", path, S_ISREG(st.st_mode) ?
-		    strerror(errno) : "not a regular file");
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
 		close(fd);
 		return -1;
 	}

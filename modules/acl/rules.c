@@ -35,6 +35,7 @@ struct acl_query {
 	struct net_addr		 src;
 	bool			 src_done;
 	int			 hlen;		/* -2: not lowered yet */
+	bool			 re_failed;	/* a regex could not decide */
 	uint64_t		 hhash;		/* of host, 0: not yet */
 	char			 host[ACL_HOST_MAX + 1];
 };
@@ -172,9 +173,14 @@ acl_listeners_have(const struct acl_rule *r, int idx)
 	return false;
 }
 
-/* A regex that cannot run (no memory for its match block) counts as a
- * match: a deny rule then still denies, and an allow rule is no wider
- * than what its other conditions allow. */
+/*
+ * A regex that cannot decide (no memory for its match block, PCRE2's
+ * match or depth limit reached by a host built to backtrack) counts as a
+ * match and marks the query: a deny rule then denies, and an allow rule
+ * it would have decided refuses instead (acl_eval). A hostile name must
+ * never step around a deny rule by making its regex give up. Such an
+ * answer is not kept in the memo.
+ */
 static bool
 acl_re_match(const pcre2_code *re, struct acl_query *q)
 {
@@ -184,10 +190,16 @@ acl_re_match(const pcre2_code *re, struct acl_query *q)
 	if ((rc = acl_memo_get(q, re, &m)) >= 0)
 		return rc;
 	if (acl_md == NULL && (acl_md = pcre2_match_data_create(1, NULL)) ==
-	    NULL)
+	    NULL) {
+		q->re_failed = true;
 		return true;
+	}
 	rc = pcre2_match(re, (PCRE2_SPTR)q->host, (PCRE2_SIZE)q->hlen, 0, 0,
 	    acl_md, NULL);
+	if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+		q->re_failed = true;
+		return true;
+	}
 	return acl_memo_put(m, re, q, rc >= 0);
 }
 
@@ -330,6 +342,7 @@ acl_eval(const struct acl_conf *ac, const struct pt_req *req,
 	q.src_done = false;
 	q.hlen = -2;
 	q.hhash = 0;
+	q.re_failed = false;
 	for (bi = from < ac->nrules ? ac->block_of[from] : ac->nblocks;
 	    bi < ac->nblocks; bi++) {
 		b = &ac->blocks[bi];
@@ -339,12 +352,14 @@ acl_eval(const struct acl_conf *ac, const struct pt_req *req,
 		if (b->kind != 0 && i == b->first && !(b->kind & unknown))
 			i = acl_block_start(b, &q);
 		for (; i < b->end; i++) {
+			q.re_failed = false;
 			m = acl_rule_matches(&ac->rules[i], &q, unknown);
 			if (m == 0)
 				continue;
 			d->rule = (int)i;
 			d->outcome = m < 0 ? ACL_UNDECIDED :
-			    ac->rules[i].allow ? ACL_ALLOW : ACL_DENY;
+			    ac->rules[i].allow && !q.re_failed ? ACL_ALLOW :
+			    ACL_DENY;
 			return;
 		}
 	}

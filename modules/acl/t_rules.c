@@ -230,6 +230,42 @@ test_acl_rules_hosts(void)
 	acl_conf_free(ac);
 }
 
+/* A regex driven into PCRE2's match limit (nested repeats, a host made
+ * to backtrack) cannot decide: the request is refused whether the rule
+ * denies or allows, and a later allow rule does not get it. */
+static void
+test_acl_rules_regex_gives_up(void)
+{
+	struct acl_conf	*ac;
+	struct t_req	 r;
+	const char	*label;
+	const char	*slow = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab.example";
+
+	ac = t_parse("default = \"deny\"; rules = (\n"
+	    "{ name = \"bt\"; action = \"deny\"; host = \"~^(a+)+\\\\.example$\"; },\n"
+	    "{ name = \"all\"; action = \"allow\"; } );");
+	CU_ASSERT_FATAL(ac != NULL);
+	r = HTTP("aaa.example");
+	CU_ASSERT(t_judge(ac, &r, &label) == 'D' && !strcmp(label, "bt"));
+	r = HTTP("b.example");
+	CU_ASSERT(t_judge(ac, &r, &label) == 'A' && !strcmp(label, "all"));
+	r = HTTP(slow);
+	CU_ASSERT(t_judge(ac, &r, &label) == 'D' && !strcmp(label, "bt"));
+	r = HTTP(slow);				/* not remembered as a miss */
+	CU_ASSERT(t_judge(ac, &r, &label) == 'D' && !strcmp(label, "bt"));
+	acl_conf_free(ac);
+
+	ac = t_parse("default = \"allow\"; rules = (\n"
+	    "{ name = \"ok\"; action = \"allow\"; host = \"~^(a+)+\\\\.example$\"; },\n"
+	    "{ name = \"rest\"; action = \"deny\"; port = 80; } );");
+	CU_ASSERT_FATAL(ac != NULL);
+	r = HTTP("aaa.example");
+	CU_ASSERT(t_judge(ac, &r, &label) == 'A' && !strcmp(label, "ok"));
+	r = HTTP(slow);
+	CU_ASSERT(t_judge(ac, &r, &label) == 'D' && !strcmp(label, "ok"));
+	acl_conf_free(ac);
+}
+
 static void
 test_acl_rules_order_and_default(void)
 {
@@ -563,6 +599,7 @@ register_acl_rules_suite(void)
 
 	CU_add_test(s, "each condition", test_acl_rules_each_condition);
 	CU_add_test(s, "hosts", test_acl_rules_hosts);
+	CU_add_test(s, "a regex that gives up", test_acl_rules_regex_gives_up);
 	CU_add_test(s, "order and default", test_acl_rules_order_and_default);
 	CU_add_test(s, "dst waits for DIAL", test_acl_rules_dst_waits_for_dial);
 	CU_add_test(s, "private", test_acl_rules_private);
