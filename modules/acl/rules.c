@@ -11,6 +11,12 @@
 #include <string.h>
 
 static pcre2_match_data	*acl_md;	/* this process's, made once */
+static pcre2_match_context *acl_mctx;	/* its limits, made once */
+
+/* PCRE2's default match limit (10,000,000) lets one crafted name cost a
+ * worker tens of milliseconds; a host name is at most 255 bytes, and an
+ * honest expression needs far fewer steps than this. */
+#define ACL_RE_MATCH_LIMIT	100000
 
 const char *
 acl_proto_name(enum pt_proto p)
@@ -194,8 +200,11 @@ acl_re_match(const pcre2_code *re, struct acl_query *q)
 		q->re_failed = true;
 		return true;
 	}
+	if (acl_mctx == NULL &&
+	    (acl_mctx = pcre2_match_context_create(NULL)) != NULL)
+		pcre2_set_match_limit(acl_mctx, ACL_RE_MATCH_LIMIT);
 	rc = pcre2_match(re, (PCRE2_SPTR)q->host, (PCRE2_SIZE)q->hlen, 0, 0,
-	    acl_md, NULL);
+	    acl_md, acl_mctx);
 	if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
 		q->re_failed = true;
 		return true;
