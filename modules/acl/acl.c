@@ -22,6 +22,7 @@
 #include <portico/module.h>
 
 #include "modules/acl/rules.h"
+#include "modules/common/listener_switch.h"
 
 PT_API extern const struct pt_module pt_module_acl;
 
@@ -267,33 +268,10 @@ static int
 acl_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
     void *modctx, void **lctx_out, const char **errstr)
 {
-	const config_setting_t	*m;
-	int			 i;
-
 	(void)modctx;
 	*lctx_out = NULL;
 	*errstr = acl_err;
-	if (node == NULL)
-		return 0;
-	if (!config_setting_is_group(node)) {
-		snprintf(acl_err, sizeof(acl_err), "acl: expected a group "
-		    "({ enabled = false; })");
-		return -1;
-	}
-	for (i = 0; (m = config_setting_get_elem(node, (unsigned)i)) != NULL;
-	    i++) {
-		if (strcmp(config_setting_name(m), "enabled") != 0 ||
-		    config_setting_type(m) != CONFIG_TYPE_BOOL) {
-			snprintf(acl_err, sizeof(acl_err), "acl: \"%.64s\": "
-			    "the only listener option is enabled = true or "
-			    "false", config_setting_name(m));
-			mc->where = m;
-			return -1;
-		}
-		if (!config_setting_get_bool(m))
-			return 1;
-	}
-	return 0;
+	return listener_switch(mc, node, "acl", acl_err, sizeof(acl_err));
 }
 
 static const struct pt_hook acl_hooks[] = {

@@ -39,6 +39,8 @@
 
 #include <portico/module.h>
 
+#include "modules/common/listener_switch.h"
+
 #include "modules/limits/bucket.h"
 #include "modules/limits/limits.h"
 
@@ -764,33 +766,10 @@ static int
 limits_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
     void *modctx, void **lctx_out, const char **errstr)
 {
-	const config_setting_t	*m;
-	int			 i;
-
 	(void)modctx;
 	*lctx_out = NULL;
 	*errstr = limits_err;
-	if (node == NULL)
-		return 0;
-	if (!config_setting_is_group(node)) {
-		snprintf(limits_err, sizeof(limits_err), "limits: expected a "
-		    "group ({ enabled = false; })");
-		return -1;
-	}
-	for (i = 0; (m = config_setting_get_elem(node, (unsigned)i)) != NULL;
-	    i++) {
-		if (strcmp(config_setting_name(m), "enabled") != 0 ||
-		    config_setting_type(m) != CONFIG_TYPE_BOOL) {
-			snprintf(limits_err, sizeof(limits_err), "limits: "
-			    "\"%.64s\": the only listener option is enabled "
-			    "= true or false", config_setting_name(m));
-			mc->where = m;
-			return -1;
-		}
-		if (!config_setting_get_bool(m))
-			return 1;
-	}
-	return 0;
+	return listener_switch(mc, node, "limits", limits_err, sizeof(limits_err));
 }
 
 static const struct pt_hook limits_hooks[] = {
