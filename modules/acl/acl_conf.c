@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "modules/common/conf_list.h"
+
 struct acl_parse {
 	char			*err;
 	size_t			 errlen;
@@ -44,49 +46,12 @@ acl_fail(struct acl_parse *p, const config_setting_t *s, const char *fmt,
 	return -1;
 }
 
-static const char *
-acl_unknown_key(const config_setting_t *node, const char *const *keys,
-    const config_setting_t **which)
-{
-	config_setting_t	*m;
-	const char		*name;
-	int			 i, k;
-
-	for (i = 0; (m = config_setting_get_elem(node, (unsigned)i)) != NULL;
-	    i++) {
-		if ((name = config_setting_name(m)) == NULL)
-			continue;
-		for (k = 0; keys[k] != NULL; k++)
-			if (strcmp(name, keys[k]) == 0)
-				break;
-		if (keys[k] == NULL) {
-			*which = m;
-			return name;
-		}
-	}
-	return NULL;
-}
-
-/* A condition is a list or one value: how many values, and the i-th. */
-static int
-acl_count(const config_setting_t *s)
-{
-	return config_setting_is_aggregate(s) ? config_setting_length(s) : 1;
-}
-
-static const config_setting_t *
-acl_item(const config_setting_t *s, int i)
-{
-	return config_setting_is_aggregate(s) ?
-	    config_setting_get_elem(s, (unsigned)i) : s;
-}
-
 /* The i-th value of <s> as a string, or NULL (after an error). */
 static const char *
 acl_item_str(struct acl_parse *p, const config_setting_t *s, int i,
     const char *key)
 {
-	const config_setting_t	*e = acl_item(s, i);
+	const config_setting_t	*e = conf_list_item(s, i);
 	const char		*v = config_setting_get_string(e);
 
 	if (v == NULL || v[0] == '\0') {
@@ -99,7 +64,7 @@ acl_item_str(struct acl_parse *p, const config_setting_t *s, int i,
 static void *
 acl_array(struct acl_parse *p, const config_setting_t *s, size_t size)
 {
-	void	*v = calloc((size_t)acl_count(s), size);
+	void	*v = calloc((size_t)conf_list_count(s), size);
 
 	if (v == NULL)
 		acl_fail(p, s, "out of memory");
@@ -111,7 +76,7 @@ acl_nets(struct acl_parse *p, const config_setting_t *s, const char *key,
     struct net_prefix **out, size_t *nout)
 {
 	const char	*v, *why;
-	int		 i, n = acl_count(s);
+	int		 i, n = conf_list_count(s);
 
 	if ((*out = acl_array(p, s, sizeof(**out))) == NULL)
 		return -1;
@@ -119,7 +84,7 @@ acl_nets(struct acl_parse *p, const config_setting_t *s, const char *key,
 		if ((v = acl_item_str(p, s, i, key)) == NULL)
 			return -1;
 		if (net_prefix_parse(v, &(*out)[i], &why) < 0)
-			return acl_fail(p, acl_item(s, i), "%s: \"%.64s\": %s",
+			return acl_fail(p, conf_list_item(s, i), "%s: \"%.64s\": %s",
 			    key, v, why);
 	}
 	*nout = (size_t)n;
@@ -157,13 +122,13 @@ acl_hosts(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
 	const config_setting_t	*e;
 	const char		*v, *why;
 	bool			 combine = true;
-	int			 i, n = acl_count(s);
+	int			 i, n = conf_list_count(s);
 
 	if ((r->re = acl_array(p, s, sizeof(*r->re))) == NULL ||
 	    (r->re_text = acl_array(p, s, sizeof(*r->re_text))) == NULL)
 		return -1;
 	for (i = 0; i < n; i++) {
-		e = acl_item(s, i);
+		e = conf_list_item(s, i);
 		if ((v = acl_item_str(p, s, i, "host")) == NULL)
 			return -1;
 		if (v[0] == '~') {
@@ -194,14 +159,14 @@ acl_hostfiles(struct acl_parse *p, struct acl_rule *r,
 {
 	const char	*v;
 	char		 why[400];
-	int		 i, n = acl_count(s);
+	int		 i, n = conf_list_count(s);
 
 	for (i = 0; i < n; i++) {
 		if ((v = acl_item_str(p, s, i, "host_file")) == NULL)
 			return -1;
 		/* The loader's message names the file and its line. */
 		if (acl_hostset_load(&r->hostfile, v, why, sizeof(why)) < 0)
-			return acl_fail(p, acl_item(s, i), "host_file: %s", why);
+			return acl_fail(p, conf_list_item(s, i), "host_file: %s", why);
 	}
 	return 0;
 }
@@ -224,12 +189,12 @@ acl_ports(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
 	const char		*v;
 	char			*end;
 	long long		 n1;
-	int			 i, n = acl_count(s), lo, hi;
+	int			 i, n = conf_list_count(s), lo, hi;
 
 	if ((r->ports = acl_array(p, s, sizeof(*r->ports))) == NULL)
 		return -1;
 	for (i = 0; i < n; i++) {
-		e = acl_item(s, i);
+		e = conf_list_item(s, i);
 		if (config_setting_type(e) == CONFIG_TYPE_INT ||
 		    config_setting_type(e) == CONFIG_TYPE_INT64) {
 			n1 = config_setting_get_int64(e);
@@ -259,7 +224,7 @@ acl_names(struct acl_parse *p, const config_setting_t *s, const char *key,
     char ***out, size_t *nout)
 {
 	const char	*v;
-	int		 i, n = acl_count(s);
+	int		 i, n = conf_list_count(s);
 
 	if ((*out = acl_array(p, s, sizeof(**out))) == NULL)
 		return -1;
@@ -303,7 +268,7 @@ acl_methods(struct acl_parse *p, struct acl_rule *r,
 		if (strspn(r->methods[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 		    "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~") !=
 		    strlen(r->methods[i]))
-			return acl_fail(p, acl_item(s, (int)i), "method: "
+			return acl_fail(p, conf_list_item(s, (int)i), "method: "
 			    "\"%.32s\" is not an HTTP method", r->methods[i]);
 	return 0;
 }
@@ -313,7 +278,7 @@ acl_protos(struct acl_parse *p, struct acl_rule *r,
     const config_setting_t *s)
 {
 	const char	*v, *name;
-	int		 i, n = acl_count(s), k;
+	int		 i, n = conf_list_count(s), k;
 
 	for (i = 0; i < n; i++) {
 		if ((v = acl_item_str(p, s, i, "protocol")) == NULL)
@@ -323,7 +288,7 @@ acl_protos(struct acl_parse *p, struct acl_rule *r,
 			    strcmp(v, name) == 0)
 				break;
 		if (k > PT_PROTO_STATUS)
-			return acl_fail(p, acl_item(s, i), "protocol: "
+			return acl_fail(p, conf_list_item(s, i), "protocol: "
 			    "\"%.32s\" is not one of http, connect, websocket, "
 			    "socks5, socks4, tcp, udp, status", v);
 		r->protos |= 1u << k;
@@ -357,7 +322,7 @@ acl_listeners(struct acl_parse *p, struct acl_rule *r,
     const config_setting_t *s)
 {
 	const char	*v;
-	int		 i, n = acl_count(s);
+	int		 i, n = conf_list_count(s);
 
 	if ((r->listeners = acl_array(p, s, sizeof(*r->listeners))) == NULL)
 		return -1;
@@ -365,7 +330,7 @@ acl_listeners(struct acl_parse *p, struct acl_rule *r,
 		if ((v = acl_item_str(p, s, i, "listener")) == NULL)
 			return -1;
 		if ((r->listeners[i] = acl_listener_idx(p->root, v)) < 0)
-			return acl_fail(p, acl_item(s, i), "listener: no "
+			return acl_fail(p, conf_list_item(s, i), "listener: no "
 			    "listener is named \"%.64s\"", v);
 	}
 	r->nlisteners = (size_t)n;
@@ -497,7 +462,7 @@ acl_top(struct acl_parse *p, struct acl_conf *ac,
 	const char		*key, *v;
 	int			 i, n;
 
-	if ((key = acl_unknown_key(node, acl_keys, &bad)) != NULL)
+	if ((key = conf_unknown_key(node, acl_keys, &bad)) != NULL)
 		return acl_fail(p, bad, "unknown option \"%.64s\" (default, "
 		    "allow_private, rules)", key);
 	if ((m = config_setting_get_member(node, "default")) != NULL) {

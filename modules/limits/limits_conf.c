@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "modules/common/conf_list.h"
 #include "modules/limits/bucket.h"
 
 #define LIMITS_TABLE_DEFAULT	16384
@@ -83,43 +84,20 @@ static int
 limits_known(struct limits_parse *p, const config_setting_t *node,
     const char *const *keys, const char *what)
 {
-	config_setting_t	*m;
+	const config_setting_t	*m;
 	const char		*name;
-	int			 i, k;
 
-	for (i = 0; (m = config_setting_get_elem(node, (unsigned)i)) != NULL;
-	    i++) {
-		if ((name = config_setting_name(m)) == NULL)
-			continue;
-		for (k = 0; keys[k] != NULL; k++)
-			if (strcmp(name, keys[k]) == 0)
-				break;
-		if (keys[k] == NULL)
-			return limits_fail(p, m, "%s: unknown option \"%.64s\"",
-			    what, name);
-	}
+	if ((name = conf_unknown_key(node, keys, &m)) != NULL)
+		return limits_fail(p, m, "%s: unknown option \"%.64s\"", what,
+		    name);
 	return 0;
-}
-
-/* A list or one value: how many, and the i-th. */
-static int
-limits_count(const config_setting_t *s)
-{
-	return config_setting_is_aggregate(s) ? config_setting_length(s) : 1;
-}
-
-static const config_setting_t *
-limits_item(const config_setting_t *s, int i)
-{
-	return config_setting_is_aggregate(s) ?
-	    config_setting_get_elem(s, (unsigned)i) : s;
 }
 
 static const char *
 limits_item_str(struct limits_parse *p, const config_setting_t *s, int i,
     const char *key)
 {
-	const config_setting_t	*e = limits_item(s, i);
+	const config_setting_t	*e = conf_list_item(s, i);
 	const char		*v = config_setting_get_string(e);
 
 	if (v == NULL || v[0] == '\0') {
@@ -157,7 +135,7 @@ limits_strings(struct limits_parse *p, const config_setting_t *s,
 {
 	char		**v;
 	const char	*str;
-	int		 i, n = limits_count(s);
+	int		 i, n = conf_list_count(s);
 
 	if ((v = calloc((size_t)n + 1, sizeof(*v))) == NULL) {
 		limits_fail(p, s, "out of memory");
@@ -238,14 +216,14 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 				c->user_any = true;
 	}
 	if ((s = config_setting_get_member(m, "src")) != NULL) {
-		n = limits_count(s);
+		n = conf_list_count(s);
 		if ((c->src = calloc((size_t)n, sizeof(*c->src))) == NULL)
 			return limits_fail(p, s, "out of memory");
 		for (i = 0; i < (size_t)n; i++) {
 			if ((v = limits_item_str(p, s, (int)i, "src")) == NULL)
 				return -1;
 			if (net_prefix_parse(v, &c->src[i], &why) < 0)
-				return limits_fail(p, limits_item(s, (int)i),
+				return limits_fail(p, conf_list_item(s, (int)i),
 				    "src: \"%.64s\": %s", v, why);
 			c->nsrc++;
 		}
@@ -256,12 +234,12 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 			return -1;
 		for (i = 0; i < c->nlisteners; i++)
 			if (!limits_listener_exists(m, c->listeners[i]))
-				return limits_fail(p, limits_item(s, (int)i),
+				return limits_fail(p, conf_list_item(s, (int)i),
 				    "listener: no listener is named "
 				    "\"%.64s\"", c->listeners[i]);
 	}
 	if ((s = config_setting_get_member(m, "protocol")) != NULL) {
-		n = limits_count(s);
+		n = conf_list_count(s);
 		for (i = 0; i < (size_t)n; i++) {
 			if ((v = limits_item_str(p, s, (int)i,
 			    "protocol")) == NULL)
@@ -272,7 +250,7 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 					break;
 			if (k == sizeof(limits_protos) /
 			    sizeof(limits_protos[0]))
-				return limits_fail(p, limits_item(s, (int)i),
+				return limits_fail(p, conf_list_item(s, (int)i),
 				    "protocol: \"%.64s\": expected tcp, "
 				    "http, connect, socks5, socks4, websocket "
 				    "or udp", v);
