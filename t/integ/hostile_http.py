@@ -75,36 +75,10 @@ class Env:
 
 
 def slowloris(t, e):
-    w = X.Watch(t, e.p, e.canary, e.base, "slowloris")
     head = b"GET %s/len?n=10 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (
         e.o.url.encode(), e.o.port)
-    socks = X.hold_connections(t, e.port, SLOWLORIS, head)
-    opened = time.monotonic()
-    t.diag("slowloris: %d connections opened in %.2f s" % (
-        len(socks), opened - w.t0))
-    trickle = b"X-Slow: " + b"s" * 64
-    end = w.t0 + X.window(3.0, 2.5)
-    i = 0
-    while time.monotonic() < end and i < 10:
-        for s in socks:
-            try:
-                s.send(trickle[i:i + 1])
-            except OSError:
-                pass
-        i += 1
-        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
-    w.end()
-    w.judge(cpu_max=0.5, mem_kib=X.mem(SLOWLORIS * 24))
-    # header_timeout bounds a head however slowly it comes
-    left = HEADER_TIMEOUT - (time.monotonic() - opened)
-    closed = X.closed_by_peer(socks, max(0.5, left) + ptest.bound(3))
-    t.check(closed == len(socks) and len(socks) >= SLOWLORIS * 9 // 10,
-            "slowloris: header_timeout (%d s) closed all %d trickling "
-            "connections" % (HEADER_TIMEOUT, len(socks)),
-            "%d of %d closed" % (closed, len(socks)))
-    for s in socks:
-        s.close()
-    w.recover(X.fresh_get(e.port, e.o))
+    X.slowloris(t, e, "slowloris", SLOWLORIS, head, b"X-Slow: " + b"s" * 64,
+                24, HEADER_TIMEOUT, X.fresh_get(e.port, e.o))
 
 
 def idle(t, e):

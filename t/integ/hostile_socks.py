@@ -340,35 +340,10 @@ def nest(c, hops, e):
 
 
 def slowloris(t, e):
-    w = X.Watch(t, e.p, e.canary, e.base, "SOCKS slowloris")
     # a greeting offering RFC 1929, then credentials a byte a second: the
     # longest handshake SOCKS5 has (up to 513 bytes of them)
-    socks = X.hold_connections(t, e.port, SLOWLORIS, b"\x05\x01\x02")
-    opened = time.monotonic()
-    t.diag("SOCKS slowloris: %d connections opened in %.2f s" % (
-        len(socks), opened - w.t0))
-    trickle = b"\x01\xff" + b"u" * 64
-    end = w.t0 + X.window(3.0, 2.5)
-    i = 0
-    while time.monotonic() < end and i < 10:
-        for s in socks:
-            try:
-                s.send(trickle[i:i + 1])
-            except OSError:
-                pass
-        i += 1
-        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
-    w.end()
-    w.judge(cpu_max=0.5, mem_kib=X.mem(SLOWLORIS * 16))
-    left = HEADER_TIMEOUT - (time.monotonic() - opened)
-    closed = X.closed_by_peer(socks, max(0.5, left) + ptest.bound(3))
-    t.check(closed == len(socks) and len(socks) >= SLOWLORIS * 9 // 10,
-            "SOCKS slowloris: header_timeout (%d s) closed all %d trickling "
-            "handshakes" % (HEADER_TIMEOUT, len(socks)),
-            "%d of %d closed" % (closed, len(socks)))
-    for s in socks:
-        s.close()
-    w.recover(e.fresh)
+    X.slowloris(t, e, "SOCKS slowloris", SLOWLORIS, b"\x05\x01\x02",
+                b"\x01\xff" + b"u" * 64, 16, HEADER_TIMEOUT, e.fresh)
 
 
 def endless(t, e):

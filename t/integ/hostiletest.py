@@ -545,6 +545,41 @@ def hold_connections(t, port, n, payload=b""):
     return socks
 
 
+def slowloris(t, e, label, count, head, trickle, kib_per_conn,
+              header_timeout, fresh):
+    """<count> connections to e.port that each send <head>, then one byte
+    of <trickle> a second for the attack's window: judged like every
+    attack (CPU under half, memory under <kib_per_conn> each), then every
+    one must have been closed by header_timeout, and <fresh> served."""
+    w = Watch(t, e.p, e.canary, e.base, label)
+    socks = hold_connections(t, e.port, count, head)
+    opened = time.monotonic()
+    t.diag("%s: %d connections opened in %.2f s" % (
+        label, len(socks), opened - w.t0))
+    end = w.t0 + window(3.0, 2.5)
+    i = 0
+    while time.monotonic() < end and i < 10:
+        for s in socks:
+            try:
+                s.send(trickle[i:i + 1])
+            except OSError:
+                pass
+        i += 1
+        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+    w.end()
+    w.judge(cpu_max=0.5, mem_kib=mem(count * kib_per_conn))
+    # header_timeout bounds a head however slowly it comes
+    left = header_timeout - (time.monotonic() - opened)
+    closed = closed_by_peer(socks, max(0.5, left) + ptest.bound(3))
+    t.check(closed == len(socks) and len(socks) >= count * 9 // 10,
+            "%s: header_timeout (%d s) closed all %d trickling "
+            "connections" % (label, header_timeout, len(socks)),
+            "%d of %d closed" % (closed, len(socks)))
+    for s in socks:
+        s.close()
+    w.recover(fresh)
+
+
 def closed_by_peer(socks, timeout):
     """How many of <socks> the peer closed (EOF or reset) within
     <timeout>, waiting with poll (any number of descriptors)."""
