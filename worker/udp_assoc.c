@@ -487,11 +487,6 @@ udp_queue(struct udp_assoc *a, const struct sockaddr_storage *to,
 	udp_nout[f] = k + 1;
 }
 
-/*
- * Sends <n> messages on <fd>, in as few sendmmsg calls as it takes: one
- * that fails (EMSGSIZE, a full buffer) is dropped and the rest still go.
- * Returns the payload bytes sent; counts drops in *dropped.
- */
 /* <n> datagrams dropped for reason <why> (a CTR_UDP_DROP_*). */
 static void
 udp_drop(struct udp_assoc *a, enum counter_id why, unsigned n)
@@ -502,6 +497,11 @@ udp_drop(struct udp_assoc *a, enum counter_id why, unsigned n)
 	counters_add(why, n);
 }
 
+/*
+ * Sends <n> messages on <fd>, in as few sendmmsg calls as it takes: one
+ * that fails (EMSGSIZE, a full buffer) is dropped and the rest still go.
+ * Returns the payload bytes sent; counts drops in *dropped.
+ */
 static uint64_t
 udp_send_batch(int fd, struct mmsghdr *msgs, unsigned n, unsigned *dropped)
 {
@@ -880,7 +880,9 @@ udp_assoc_free(struct udp_assoc *a)
 		}
 	if (a->dropped > 0)
 		pt_log(PT_LOG_INFO, "UDP association: %u datagrams dropped "
-		    "(foreign source, fragment or malformed)", a->dropped);
+		    "(foreign source, fragment, malformed, a name being "
+		    "resolved, refused by the kernel or too big for a reply; "
+		    "by reason on the status listener)", a->dropped);
 	if (a->refused > 0)
 		pt_clog(a->conn, PT_LOG_INFO, "UDP association: %u datagrams "
 		    "refused by a module dropped", a->refused);
