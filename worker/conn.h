@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/epoll.h>
 #include <sys/uio.h>
 
 #include "portico/module.h"
@@ -31,11 +32,23 @@ enum conn_state {
 	CONN_CLOSED,
 };
 
+/*
+ * The interest set of a socket registered once for its whole life,
+ * edge-triggered, for everything (socks.c, dial.c, http.c, relay.c): the
+ * owner notes every event in conn_side.ready (conn_side_note_events), so
+ * handing the socket from one owner to the next costs no epoll_ctl, and
+ * the next owner may trust the ready bits instead of trying a read that
+ * would fail (relay_start).
+ */
+#define CONN_SIDE_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
 struct conn_side {
 	struct loop_io		 io;		/* io.fd < 0: no socket yet */
 	struct pt_conn		*conn;
-	/* EPOLLIN/EPOLLOUT seen and not yet used up by an EAGAIN (http.c
-	 * tries only operations that may succeed). */
+	/* EPOLLIN/EPOLLOUT seen and not yet used up by an EAGAIN (or a
+	 * short read or write of a plain socket): only operations that may
+	 * succeed are tried. Every event is noted while io.events is
+	 * CONN_SIDE_EVENTS. */
 	uint32_t		 ready;
 	uint32_t		 t_want;	/* what the transport waits for */
 	bool			 rd_eof;	/* peer sent FIN */
