@@ -1489,8 +1489,10 @@ http_established(struct pt_conn *c)
 	struct http_flow	*r = &h->resp;
 	static const char	 ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
+	/* A new socket: dial.c noted what came with the connect (its
+	 * registration is the one http.c would make). */
 	if (!c->c_target.reused)
-		c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
+		c->c_side[SIDE_UPSTREAM].ready |= EPOLLOUT;
 	c->c_last_active = loop_now();
 	http_timer(c, http_conf->limits.idle_timeout_ms);
 	h->resp_wait = false;
