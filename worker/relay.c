@@ -513,6 +513,14 @@ relay_step(struct pt_conn *c, enum conn_side_id d)
 		 * close_notify) is called again when the socket is writable
 		 * (relay_on_timer bounds the wait). */
 		relay_dir_idle(r);
+		/* The other way is done too, so the connection closes now,
+		 * and a close sends the FIN a shutdown would: <dst>'s own
+		 * EOF was read, so nothing unread turns it into a reset.
+		 * A transport's close (TLS close_notify) is still written. */
+		if (c->c_dir[1 - d].done && relay_plain(c, dst)) {
+			r->done = true;
+			return 1;
+		}
 		if (r->shut_wait && !(dst->ready & EPOLLOUT))
 			return 0;
 		n = conn_shutdown_wr(c, dst);
