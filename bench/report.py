@@ -60,6 +60,12 @@ SCENARIOS = [
      "client on the load CPU scrapes (GET /metrics, kept alive) every 100 "
      "ms (portico only: set against portico's own http-1k of the same "
      "campaign below the table)"),
+    ("http-limits", "HTTP GET 1 KiB through the limits module",
+     "requests/s", "rate", True, "as http-1k through the limits module "
+     "with a class on every request, keyed by source address "
+     "(max_connections, request_rate, connection_rate), far above the "
+     "load so nothing is refused (portico only: set against portico's own "
+     "http-1k of the same campaign below the table)"),
     ("connect", "HTTP CONNECT tunnel throughput", "MiB/s", "both", True,
      "CONNECT to a TCP sink, 16 KiB writes, bytes per second "
      "(upload: see FAIRNESS.md)"),
@@ -682,6 +688,10 @@ def main():
             L.extend(accesslog_lines(by, own_1k(scen), sums))
         if scen == "http-scraped":
             L.extend(scraped_lines(by, own_1k(scen), sums))
+        if scen == "http-limits":
+            L.extend(against_plain("With the limits module",
+                                   by.get(("http-limits", "portico"), []),
+                                   own_1k(scen), sums))
         if gp and rows:
             c = chart(camp[src[scen]][0], scen if level is None else
                       "%s-%d" % (scen, level), title, unit, rows, gp)

@@ -430,6 +430,21 @@ conn_side_note_events(struct conn_side *s, uint32_t events)
 }
 
 bool
+conn_client_failed(struct pt_conn *c, const struct conn_side *s,
+    uint32_t events)
+{
+	int		 err = 0;
+	socklen_t	 len = sizeof(err);
+
+	if (s != &c->c_side[SIDE_CLIENT] || !(events & EPOLLERR) ||
+	    s->io.fd < 0)
+		return false;
+	if (getsockopt(s->io.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		return false;
+	return err != 0;
+}
+
+bool
 conn_has_unread(struct pt_conn *c)
 {
 	int	 fd = c->c_side[SIDE_CLIENT].io.fd;

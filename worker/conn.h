@@ -286,6 +286,13 @@ bool		 conn_has_unread(struct pt_conn *c);
  * the next system call tells what happened; a side with a transport is
  * tried both ways on any event. Worker only. */
 void		 conn_side_note_events(struct conn_side *s, uint32_t events);
+/* Whether <events> on side <s> report the client's socket failed for good
+ * (EPOLLERR and a pending SO_ERROR, which this reads: the client reset
+ * the connection). A direction blocked on a full destination does not
+ * read its source, so without this the reset would go unseen until
+ * idle_timeout. Worker only. */
+bool		 conn_client_failed(struct pt_conn *c, const struct conn_side *s,
+		    uint32_t events);
 /* A budget of <d> (PT_DIR_*) that is not unlimited took <n> bytes: may
  * post c_budget_task (conn_budget_take's slow path). Worker only. */
 void		 conn_budget_charge(struct pt_conn *c, int d, uint64_t n);

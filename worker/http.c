@@ -2000,6 +2000,15 @@ http_on_event(struct loop_io *io, uint32_t events)
 		conn_close(c, "client closed while its request waited");
 		return;
 	}
+	/* A client that reset once its request head was in is gone: a
+	 * body blocked on an origin that does not read would never read the
+	 * reset, and the origin connection would be held to idle_timeout.
+	 * (Before that, the read sees the reset, as doc/internals.md's
+	 * close-path table says.) */
+	if (http_st(c)->req.head_done && conn_client_failed(c, s, events)) {
+		conn_close(c, "reset by peer");
+		return;
+	}
 	http_pump(c);
 }
 

@@ -36,6 +36,13 @@ static struct phase_hook	phase_hooks[PT_PHASE_COUNT][PHASE_MAX_HOOKS];
 static int			phase_nhooks[PT_PHASE_COUNT];
 static struct phase_mod		phase_mods[MODLOAD_MAX];
 static int			phase_nmods;
+/* The modules' datagram callbacks, in configuration order. */
+static struct phase_dgram {
+	pt_datagram_fn		 fn;
+	void			*modctx;
+	uint32_t		 mod_bit;
+}				phase_dgrams[MODLOAD_MAX];
+static int			phase_ndgrams;
 
 static void
 phase_add(enum pt_phase p, pt_hook_fn fn, int priority, void *modctx,
@@ -73,6 +80,13 @@ phase_init(const struct pt_config *conf)
 		phase_mods[phase_nmods].offset = total;
 		phase_nmods++;
 		total += (m->conn_ctx_size + 15) & ~(size_t)15;
+		if (m->abi_minor >= 3 && m->datagram != NULL) {
+			phase_dgrams[phase_ndgrams].fn = m->datagram;
+			phase_dgrams[phase_ndgrams].modctx =
+			    conf->modules[i].ctx;
+			phase_dgrams[phase_ndgrams].mod_bit = (uint32_t)1 << i;
+			phase_ndgrams++;
+		}
 		for (h = m->hooks; h != NULL && h->fn != NULL; h++)
 			if ((unsigned)h->phase < PT_PHASE_COUNT)
 				phase_add(h->phase, h->fn, h->priority,
@@ -86,6 +100,7 @@ phase_fini(void)
 {
 	memset(phase_nhooks, 0, sizeof(phase_nhooks));
 	phase_nmods = 0;
+	phase_ndgrams = 0;
 }
 
 bool
@@ -274,3 +289,33 @@ phase_run_now(struct pt_conn *c, enum pt_phase phase)
 	return v;
 }
 
+bool
+phase_datagram_applies(const struct pt_conn *c)
+{
+	int	 i;
+
+	for (i = 0; i < phase_ndgrams; i++)
+		if (!(c->c_mod_skip & phase_dgrams[i].mod_bit))
+			return true;
+	return false;
+}
+
+bool
+phase_datagram_run(struct pt_conn *c, enum pt_dir dir, size_t len)
+{
+	const struct phase_dgram	*d;
+	enum pt_verdict			 v;
+	int				 i;
+
+	for (i = 0; i < phase_ndgrams; i++) {
+		d = &phase_dgrams[i];
+		if (c->c_mod_skip & d->mod_bit)
+			continue;
+		v = d->fn(c, dir, len, d->modctx);
+		if (v == PT_VERDICT_CONTINUE)
+			continue;
+		/* ALLOW lets it through; everything else drops it. */
+		return v == PT_VERDICT_ALLOW;
+	}
+	return true;
+}

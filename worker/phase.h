@@ -41,5 +41,13 @@ void		 phase_run(struct pt_conn *c, enum pt_phase phase,
  * phase walk (c_phase, c_hook) is left as it was.
  */
 enum pt_verdict	 phase_run_now(struct pt_conn *c, enum pt_phase phase);
+/* Whether a module with a datagram callback (pt_module.datagram)
+ * applies to <c>'s listener: the UDP relay asks once per association. */
+bool		 phase_datagram_applies(const struct pt_conn *c);
+/* Runs the datagram callbacks that apply to <c> for one datagram of
+ * <len> payload bytes in direction <dir>; true when it may go on (all
+ * answered CONTINUE, or one ALLOW), false when one refused it. */
+bool		 phase_datagram_run(struct pt_conn *c, enum pt_dir dir,
+		    size_t len);
 
 #endif

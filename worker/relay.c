@@ -624,6 +624,13 @@ relay_on_event(struct loop_io *io, uint32_t events)
 	struct conn_side	*s = (struct conn_side *)io;
 
 	conn_side_note_events(s, events);
+	/* A client that reset is gone, whatever either direction holds:
+	 * one blocked on a destination that does not read would never
+	 * read the reset (the other leg could be held to idle_timeout). */
+	if (conn_client_failed(s->conn, s, events)) {
+		conn_close(s->conn, "reset by peer");
+		return;
+	}
 	relay_pump(s->conn);
 }
 

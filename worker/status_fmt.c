@@ -80,6 +80,8 @@ static const struct status_series status_core[] = {
 	  CTR_UDP_DROP_SEND },
 	{ "udp_datagrams_dropped_total", NULL, NULL, "reason=\"too_big\"",
 	  CTR_UDP_DROP_TOO_BIG },
+	{ "udp_datagrams_dropped_total", NULL, NULL, "reason=\"module\"",
+	  CTR_UDP_DROP_MODULE },
 };
 #define STATUS_NCORE	(sizeof(status_core) / sizeof(status_core[0]))
 

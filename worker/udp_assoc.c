@@ -28,6 +28,13 @@
  * has warmed up: associations and parked datagrams come from per-worker
  * pools (worker/pool.h), the batch buffers are made once.
  *
+ * A module with a datagram callback (pt_module.datagram, ABI 1.3) judges
+ * every datagram, each direction, once it is known to be the client's
+ * (or a reply that fits): a refused one is dropped and counted
+ * (CTR_UDP_DROP_MODULE) and costs no budget. Whether any such module
+ * applies is decided once per association; without one the relay reads
+ * a flag per datagram and calls nothing.
+ *
  * Byte budgets (pt_conn_budget_set) count payload bytes of the datagrams
  * relayed, PT_DIR_UP from the client. A datagram is read whole or not at
  * all: a limited direction reads one at a time, the last one may go past
@@ -125,6 +132,8 @@ struct udp_assoc {
 	uint8_t			 name_len;
 	unsigned		 dropped;
 	unsigned		 denied;	/* datagrams DATAGRAM refused */
+	unsigned		 refused;	/* datagrams a callback refused */
+	bool			 per_datagram;	/* a datagram callback applies */
 	uint32_t		 dest_clock;
 	struct udp_dest		 dests[UDP_DEST_CACHE];
 	struct loop_task	 reap;		/* back to the pool, later */
@@ -424,6 +433,18 @@ udp_denied(struct udp_assoc *a)
 		    "dropped";
 }
 
+/* The modules' datagram callbacks on one datagram of <len> payload bytes;
+ * false (counted) when one refused it. */
+static bool
+udp_datagram_ok(struct udp_assoc *a, enum pt_dir dir, size_t len)
+{
+	if (phase_datagram_run(a->conn, dir, len))
+		return true;
+	a->refused++;
+	counters_add(CTR_UDP_DROP_MODULE, 1);
+	return false;
+}
+
 /* ---- sockets -------------------------------------------------------- */
 
 /* The remote-facing socket for <family>, opened on first use. */
@@ -700,6 +721,9 @@ udp_on_client(struct loop_io *io, uint32_t events)
 		/* Only the client's own datagrams keep it alive, and
 		 * spend its budget. */
 		a->conn->c_last_active = loop_now();
+		if (a->per_datagram && !udp_datagram_ok(a, PT_DIR_UP,
+		    len - h.len))
+			continue;
 		paid += len - h.len;
 		if (h.dest.atyp == SOCKS_ATYP_DOMAIN)
 			udp_to_name(a, &h.dest, p + h.len, len - h.len);
@@ -750,6 +774,9 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 			udp_drop(a, CTR_UDP_DROP_TOO_BIG, 1);
 			continue;
 		}
+		if (a->per_datagram && !udp_datagram_ok(a, PT_DIR_DOWN,
+		    udp_in[i].msg_len))
+			continue;
 		data = udp_in_iov[i].iov_base;
 		memcpy(data - hlen, hdr, hlen);
 		iov[k].iov_base = data - hlen;
@@ -794,6 +821,7 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 	a->conn = c;
 	a->peer = c->c_req.peer;
 	a->client_port = client_port;
+	a->per_datagram = phase_datagram_applies(c);
 	a->rio[0].assoc = a->rio[1].assoc = a;
 	a->rio[0].io.fd = a->rio[1].io.fd = -1;
 	len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
@@ -853,6 +881,9 @@ udp_assoc_free(struct udp_assoc *a)
 	if (a->dropped > 0)
 		pt_log(PT_LOG_INFO, "UDP association: %u datagrams dropped "
 		    "(foreign source, fragment or malformed)", a->dropped);
+	if (a->refused > 0)
+		pt_clog(a->conn, PT_LOG_INFO, "UDP association: %u datagrams "
+		    "refused by a module dropped", a->refused);
 	if (a->denied > 0)
 		pt_clog(a->conn, PT_LOG_INFO, "UDP association: %u datagrams "
 		    "to denied destinations dropped", a->denied);

@@ -63,7 +63,9 @@ enum pt_phase {
 	 * no pt_conn_resume follows an AGAIN here, and pt_conn_answer has
 	 * no effect). The cache is small: a client talking to many
 	 * destinations at once may see one judged again. Worker thread;
-	 * the strings seen last for the hook call only. */
+	 * the strings seen last for the hook call only. A module that
+	 * judges every datagram (a packet rate) sets pt_module.datagram
+	 * (1.3) instead. */
 	PT_PHASE_DATAGRAM,
 	/* 1.1: once per client connection, after its last LOG, before its
 	 * memory goes back to the pool. The verdict is ignored and every
@@ -104,6 +106,12 @@ enum pt_proto {
 	 * ACCEPT, ACCESS (a DENY answers 403), LOG and CLOSE; never AUTH,
 	 * DIAL or ESTABLISHED. status is the HTTP status answered. */
 	PT_PROTO_STATUS
+};
+
+/* A direction of a connection's data (1.1; byte budgets, datagrams). */
+enum pt_dir {
+	PT_DIR_UP = 0,		/* client -> upstream */
+	PT_DIR_DOWN = 1		/* upstream -> client */
 };
 
 /* A slice of bytes owned by someone else (the input buffer, the config). */
@@ -238,6 +246,13 @@ struct pt_modconf {
 	void		*reserved[1];
 };
 
+/*
+ * 1.3: pt_module.datagram, called for every datagram of a SOCKS5 UDP
+ * association, see there.
+ */
+typedef enum pt_verdict (*pt_datagram_fn)(struct pt_conn *conn,
+    enum pt_dir dir, size_t len, void *modctx);
+
 /* pt_module.flags */
 /* The module checks credentials: a SOCKS5 listener it applies to offers
  * username/password (RFC 1929) and, unless pt_conn_need_credentials()
@@ -300,7 +315,34 @@ struct pt_module {
 	 * are closed. */
 	void	(*on_drain)(struct pt_worker *w, void *ctx);
 
-	void			*reserved[5];
+	/* ---- 1.3, in what was a reserved slot ---- */
+	/*
+	 * Optional: judges each datagram of a SOCKS5 UDP association the
+	 * module applies to (its listener), in both directions: <dir> UP
+	 * for one the client sent (after the core checked that it is the
+	 * client's, whole and well formed, before its destination is
+	 * judged by PT_PHASE_DATAGRAM or looked up), DOWN for a reply
+	 * about to go to the client; <len> is the payload, without the
+	 * SOCKS header (what byte budgets count). Worker thread, from the
+	 * relay's read callback; synchronous. CONTINUE passes it on to the
+	 * next module's callback (configuration order), ALLOW passes it
+	 * without asking the others, DENY (and ERROR, AGAIN) drops it: the
+	 * core counts it (a status listener's
+	 * udp_datagrams_dropped_total{reason="module"}) and it is not
+	 * charged to the byte budget. Nothing is answered and no pt_conn_resume follows; the
+	 * module may read the clock, use its own state (pt_conn_ctx),
+	 * pt_counter_add and pt_log/pt_clog, and nothing that changes the
+	 * connection (pt_conn_close, pt_conn_answer, pt_conn_budget_*,
+	 * pt_req_set_*): the relay is in the middle of a batch. It
+	 * runs once per datagram at packet rates: keep it to a few hundred
+	 * nanoseconds, no system call beyond a vDSO clock read. NULL (and
+	 * any module built before 1.3): the relay never calls anything per
+	 * datagram, and when no module has it the relay skips the check
+	 * (one flag per association, read per datagram).
+	 */
+	pt_datagram_fn		 datagram;
+
+	void			*reserved[4];
 };
 
 #define PT_MODULE_INIT                                                  \
@@ -530,10 +572,6 @@ PT_API void	*pt_conn_listener_ctx(struct pt_conn *conn,
 
 /* ---- 1.1: byte budgets ------------------------------------------------ */
 
-enum pt_dir {
-	PT_DIR_UP = 0,		/* client -> upstream */
-	PT_DIR_DOWN = 1		/* upstream -> client */
-};
 /*
  * Limits how many more bytes the core reads in direction <dir> of the
  * connection (tunnels, HTTP bodies, UDP datagrams of an association).

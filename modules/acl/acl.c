@@ -87,7 +87,7 @@ acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 {
 	const struct acl_conf	*ac = modctx;
 	struct acl_state	*st = pt_conn_ctx(conn, &pt_module_acl);
-	struct acl_addr		 none = { 0 };
+	struct net_addr		 none = { 0 };
 	struct acl_decision	 d;
 	bool			 udp = req->proto == PT_PROTO_UDP;
 
@@ -129,11 +129,11 @@ acl_dial(struct pt_conn *conn, struct pt_req *req, void *modctx)
 {
 	const struct acl_conf	*ac = modctx;
 	struct acl_state	*st = pt_conn_ctx(conn, &pt_module_acl);
-	struct acl_addr		 to;
+	struct net_addr		 to;
 	struct acl_decision	 d;
 	bool			 mine = st->seen && st->txn == req->txn;
 
-	acl_addr_from((const struct sockaddr *)&req->target, &to);
+	net_addr_from((const struct sockaddr *)&req->target, &to);
 	if (!mine || st->undecided)
 		/* Undecided at ACCESS, or ACCESS was skipped (a module
 		 * before this one answered ALLOW): judge it all now. */
@@ -168,18 +168,18 @@ static enum pt_verdict
 acl_datagram(struct pt_conn *conn, struct pt_req *req, void *modctx)
 {
 	const struct acl_conf	*ac = modctx;
-	struct acl_addr		 to;
+	struct net_addr		 to;
 	struct acl_decision	 d;
 
 	/* A name before it is resolved: refuse it now if the rules can,
 	 * else wait for its address (the core asks again). */
 	if (req->target.ss_family == AF_UNSPEC) {
-		acl_eval(ac, req, &(struct acl_addr){ 0 }, 0, ACL_C_DST, &d);
+		acl_eval(ac, req, &(struct net_addr){ 0 }, 0, ACL_C_DST, &d);
 		return d.outcome == ACL_DENY ?
 		    acl_refuse(conn, ac, d.rule, false, true) :
 		    PT_VERDICT_CONTINUE;
 	}
-	acl_addr_from((const struct sockaddr *)&req->target, &to);
+	net_addr_from((const struct sockaddr *)&req->target, &to);
 	acl_eval(ac, req, &to, 0, 0, &d);
 	if (d.outcome == ACL_DENY)
 		return acl_refuse(conn, ac, d.rule, false, true);

@@ -108,7 +108,7 @@ acl_array(struct acl_parse *p, const config_setting_t *s, size_t size)
 
 static int
 acl_nets(struct acl_parse *p, const config_setting_t *s, const char *key,
-    struct acl_net **out, size_t *nout)
+    struct net_prefix **out, size_t *nout)
 {
 	const char	*v, *why;
 	int		 i, n = acl_count(s);
@@ -118,7 +118,7 @@ acl_nets(struct acl_parse *p, const config_setting_t *s, const char *key,
 	for (i = 0; i < n; i++) {
 		if ((v = acl_item_str(p, s, i, key)) == NULL)
 			return -1;
-		if (acl_net_parse(v, &(*out)[i], &why) < 0)
+		if (net_prefix_parse(v, &(*out)[i], &why) < 0)
 			return acl_fail(p, acl_item(s, i), "%s: \"%.64s\": %s",
 			    key, v, why);
 	}

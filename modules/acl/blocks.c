@@ -129,7 +129,7 @@ acl_node_cmp(const void *a, const void *b)
 static int
 acl_block_nets(struct acl_block *b, const struct acl_conf *ac)
 {
-	const struct acl_net	*n;
+	const struct net_prefix	*n;
 	struct acl_v4node	*v;
 	size_t			 i, j, cnt, total = 0, top;
 	uint32_t		 a, mask;

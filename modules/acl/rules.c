@@ -31,8 +31,8 @@ acl_proto_name(enum pt_proto p)
 /* What one evaluation learns once and reuses across rules. */
 struct acl_query {
 	const struct pt_req	*req;
-	const struct acl_addr	*target;
-	struct acl_addr		 src;
+	const struct net_addr	*target;
+	struct net_addr		 src;
 	bool			 src_done;
 	int			 hlen;		/* -2: not lowered yet */
 	uint64_t		 hhash;		/* of host, 0: not yet */
@@ -107,11 +107,11 @@ acl_memo_put(struct acl_memo *m, const void *what,
 	return result;
 }
 
-static const struct acl_addr *
+static const struct net_addr *
 acl_q_src(struct acl_query *q)
 {
 	if (!q->src_done) {
-		acl_addr_from((const struct sockaddr *)&q->req->peer, &q->src);
+		net_addr_from((const struct sockaddr *)&q->req->peer, &q->src);
 		q->src_done = true;
 	}
 	return &q->src;
@@ -127,14 +127,14 @@ acl_q_host(struct acl_query *q)
 }
 
 static bool
-acl_nets_have(const struct acl_net *v, size_t n, const struct acl_addr *a)
+acl_nets_have(const struct net_prefix *v, size_t n, const struct net_addr *a)
 {
 	size_t	 i;
 
 	if (a->family == 0)
 		return false;
 	for (i = 0; i < n; i++)
-		if (acl_net_has_any(&v[i], a))
+		if (net_prefix_has_any(&v[i], a))
 			return true;
 	return false;
 }
@@ -262,7 +262,7 @@ acl_rule_matches(const struct acl_rule *r, struct acl_query *q,
  * the first that holds <a> (networks nest, so that one and its
  * ancestors are all that hold it). */
 static size_t
-acl_v4_first(const struct acl_block *b, const struct acl_addr *a)
+acl_v4_first(const struct acl_block *b, const struct net_addr *a)
 {
 	uint32_t	 v = (uint32_t)a->b[0] << 24 | (uint32_t)a->b[1] << 16 |
 			    (uint32_t)a->b[2] << 8 | a->b[3];
@@ -291,8 +291,8 @@ acl_v4_first(const struct acl_block *b, const struct acl_addr *a)
 static size_t
 acl_block_start(const struct acl_block *b, struct acl_query *q)
 {
-	const struct acl_addr	*a;
-	struct acl_addr		 v4;
+	const struct net_addr	*a;
+	struct net_addr		 v4;
 	size_t			 i, first = b->end, f;
 
 	if (b->kind == ACL_C_HOST) {
@@ -308,16 +308,16 @@ acl_block_start(const struct acl_block *b, struct acl_query *q)
 	if (a->family != AF_INET6)
 		return b->end;
 	for (i = 0; i < b->nv6; i++)
-		if (b->v6[i].rule < first && acl_net_has(&b->v6[i].net, a))
+		if (b->v6[i].rule < first && net_prefix_has(&b->v6[i].net, a))
 			first = b->v6[i].rule;
-	if (acl_addr_embedded_v4(a, &v4) && (f = acl_v4_first(b, &v4)) < first)
+	if (net_addr_embedded_v4(a, &v4) && (f = acl_v4_first(b, &v4)) < first)
 		first = f;
 	return first;
 }
 
 void
 acl_eval(const struct acl_conf *ac, const struct pt_req *req,
-    const struct acl_addr *target, size_t from, unsigned unknown,
+    const struct net_addr *target, size_t from, unsigned unknown,
     struct acl_decision *d)
 {
 	const struct acl_block	*b;
@@ -354,13 +354,13 @@ acl_eval(const struct acl_conf *ac, const struct pt_req *req,
 
 bool
 acl_private_denied(const struct acl_conf *ac, int rule,
-    const struct acl_addr *target)
+    const struct net_addr *target)
 {
 	const struct acl_rule	*r;
-	struct acl_net		 range;
+	struct net_prefix		 range;
 	size_t			 i;
 
-	if (ac->allow_private || !acl_private(target, &range))
+	if (ac->allow_private || !net_addr_private(target, &range))
 		return false;
 	if (rule < 0)
 		return true;
@@ -369,8 +369,8 @@ acl_private_denied(const struct acl_conf *ac, int rule,
 	 * nothing. */
 	r = &ac->rules[rule];
 	for (i = 0; i < r->ndst; i++)
-		if (acl_net_has_any(&r->dst[i], target) &&
-		    acl_net_within(&r->dst[i], &range))
+		if (net_prefix_has_any(&r->dst[i], target) &&
+		    net_prefix_within(&r->dst[i], &range))
 			return false;
 	return true;
 }

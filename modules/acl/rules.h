@@ -16,7 +16,7 @@
 #include <portico/module.h>
 
 #include "modules/acl/hostset.h"
-#include "modules/acl/net.h"
+#include "modules/common/net.h"
 
 /* A rule's conditions, as bits: which it has, and which a stage of the
  * request cannot judge yet. */
@@ -47,7 +47,7 @@ struct acl_rule {
 	char		*reason;	/* for the log: "acl: rule ..." */
 	bool		 allow;
 	unsigned	 has;		/* ACL_C_* */
-	struct acl_net	*src, *dst;
+	struct net_prefix	*src, *dst;
 	size_t		 nsrc, ndst;
 	struct acl_hostset hosts;	/* `host` names and suffixes */
 	pcre2_code	**re;		/* `host` ~regexes */
@@ -82,7 +82,7 @@ struct acl_v4node {
 
 /* One IPv6 network of a block and its rule (tried in turn). */
 struct acl_v6entry {
-	struct acl_net	 net;
+	struct net_prefix	 net;
 	uint32_t	 rule;
 };
 
@@ -169,7 +169,7 @@ struct acl_decision {
  * is the destination address (family 0 when unknown).
  */
 void	 acl_eval(const struct acl_conf *ac, const struct pt_req *req,
-	    const struct acl_addr *target, size_t from, unsigned unknown,
+	    const struct net_addr *target, size_t from, unsigned unknown,
 	    struct acl_decision *d);
 /*
  * After an allow: whether <target> is a private destination the
@@ -177,7 +177,7 @@ void	 acl_eval(const struct acl_conf *ac, const struct pt_req *req,
  * allowing rule <rule> (-1: the default) inside the private range).
  */
 bool	 acl_private_denied(const struct acl_conf *ac, int rule,
-	    const struct acl_addr *target);
+	    const struct net_addr *target);
 /* Drops the answers kept for hosts (acl_conf_free does, since a new
  * configuration may reuse the addresses of the old one's matchers). */
 void	 acl_memo_forget(void);

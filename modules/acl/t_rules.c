@@ -54,7 +54,7 @@ t_parse(const char *body)
 
 struct t_req {
 	struct pt_req	 req;
-	struct acl_addr	 target;
+	struct net_addr	 target;
 };
 
 static void
@@ -90,7 +90,7 @@ t_req(enum pt_proto proto, const char *host, uint16_t port, const char *src,
 	t_sa(&r.req.peer, src != NULL ? src : "192.0.2.10");
 	if (dst != NULL) {
 		t_sa(&r.req.target, dst);
-		acl_addr_from((struct sockaddr *)&r.req.target, &r.target);
+		net_addr_from((struct sockaddr *)&r.req.target, &r.target);
 	}
 	return r;
 }
@@ -277,7 +277,7 @@ test_acl_rules_dst_waits_for_dial(void)
 	struct acl_conf		*ac;
 	struct acl_decision	 d;
 	struct t_req		 r;
-	struct acl_addr		 none = { 0 };
+	struct net_addr		 none = { 0 };
 
 	ac = t_parse("rules = ( { action = \"deny\"; host = \"bad.test\"; },\n"
 	    "{ name = \"lan\"; action = \"deny\"; dst = \"198.51.100.0/24\"; },\n"
@@ -331,10 +331,10 @@ static bool
 t_private(const struct acl_conf *ac, int rule, const char *ip)
 {
 	struct sockaddr_storage	 ss;
-	struct acl_addr		 a;
+	struct net_addr		 a;
 
 	t_sa(&ss, ip);
-	acl_addr_from((struct sockaddr *)&ss, &a);
+	net_addr_from((struct sockaddr *)&ss, &a);
 	return acl_private_denied(ac, rule, &a);
 }
 

@@ -6,12 +6,10 @@
 #ifndef PT_ACL_T_SUITES_H
 #define PT_ACL_T_SUITES_H
 
-void	register_acl_net_suite(void);		/* t_net.c */
 void	register_acl_hostset_suite(void);	/* t_hostset.c */
 void	register_acl_rules_suite(void);		/* t_rules.c */
 
 #define SUITES_ALL							\
-	register_acl_net_suite,						\
 	register_acl_hostset_suite,					\
 	register_acl_rules_suite
 

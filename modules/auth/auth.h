@@ -12,6 +12,7 @@
 #include <portico/module.h>
 
 #include "modules/auth/mac.h"
+#include "modules/common/net.h"
 #include "modules/auth/userlist.h"
 
 struct auth_conf {
@@ -41,16 +42,10 @@ struct auth_conf {
 	int		 ctr_overload;
 };
 
-/* One no_auth_from network. */
-struct auth_net {
-	int		 family;
-	uint8_t		 addr[16];
-	unsigned	 prefix;
-};
-
+/* A listener's no_auth_from networks (modules/common/net.h). */
 struct auth_listener {
-	size_t		 nnets;
-	struct auth_net	 nets[];
+	size_t			 nnets;
+	struct net_prefix	 nets[];
 };
 
 PT_API extern const struct pt_module pt_module_auth;

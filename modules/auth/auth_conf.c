@@ -9,9 +9,7 @@
  */
 #include "modules/auth/auth.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,50 +287,13 @@ auth_conf_free(void *ctx)
 	free(ac);
 }
 
-/* "10.0.0.0/8", "::1/128", "192.0.2.1" (a host). */
-static int
-auth_parse_net(const char *s, struct auth_net *n)
-{
-	char		 buf[64], *slash, *end;
-	unsigned long	 p;
-	unsigned	 max, i;
-
-	if (strlen(s) >= sizeof(buf))
-		return -1;
-	strcpy(buf, s);
-	if ((slash = strchr(buf, '/')) != NULL)
-		*slash++ = '\0';
-	memset(n, 0, sizeof(*n));
-	if (inet_pton(AF_INET, buf, n->addr) == 1) {
-		n->family = AF_INET;
-		max = 32;
-	} else if (inet_pton(AF_INET6, buf, n->addr) == 1) {
-		n->family = AF_INET6;
-		max = 128;
-	} else
-		return -1;
-	p = max;
-	if (slash != NULL) {
-		errno = 0;
-		p = strtoul(slash, &end, 10);
-		if (*slash == '\0' || *end != '\0' || errno != 0 || p > max)
-			return -1;
-	}
-	n->prefix = (unsigned)p;
-	/* Host bits set ("10.1.2.3/8") are a typo more often than not. */
-	for (i = n->prefix; i < max; i++)
-		if (n->addr[i / 8] & (0x80 >> (i % 8)))
-			return -1;
-	return 0;
-}
-
 int
 auth_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
     void *modctx, void **lctx_out, const char **errstr)
 {
 	struct auth_listener	*l;
 	config_setting_t	*nets, *e;
-	const char		*bad, *s;
+	const char		*bad, *s, *why;
 	int			 i, n = 0;
 
 	(void)mc;
@@ -370,10 +331,11 @@ auth_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 	for (i = 0; i < n; i++) {
 		e = config_setting_get_elem(nets, (unsigned)i);
 		if ((s = config_setting_get_string(e)) == NULL ||
-		    auth_parse_net(s, &l->nets[i]) < 0) {
+		    net_prefix_parse(s, &l->nets[i], &why) < 0) {
 			snprintf(auth_err, sizeof(auth_err), "no_auth_from: "
-			    "\"%.64s\" is not a network (\"10.0.0.0/8\", "
-			    "\"::1/128\", no host bits)", s ? s : "?");
+			    "\"%.64s\" is not a network: %s (\"10.0.0.0/8\", "
+			    "\"::1/128\", no host bits)", s ? s : "?",
+			    s ? why : "not a string");
 			free(l);
 			return -1;
 		}
@@ -389,38 +351,20 @@ auth_listener_conf_free(void *lctx)
 	free(lctx);
 }
 
-static bool
-auth_prefix_eq(const uint8_t *a, const uint8_t *b, unsigned bits)
-{
-	unsigned	 full = bits / 8, rest = bits % 8;
-
-	if (memcmp(a, b, full) != 0)
-		return false;
-	return rest == 0 ||
-	    ((a[full] ^ b[full]) & (uint8_t)(0xff00 >> rest)) == 0;
-}
-
+/* An IPv4 client on a dual-stack socket (::ffff:a.b.c.d) is judged by its
+ * IPv4 address; the other IPv6 forms that carry one (NAT64, 6to4) are
+ * not: a source is the address the client has, not one it names. */
 bool
 auth_net_match(const struct auth_listener *l, const struct sockaddr *sa)
 {
-	const uint8_t	*a;
-	int		 fam = sa->sa_family;
+	struct net_addr	 a;
 	size_t		 i;
 
-	if (fam == AF_INET)
-		a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
-	else if (fam == AF_INET6) {
-		a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-		/* A v4 client on a dual-stack socket: judge the v4 address. */
-		if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)a)) {
-			fam = AF_INET;
-			a += 12;
-		}
-	} else
+	net_addr_from(sa, &a);
+	if (a.family == 0)
 		return false;
 	for (i = 0; i < l->nnets; i++)
-		if (l->nets[i].family == fam &&
-		    auth_prefix_eq(a, l->nets[i].addr, l->nets[i].prefix))
+		if (net_prefix_has(&l->nets[i], &a))
 			return true;
 	return false;
 }

@@ -17,11 +17,14 @@
  *   ACCESS, with the same two limits judged there.
  * - request_rate is judged at every ACCESS (each HTTP request, CONNECT,
  *   SOCKS request), for every class the connection joined.
- * - bandwidth_up/down (and udp_bytes for a UDP association) go through
- *   the core's byte budgets: the connection takes a slice of bytes from
- *   every bucket that limits the direction, the core reads that much and
- *   says when it is spent, and when a bucket lacks a slice one timer is
- *   armed for the moment it will have one. Nothing polls.
+ * - bandwidth_up/down go through the core's byte budgets: the connection
+ *   takes a slice of bytes from every bucket that limits the direction,
+ *   the core reads that much and says when it is spent, and when a
+ *   bucket lacks a slice one timer is armed for the moment it will have
+ *   one. Nothing polls.
+ * - udp_packets and udp_bytes are judged per datagram of a UDP
+ *   association (the ABI's datagram callback): one that the buckets
+ *   cannot pay for now is dropped and counted, never delayed.
  * A connection stays a member of its keys (counted in their `conns`)
  * until its CLOSE; a key with members is never evicted from the table.
  *
@@ -75,7 +78,6 @@ struct limits_cstate {
 	struct limits_member	 m[LIMITS_CONN_MAX];
 	uint8_t			 nm;
 	uint8_t			 late_done;
-	uint8_t			 udp;
 	int16_t			 refused;	/* class + 1, decided at ACCEPT */
 	uint32_t		 retry;
 	struct limits_dir	 d[2];
@@ -260,8 +262,7 @@ limits_dir_limited(const struct limits_cstate *cs, int dir)
 
 	for (i = 0; i < cs->nm; i++) {
 		c = &cs->lc->classes[cs->m[i].cls];
-		if (c->p.rate[dir == PT_DIR_UP ? LB_UP : LB_DOWN] != 0 ||
-		    (cs->udp && c->p.rate[LB_UDP] != 0))
+		if (c->p.rate[dir == PT_DIR_UP ? LB_UP : LB_DOWN] != 0)
 			return true;
 	}
 	return false;
@@ -284,43 +285,33 @@ limits_reserve(struct limits_dir *d, uint64_t now, uint64_t *due_out)
 	struct table_params		 p;
 	struct table_entry		*e;
 	uint64_t			 want = UINT64_MAX, wait = 0, w, u, at;
-	int				 bs[2], nb, k;
+	int				 b;
 	uint8_t				 i;
 
-	bs[0] = d->dir == PT_DIR_UP ? LB_UP : LB_DOWN;
-	bs[1] = LB_UDP;
-	nb = cs->udp ? 2 : 1;
+	b = d->dir == PT_DIR_UP ? LB_UP : LB_DOWN;
 	for (i = 0; i < cs->nm; i++) {
 		c = &cs->lc->classes[cs->m[i].cls];
 		table_class_read(&limits_tab, c->slot, &p);
-		for (k = 0; k < nb; k++)
-			if (p.rate[bs[k]] != 0 && bucket_slice(p.rate[bs[k]],
-			    p.burst[bs[k]]) < want)
-				want = bucket_slice(p.rate[bs[k]],
-				    p.burst[bs[k]]);
+		if (p.rate[b] != 0 && bucket_slice(p.rate[b], p.burst[b]) <
+		    want)
+			want = bucket_slice(p.rate[b], p.burst[b]);
 	}
 	if (want == UINT64_MAX)
 		return 0;
 	for (i = 0; i < cs->nm; i++) {
 		c = &cs->lc->classes[cs->m[i].cls];
 		table_class_read(&limits_tab, c->slot, &p);
-		e = NULL;
-		for (k = 0; k < nb; k++) {
-			if (p.rate[bs[k]] == 0)
-				continue;
-			if (e == NULL)
-				e = limits_member_entry(cs, &cs->m[i], &p, now);
-			u = bucket_units(now, p.epoch_ns, p.rate[bs[k]]);
-			at = bucket_reserve(&e->tat[bs[k]], u, p.burst[bs[k]],
-			    want);
-			if (at <= u)
-				continue;
-			w = bucket_ns_until(now, p.epoch_ns, p.rate[bs[k]],
-			    at);
-			if (w > wait)
-				wait = w;
-			pt_counter_add(c->ctr_delayed, (int64_t)want);
-		}
+		if (p.rate[b] == 0)
+			continue;
+		e = limits_member_entry(cs, &cs->m[i], &p, now);
+		u = bucket_units(now, p.epoch_ns, p.rate[b]);
+		at = bucket_reserve(&e->tat[b], u, p.burst[b], want);
+		if (at <= u)
+			continue;
+		w = bucket_ns_until(now, p.epoch_ns, p.rate[b], at);
+		if (w > wait)
+			wait = w;
+		pt_counter_add(c->ctr_delayed, (int64_t)want);
 	}
 	if (wait > 0)
 		pt_counter_add(cs->lc->ctr_delayed, (int64_t)want);
@@ -387,7 +378,7 @@ limits_unreserve(struct limits_dir *d)
 	struct table_params		 p;
 	struct table_entry		*e;
 	uint64_t			 now = limits_clock(), left = 0;
-	int				 bs[2], nb, k;
+	int				 b;
 	uint8_t				 i;
 
 	for (i = 0; i < d->n; i++)
@@ -395,21 +386,15 @@ limits_unreserve(struct limits_dir *d)
 	d->n = 0;
 	if (left == 0)
 		return;
-	bs[0] = d->dir == PT_DIR_UP ? LB_UP : LB_DOWN;
-	bs[1] = LB_UDP;
-	nb = cs->udp ? 2 : 1;
+	b = d->dir == PT_DIR_UP ? LB_UP : LB_DOWN;
 	for (i = 0; i < cs->nm; i++) {
 		c = &cs->lc->classes[cs->m[i].cls];
 		table_class_read(&limits_tab, c->slot, &p);
-		e = NULL;
-		for (k = 0; k < nb; k++) {
-			if (p.rate[bs[k]] == 0)
-				continue;
-			if (e == NULL)
-				e = limits_member_entry(cs, &cs->m[i], &p, now);
-			bucket_give(&e->tat[bs[k]], bucket_units(now,
-			    p.epoch_ns, p.rate[bs[k]]), left);
-		}
+		if (p.rate[b] == 0)
+			continue;
+		e = limits_member_entry(cs, &cs->m[i], &p, now);
+		bucket_give(&e->tat[b], bucket_units(now, p.epoch_ns,
+		    p.rate[b]), left);
 	}
 }
 
@@ -455,6 +440,67 @@ limits_bw_start(struct limits_cstate *cs)
 		pt_conn_budget_set(cs->conn, (enum pt_dir)i, 0,
 		    limits_on_spent, d);
 	}
+}
+
+/* ---- UDP datagrams -------------------------------------------------- */
+
+/*
+ * The core's per-datagram callback (ABI 1.3) for a UDP association: one
+ * token of every udp_packets bucket and <len> of every udp_bytes bucket
+ * of the keys the association joined, both directions alike, all or
+ * none. A datagram one of them cannot pay for now is dropped: the core
+ * counts it, and so do the class that refused it and limits_udp_dropped.
+ * Nothing is delayed, so nothing is lost uncounted in a socket buffer.
+ * A datagram larger than a udp_bytes burst can never pass.
+ */
+static enum pt_verdict
+limits_datagram(struct pt_conn *conn, enum pt_dir dir, size_t len,
+    void *modctx)
+{
+	struct limits_cstate		*cs = pt_conn_ctx(conn, &pt_module_limits);
+	const struct limits_class	*c;
+	struct table_params		 p;
+	struct table_entry		*e;
+	_Atomic uint64_t		*taken[2 * LIMITS_CONN_MAX];
+	uint64_t			 us[2 * LIMITS_CONN_MAX];
+	uint64_t			 amt[2 * LIMITS_CONN_MAX], n[2];
+	uint64_t			 now;
+	static const int		 bs[2] = { LB_UDP_PKT, LB_UDP };
+	uint8_t				 i, k, nt = 0;
+
+	(void)dir;
+	(void)modctx;
+	if (cs == NULL || cs->nm == 0)
+		return PT_VERDICT_CONTINUE;
+	now = limits_clock();
+	n[0] = 1;
+	n[1] = len;
+	for (i = 0; i < cs->nm; i++) {
+		c = &cs->lc->classes[cs->m[i].cls];
+		table_class_read(&limits_tab, c->slot, &p);
+		if (p.rate[LB_UDP] == 0 && p.rate[LB_UDP_PKT] == 0)
+			continue;
+		e = limits_member_entry(cs, &cs->m[i], &p, now);
+		for (k = 0; k < 2; k++) {
+			if (p.rate[bs[k]] == 0 || n[k] == 0)
+				continue;
+			us[nt] = bucket_units(now, p.epoch_ns, p.rate[bs[k]]);
+			if (bucket_take(&e->tat[bs[k]], us[nt], p.burst[bs[k]],
+			    n[k], n[k], NULL) == 0) {
+				/* Those that paid get it back. */
+				while (nt > 0) {
+					nt--;
+					bucket_give(taken[nt], us[nt], amt[nt]);
+				}
+				pt_counter_add(cs->lc->ctr_dropped, 1);
+				pt_counter_add(c->ctr_dropped, 1);
+				return PT_VERDICT_DENY;
+			}
+			amt[nt] = n[k];
+			taken[nt++] = &e->tat[bs[k]];
+		}
+	}
+	return PT_VERDICT_CONTINUE;
 }
 
 /* ---- hooks -------------------------------------------------------------- */
@@ -565,8 +611,6 @@ limits_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 		limits_refused(cs, &lc->classes[cls]);
 		return limits_deny(conn, &lc->classes[cls], cs->retry);
 	}
-	if (req->proto == PT_PROTO_UDP)
-		cs->udp = 1;
 	limits_bw_start(cs);
 	return PT_VERDICT_CONTINUE;
 }
@@ -592,29 +636,12 @@ limits_close(struct pt_conn *conn, struct pt_req *req, void *modctx)
 
 /* ---- life cycle ----------------------------------------------------------- */
 
-static void
-limits_counter_name(char *out, size_t len, const char *cls,
-    const char *what)
-{
-	size_t	 room, i, n;
-
-	n = (size_t)snprintf(out, len, "limits_");
-	room = len - 1 - n - strlen(what) - 1;
-	for (i = 0; cls[i] != '\0' && i < room; i++)
-		out[n++] = cls[i] >= 'A' && cls[i] <= 'Z' ?
-		    (char)(cls[i] - 'A' + 'a') :
-		    (cls[i] >= 'a' && cls[i] <= 'z') ||
-		    (cls[i] >= '0' && cls[i] <= '9') ? cls[i] : '_';
-	snprintf(out + n, len - n, "_%s", what);
-}
-
 static int
 limits_conf(struct pt_modconf *mc, const config_setting_t *node,
     const char **errstr)
 {
 	struct limits_conf	*lc;
 	struct limits_class	*c;
-	char			 name[32];
 	size_t			 i;
 
 	*errstr = limits_err;
@@ -624,26 +651,32 @@ limits_conf(struct pt_modconf *mc, const config_setting_t *node,
 	lc->ctr_refused = pt_counter_register("limits_refused");
 	lc->ctr_delayed = pt_counter_register("limits_delayed_bytes");
 	lc->ctr_overflow = pt_counter_register("limits_table_overflow");
+	lc->ctr_dropped = pt_counter_register("limits_udp_dropped");
 	if (lc->ctr_refused < 0 || lc->ctr_delayed < 0 ||
-	    lc->ctr_overflow < 0) {
+	    lc->ctr_overflow < 0 || lc->ctr_dropped < 0) {
 		snprintf(limits_err, sizeof(limits_err),
 		    "pt_counter_register failed");
 		limits_conf_free(lc);
 		return -1;
 	}
-	/* Per class when there is room: a class without its own counters
-	 * still counts in the totals above. */
+	/* Per class, labelled class="<name>" (a status listener's
+	 * families portico_module_limits_class_*_total), when there is
+	 * room: a class without its own counters still counts in the
+	 * totals above. */
 	for (i = 0; i < lc->nclasses; i++) {
 		c = &lc->classes[i];
-		limits_counter_name(name, sizeof(name), c->name, "refused");
-		c->ctr_refused = pt_counter_register(name);
-		limits_counter_name(name, sizeof(name), c->name, "delayed");
-		c->ctr_delayed = pt_counter_register(name);
-		if (c->ctr_refused < 0 || c->ctr_delayed < 0)
+		c->ctr_refused = pt_counter_register_label(
+		    "limits_class_refused", "class", c->name);
+		c->ctr_delayed = pt_counter_register_label(
+		    "limits_class_delayed_bytes", "class", c->name);
+		c->ctr_dropped = pt_counter_register_label(
+		    "limits_class_udp_dropped", "class", c->name);
+		if (c->ctr_refused < 0 || c->ctr_delayed < 0 ||
+		    c->ctr_dropped < 0)
 			pt_log(PT_LOG_WARNING, "limits: class \"%s\": no "
 			    "counters left for it (it counts in "
-			    "limits_refused and limits_delayed_bytes)",
-			    c->name);
+			    "limits_refused, limits_delayed_bytes and "
+			    "limits_udp_dropped)", c->name);
 	}
 	mc->ctx = lc;
 	return 0;
@@ -777,4 +810,5 @@ const struct pt_module pt_module_limits = {
 	.listener_conf = limits_listener_conf,
 	.hooks = limits_hooks,
 	.conn_ctx_size = sizeof(struct limits_cstate),
+	.datagram = limits_datagram,
 };

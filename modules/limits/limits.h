@@ -13,7 +13,7 @@
 
 #include <portico/module.h>
 
-#include "modules/acl/net.h"
+#include "modules/common/net.h"
 #include "modules/limits/table.h"
 
 /* What a class counts as one subject. */
@@ -36,7 +36,7 @@ struct limits_class {
 	bool		 has_user, user_any;
 	char		**users;
 	size_t		 nusers;
-	struct acl_net	*src;
+	struct net_prefix	*src;
 	size_t		 nsrc;
 	char		**listeners;
 	size_t		 nlisteners;
@@ -45,7 +45,8 @@ struct limits_class {
 	struct table_params p;
 	uint64_t	 shape;		/* digest of match and key */
 	int		 slot;		/* in the shared table, or -1 */
-	int		 ctr_refused, ctr_delayed;
+	/* Its counters (labelled class="<name>"), or -1. */
+	int		 ctr_refused, ctr_delayed, ctr_dropped;
 	int		 line;		/* of its entry, for messages */
 };
 
@@ -54,7 +55,7 @@ struct limits_conf {
 	size_t		 nclasses;
 	uint32_t	 table_size;
 	bool		 any_early, any_late;
-	int		 ctr_refused, ctr_delayed, ctr_overflow;
+	int		 ctr_refused, ctr_delayed, ctr_overflow, ctr_dropped;
 };
 
 /* ---- limits_conf.c (master) ------------------------------------------ */

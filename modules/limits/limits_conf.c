@@ -18,6 +18,9 @@
 #define LIMITS_TABLE_DEFAULT	16384
 #define LIMITS_TABLE_MAX	(1u << 24)
 #define LIMITS_BURST_MIN	4096
+/* udp_bytes: the largest datagram payload, so that a default burst never
+ * refuses a datagram for its size alone. */
+#define LIMITS_UDP_BURST_MIN	65535
 
 struct limits_parse {
 	char			*err;
@@ -45,7 +48,7 @@ static const char *const limits_match_keys[] = {
 /* The rate options, in bucket order, and their burst options. */
 static const char *const limits_rate_keys[LB_COUNT] = {
 	"connection_rate", "request_rate", "bandwidth_up", "bandwidth_down",
-	"udp_bytes"
+	"udp_bytes", "udp_packets"
 };
 
 static const struct {
@@ -241,7 +244,7 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 		for (i = 0; i < (size_t)n; i++) {
 			if ((v = limits_item_str(p, s, (int)i, "src")) == NULL)
 				return -1;
-			if (acl_net_parse(v, &c->src[i], &why) < 0)
+			if (net_prefix_parse(v, &c->src[i], &why) < 0)
 				return limits_fail(p, limits_item(s, (int)i),
 				    "src: \"%.64s\": %s", v, why);
 			c->nsrc++;
@@ -324,7 +327,7 @@ limits_rates(struct limits_parse *p, struct limits_class *c,
     const config_setting_t *node)
 {
 	char		 key[48];
-	uint64_t	 v;
+	uint64_t	 v, min;
 	int		 b, rc;
 	bool		 any = false;
 
@@ -350,26 +353,20 @@ limits_rates(struct limits_parse *p, struct limits_class *c,
 		}
 		any = true;
 		/* Events may come one rate's worth at once; bytes an eighth
-		 * of a second's, but at least 4 KiB. */
-		c->p.burst[b] = b == LB_CONN || b == LB_REQ ? c->p.rate[b] :
-		    c->p.rate[b] / 8 > LIMITS_BURST_MIN ? c->p.rate[b] / 8 :
-		    LIMITS_BURST_MIN;
+		 * of a second's, but at least 4 KiB (udp_bytes: at least one
+		 * datagram of the largest size). */
+		min = b == LB_UDP ? LIMITS_UDP_BURST_MIN : LIMITS_BURST_MIN;
+		c->p.burst[b] = b == LB_CONN || b == LB_REQ ||
+		    b == LB_UDP_PKT ? c->p.rate[b] :
+		    c->p.rate[b] / 8 > min ? c->p.rate[b] / 8 : min;
 		if (limits_num(p, node, key, 1, LIMITS_RATE_MAX,
 		    &c->p.burst[b]) < 0)
 			return -1;
 	}
-	if (config_setting_get_member(node, "udp_packets") != NULL ||
-	    config_setting_get_member(node, "udp_packets_burst") != NULL)
-		return limits_fail(p, config_setting_get_member(node,
-		    "udp_packets") != NULL ? config_setting_get_member(node,
-		    "udp_packets") : config_setting_get_member(node,
-		    "udp_packets_burst"), "udp_packets: not available: the "
-		    "module ABI judges a UDP destination once, not each "
-		    "datagram; udp_bytes limits the payload");
 	if (!any)
 		return limits_fail(p, node, "no limit: give max_connections, "
 		    "connection_rate, request_rate, bandwidth_up, "
-		    "bandwidth_down or udp_bytes");
+		    "bandwidth_down, udp_bytes or udp_packets");
 	return 0;
 }
 
@@ -408,7 +405,7 @@ limits_class_parse(struct limits_parse *p, struct limits_conf *lc,
 	snprintf(p->cls, sizeof(p->cls), "class %d", idx + 1);
 	c->index = idx;
 	c->slot = -1;
-	c->ctr_refused = c->ctr_delayed = -1;
+	c->ctr_refused = c->ctr_delayed = c->ctr_dropped = -1;
 	c->line = config_setting_source_line(node);
 	if (!config_setting_is_group(node))
 		return limits_fail(p, node, "expected a group ({ name = ...; "
@@ -420,6 +417,13 @@ limits_class_parse(struct limits_parse *p, struct limits_conf *lc,
 	if (strlen(name) >= TABLE_NAME_MAX)
 		return limits_fail(p, config_setting_get_member(node, "name"),
 		    "name: longer than %d bytes", TABLE_NAME_MAX - 1);
+	/* It is a counter label's value too (class="<name>"). */
+	for (i = 0; name[i] != '\0'; i++)
+		if (name[i] < 0x21 || name[i] > 0x7e || name[i] == '"' ||
+		    name[i] == '\\')
+			return limits_fail(p, config_setting_get_member(node,
+			    "name"), "name: printable ASCII without space, "
+			    "'\"' or '\\'");
 	snprintf(p->cls, sizeof(p->cls), "class \"%.64s\"", name);
 	for (i = 0; i < (size_t)idx; i++)
 		if (strcmp(lc->classes[i].name, name) == 0)

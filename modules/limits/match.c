@@ -10,7 +10,7 @@
 bool
 limits_match(const struct limits_class *c, const struct pt_req *req)
 {
-	struct acl_addr	 a;
+	struct net_addr	 a;
 	size_t		 i;
 	bool		 ok;
 
@@ -36,10 +36,10 @@ limits_match(const struct limits_class *c, const struct pt_req *req)
 			return false;
 	}
 	if (c->nsrc > 0) {
-		acl_addr_from((const struct sockaddr *)&req->peer, &a);
+		net_addr_from((const struct sockaddr *)&req->peer, &a);
 		ok = false;
 		for (i = 0; !ok && i < c->nsrc; i++)
-			ok = acl_net_has_any(&c->src[i], &a);
+			ok = net_prefix_has_any(&c->src[i], &a);
 		if (!ok)
 			return false;
 	}
@@ -50,7 +50,7 @@ int
 limits_subject(const struct limits_class *c, const struct pt_req *req,
     unsigned char *buf, size_t buflen)
 {
-	struct acl_addr	 a;
+	struct net_addr	 a;
 	unsigned	 bits, i, len;
 
 	switch (c->key) {
@@ -66,7 +66,7 @@ limits_subject(const struct limits_class *c, const struct pt_req *req,
 		break;
 	}
 	/* ::ffff:a.b.c.d is the IPv4 address: one client, one key. */
-	acl_addr_from((const struct sockaddr *)&req->peer, &a);
+	net_addr_from((const struct sockaddr *)&req->peer, &a);
 	if (a.family == 0 || buflen < 17)
 		return -1;
 	len = a.family == AF_INET ? 4 : 16;

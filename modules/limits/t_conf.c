@@ -55,9 +55,11 @@ test_conf_class_as_written(void)
 	    "  { name = \"flood\"; match = { src = [ \"127.0.0.0/8\" ]; "
 	    "listener = \"web\"; };\n"
 	    "  connection_rate = 100; connection_rate_burst = 10;\n"
-	    "  request_rate = 50; } );");
+	    "  request_rate = 50; },\n"
+	    "  { name = \"udp\"; match = { protocol = \"udp\"; };\n"
+	    "  udp_packets = 200; udp_bytes = 100000; } );");
 	CHECKF_FATAL(lc != NULL, "parse: %s", t_err);
-	CU_ASSERT(lc->nclasses == 2 && lc->table_size == 100);
+	CU_ASSERT(lc->nclasses == 3 && lc->table_size == 100);
 	c = &lc->classes[0];
 	CU_ASSERT(strcmp(c->name, "per-user") == 0 && c->key == LK_USER);
 	CU_ASSERT(c->late && c->user_any && c->p.max_conns == 100);
@@ -71,6 +73,13 @@ test_conf_class_as_written(void)
 	CU_ASSERT(!c->late && c->key == LK_SOURCE && c->nsrc == 1);
 	CU_ASSERT(c->p.rate[LB_CONN] == 100 && c->p.burst[LB_CONN] == 10);
 	CU_ASSERT(c->p.rate[LB_REQ] == 50 && c->p.burst[LB_REQ] == 50);
+	/* udp_packets: a second's worth of datagrams; udp_bytes: at least
+	 * one datagram of the largest size (100000 / 8 is less). */
+	c = &lc->classes[2];
+	CU_ASSERT(c->late && c->p.rate[LB_UDP_PKT] == 200 &&
+	    c->p.burst[LB_UDP_PKT] == 200);
+	CU_ASSERT(c->p.rate[LB_UDP] == 100000 &&
+	    c->p.burst[LB_UDP] == 65535);
 	CU_ASSERT(lc->any_early && lc->any_late);
 	CU_ASSERT(lc->classes[0].shape != lc->classes[1].shape);
 	limits_conf_free(lc);
@@ -101,8 +110,11 @@ test_conf_errors_name_the_setting(void)
 		{ "classes = ( { name = \"a\"; request_rate_burst = 5; } );",
 		  "request_rate_burst without request_rate",
 		  "request_rate_burst" },
-		{ "classes = ( { name = \"a\"; udp_packets = 5; } );",
-		  "udp_packets: not available", "udp_packets" },
+		{ "classes = ( { name = \"a\"; udp_packets_burst = 5; } );",
+		  "udp_packets_burst without udp_packets",
+		  "udp_packets_burst" },
+		{ "classes = ( { name = \"a b\"; udp_packets = 5; } );",
+		  "name: printable ASCII without space", "name" },
 		{ "classes = ( { name = \"a\"; bandwidth_up = 5; rate = 1; "
 		  "} );", "unknown option \"rate\"", "rate" },
 		{ "classes = ( { name = \"a\"; bandwidth_up = 68719476737L; "

@@ -40,6 +40,7 @@ enum {
 	LB_UP,			/* bandwidth_up: bytes, client -> upstream */
 	LB_DOWN,		/* bandwidth_down: bytes, upstream -> client */
 	LB_UDP,			/* udp_bytes: datagram payload, both ways */
+	LB_UDP_PKT,		/* udp_packets: datagrams, both ways */
 	LB_COUNT
 };
 
@@ -72,7 +73,7 @@ struct table_class {
 	uint64_t	 shape;		/* master only: hash of match + key */
 };
 
-/* One key: 64 bytes, one cache line. */
+/* One key: 72 bytes (a cache line until udp_packets' bucket came). */
 struct table_entry {
 	_Atomic uint64_t key;		/* 0: free */
 	_Atomic uint64_t last_ns;	/* last use, for eviction */

@@ -45,6 +45,7 @@ def session_members(sid):
 
 
 def main(t):
+    ptest.exclusive(t)
     loadgen = os.environ.get("LOADGEN") or os.path.join(
         ptest.BUILDDIR, "bench", "loadgen")
     script = os.path.join(ptest.SRCDIR, "bench", "fairness")

@@ -17,7 +17,9 @@ table.
 - request_rate 1/s with a burst of 5: of 8 requests made at once, 5 (or
   6, if a second passed meanwhile) pass and the rest get 429 with
   Retry-After: 1;
-- the master's totals count every refusal, per class too;
+- a status listener counts every refusal per class
+  (portico_module_limits_class_refused_total{class=...}), the master's
+  totals line in all (limits_refused);
 - `portico -t` names the file and line of a bad class option;
 - table_size = 8 (one group), max_connections = 1 per source: eight
   sources each hold a connection (eight keys, all with members); a ninth
@@ -49,6 +51,8 @@ listeners = (
     to = "127.0.0.1:@O@"; },
   { name = "rate"; address = "127.0.0.1:@D@"; protocol = "http"; },
   { name = "free"; address = "127.0.0.1:@E@"; protocol = "http";
+    limits = { enabled = false; }; },
+  { name = "stat"; address = "127.0.0.1:@S@"; protocol = "status";
     limits = { enabled = false; }; }
 );
 modules = ( { name = "limits"; path = "@SO@";
@@ -223,7 +227,7 @@ def table_full(t, origin_port):
     t.stop_portico(p)
     tot = L.totals(p)
     t.check(tot.get("limits_table_overflow", 0) >= 2 and
-            tot.get("limits_one_each_refused", 0) >= 1,
+            tot.get("limits_refused", 0) >= 1,
             "the totals count the overflow and the refusal",
             lambda: ["%s" % tot])
 
@@ -235,20 +239,23 @@ def main(t):
         return
     origin = H.origin(t)
     echo = t.echo_server()
-    ports = {k: ptest.free_port() for k in "ABCDE"}
+    ports = {k: ptest.free_port() for k in "ABCDES"}
     conf = ptest.fill(CONF, TMP=t.tmp, SO=L.LIMITS_SO, O=echo.port,
                       **ports)
     p = t.portico(conf)
     nrate = answers(t, p, ports, origin, echo)
+    per = L.class_counters(ports["S"], "refused")
+    t.check(per == {"web-conns": 1, "socks-conns": 1, "fwd-conns": 1,
+                    "web-requests": nrate},
+            "/metrics counts each refusal per class: "
+            "portico_module_limits_class_refused_total{class=...}",
+            lambda: ["%r" % per])
     t.stop_portico(p)
     tot = L.totals(p)
-    t.check(tot.get("limits_web_conns_refused") == 1 and
-            tot.get("limits_socks_conns_refused") == 1 and
-            tot.get("limits_fwd_conns_refused") == 1 and
-            tot.get("limits_web_requests_refused") == nrate and
-            tot.get("limits_refused") == 3 + nrate,
-            "the totals count each refusal, per class and in all",
-            lambda: ["%s" % tot])
+    t.check(tot.get("limits_refused") == 3 + nrate and
+            not any(k.startswith("limits_web") for k in tot),
+            "the totals line counts them in all (limits_refused), without "
+            "a field per class", lambda: ["%s" % tot])
 
     bad = os.path.join(t.tmp, "bad.conf")
     text = ptest.fill(BAD_CONF, A=ptest.free_port(), SO=L.LIMITS_SO)

@@ -20,7 +20,8 @@ SOCKS5 listener) and two workers:
 - a reload that changes bandwidth_down to 512 KiB/s slows a download
   that is already running (now on a draining worker of the old
   configuration) to the new rate, within 10%, within a second;
-- the totals count delayed bytes for the class.
+- delayed bytes are counted for the class (a status listener's
+  limits_class_delayed_bytes{class="per-user"}) and in all.
 """
 import os
 import socket
@@ -48,7 +49,8 @@ error_log = "@TMP@/error.log";
 pid_file = "@TMP@/portico.pid";
 shutdown_timeout = 20;
 listeners = (
-  { name = "socks"; address = "127.0.0.1:@P@"; protocol = "socks5"; }
+  { name = "socks"; address = "127.0.0.1:@P@"; protocol = "socks5"; },
+  { name = "stat"; address = "127.0.0.1:@S@"; protocol = "status"; }
 );
 modules = (
   { name = "auth"; path = "@AUTH@"; userlist = "@USERS@"; },
@@ -168,6 +170,7 @@ def check_share(t, what, rates, rate, tol):
 
 
 def main(t):
+    ptest.exclusive(t)
     for why, need in ((L.missing(), None),
                       (A.missing() if not os.path.exists(A.AUTH_SO)
                        else None, "auth.so")):
@@ -184,10 +187,10 @@ def main(t):
     src = Source("127.0.0.1")
     sink = Sink("127.0.0.1")
     t.servers += [src, sink]
-    port = ptest.free_port()
+    port, sport = ptest.free_port(), ptest.free_port()
 
     def conf(down):
-        return ptest.fill(CONF, TMP=t.tmp, P=port, AUTH=A.AUTH_SO,
+        return ptest.fill(CONF, TMP=t.tmp, P=port, S=sport, AUTH=A.AUTH_SO,
                           USERS=users, SO=L.LIMITS_SO, DOWN=down, UP=RATE,
                           BURST=BURST)
 
@@ -268,13 +271,14 @@ def main(t):
             "a reload to bandwidth_down = %d slows a running download to "
             "it within a second (within 10%%)" % SLOW,
             lambda: ["%.0f B/s" % r] + ptest.tail(p.log(), 10))
+    per = L.class_counters(sport, "delayed_bytes") or {}
     t.stop_portico(p)
     tot = L.totals(p)
-    t.check(tot.get("limits_per_user_delayed", 0) > 0 and
-            tot.get("limits_delayed_bytes", 0) >=
-            tot.get("limits_per_user_delayed", 0),
-            "the totals count delayed bytes for the class",
-            lambda: ["%s" % tot])
+    t.check(per.get("per-user", 0) > 0 and
+            tot.get("limits_delayed_bytes", 0) >= per.get("per-user", 0),
+            "delayed bytes are counted for the class (/metrics, "
+            "class=\"per-user\") and in all (the totals line)",
+            lambda: ["%r %s" % (per, tot)])
 
 
 if __name__ == "__main__":

@@ -1,17 +1,40 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause
 """
-udp_bytes on a SOCKS5 UDP association (the real limits.so): a class
-matching protocol "udp" with udp_bytes = 256 KiB/s and a burst of 16 KiB.
-A client offers 1,000-byte datagrams at about 2 MB/s for 3 s to a UDP
-origin that only counts. The relay reads the association's datagrams
-only as the bucket allows (byte budgets), so what reaches the origin
-over the last two seconds is the rate, within 2%: predicted bytes
-against delivered ones. What the client sent beyond it is lost in the
-kernel's socket buffer, not by the module: reported, not asserted (the
-module ABI has no per-datagram hook that could drop and count them; the
-closing report says so). A TCP tunnel through the same listener is not
-in the class (protocol udp only) and is not slowed.
+udp_packets and udp_bytes on SOCKS5 UDP associations (the real
+limits.so), judged per datagram through the module ABI's datagram
+callback: a datagram over the rate is dropped and counted, never delayed.
+
+- Class "pkts" (listener u1, protocol udp): udp_packets = 200/s, burst 20.
+  One association offers 100-byte datagrams at 1,000/s for 3 s to a UDP
+  origin that only counts. The token bucket predicts what passes:
+  burst + rate * (t_last - t_first), where t_first and t_last are when
+  the first and the last datagram that passed reached the origin, on
+  CLOCK_MONOTONIC, the module's own clock (Python's time.monotonic()
+  reads it): the relay judges a datagram and sends it on at once, so
+  those are the module's judging times plus the same small delay, and
+  a worker that runs late at either end moves the window without
+  changing the count. What the origin received must be that within
+  0.1% or 2 datagrams, whichever is larger (2 here: 0.1% of ~620 is
+  0.6; the bucket's token clock is floored at both ends). The same
+  prediction from the client's first and last send is reported too:
+  it is off by rate * (how late the worker judged the last datagram),
+  which on a loaded machine is a few datagrams. Every other datagram is
+  counted dropped: the core's
+  udp_datagrams_dropped_total{reason="module"}, the module's
+  limits_udp_dropped and limits_class_udp_dropped{class="pkts"} all
+  equal sent - received.
+- Class "bytes" (listener u2): udp_bytes = 200,000 B/s, burst 20,000.
+  1,000-byte datagrams at 1,000/s for 2 s: (burst + rate * span) / 1000
+  datagrams pass, within 2; the rest are dropped and counted the same
+  way (limits_class_udp_dropped{class="bytes"}).
+- A TCP tunnel through u1 is not in the class (protocol udp only) and is
+  not slowed.
+With sanitizers the windows are the same (1,000 datagrams a second is
+light work), the bound too. A measurement in which datagrams were lost
+outside the module (sent > received + dropped: the kernel's queues on a
+loaded machine, seen once in CI at load 7) says nothing about the bucket
+and is made again, at most three times; the checks judge the last one.
 """
 import os
 import socket
@@ -22,34 +45,43 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
 import sockstest as S  # noqa: E402
+import statustest as ST  # noqa: E402
 import limitstest as L  # noqa: E402
 
-RATE = 256 * 1024
-BURST = 16384
-SIZE = 1000
-OFFER = 2000            # datagrams per second
-SECONDS = 3.0
+PKT_RATE, PKT_BURST = 200, 20
+BYTE_RATE, BYTE_BURST = 200000, 20000
+OFFER = 1000            # datagrams per second
 
 CONF = """
-workers = 1;
+workers = 2;
 error_log = "@TMP@/error.log";
 shutdown_timeout = 5;
 listeners = (
-  { name = "socks"; address = "127.0.0.1:@P@"; protocol = "socks5"; }
+  { name = "u1"; address = "127.0.0.1:@P1@"; protocol = "socks5"; },
+  { name = "u2"; address = "127.0.0.1:@P2@"; protocol = "socks5"; },
+  { name = "stat"; address = "127.0.0.1:@S@"; protocol = "status"; }
 );
 modules = ( { name = "limits"; path = "@SO@";
-  classes = ( { name = "udp"; match = { protocol = "udp"; };
-                udp_bytes = @RATE@; udp_bytes_burst = @BURST@; } ); } );
+  classes = (
+    { name = "pkts"; match = { protocol = "udp"; listener = "u1"; };
+      udp_packets = @PR@; udp_packets_burst = @PB@; },
+    { name = "bytes"; match = { protocol = "udp"; listener = "u2"; };
+      udp_bytes = @BR@; udp_bytes_burst = @BB@; } ); } );
 """
 
 
 class UdpSink:
+    """Counts datagrams and bytes; never answers."""
+
     def __init__(self):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
-        self.meter = L.Meter()
+        self.n = 0
+        self.bytes = 0
+        self.first = self.last = None   # monotonic, at receipt
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -62,7 +94,12 @@ class UdpSink:
                 continue
             except OSError:
                 return
-            self.meter.feed(len(data))
+            now = time.monotonic()
+            if self.first is None:
+                self.first = now
+            self.last = now
+            self.n += 1
+            self.bytes += len(data)
 
     def stop(self):
         self.stopping.set()
@@ -70,52 +107,124 @@ class UdpSink:
         self.sock.close()
 
 
+def offer(u, port, size, seconds):
+    """Sends <size>-byte datagrams at OFFER/s for <seconds>. Returns (sent,
+    monotonic time of the first send, of the last)."""
+    payload = os.urandom(size)
+    sent = 0
+    first = last = None
+    t0 = time.monotonic()
+    while sent < OFFER * seconds:
+        delay = t0 + sent / OFFER - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        u.send("127.0.0.1", port, payload)
+        last = time.monotonic()
+        if first is None:
+            first = last
+        sent += 1
+    return sent, first, last
+
+
+def metric(sport, name, **labels):
+    samples, text = ST.scrape(sport)
+    return None if samples is None else ST.value(samples, name, **labels)
+
+
+def mine(sport, cls):
+    """The class's own dropped-datagram counter (0 before its first)."""
+    return metric(sport, "portico_module_limits_class_udp_dropped_total",
+                  **{"class": cls}) or 0
+
+
+def measure(t, sink, port, sport, cls, size, seconds, predict):
+    """One association offering datagrams: (sent, received, predicted,
+    core drops, text), or None when it could not run."""
+    sink.first = sink.last = None
+    before_n, before_drop = sink.n, metric(
+        sport, "portico_udp_datagrams_dropped_total", reason="module") or 0
+    before_mine = mine(sport, cls)
+    u = S.Udp(port)
+    t.check(u.ok(), "%s: the UDP association opens" % cls,
+            lambda: [u.describe()])
+    if not u.ok():
+        return None
+    sent, first, last = offer(u, sink.port, size, seconds)
+    time.sleep(0.5)
+    u.close()
+    got = sink.n - before_n
+    if sink.first is None:
+        t.check(False, "%s: datagrams reach the origin" % cls)
+        return None
+    predicted = predict(sink.last - sink.first)
+    by_send = predict(last - first)
+    drop = (metric(sport, "portico_udp_datagrams_dropped_total",
+                   reason="module") or 0) - before_drop
+    cdrop = mine(sport, cls) - before_mine
+    text = ("%s: %d datagrams of %d bytes offered in %.3f s, passed ones "
+            "over %.3f s; predicted %.1f passed, %d received (%+.1f); "
+            "dropped %d (core), %d (class counter); predicted from the "
+            "sends %.1f (%+.1f)" % (
+                cls, sent, size, last - first, sink.last - sink.first,
+                predicted, got, got - predicted, drop, cdrop, by_send,
+                got - by_send))
+    return sent, got, predicted, drop, cdrop, text
+
+
+def run_class(t, sink, port, sport, cls, size, seconds, predict):
+    # The prediction holds for the datagrams portico saw. A loaded
+    # machine can drop some in the kernel's queues before portico reads
+    # them (then sent > received + dropped): such a measurement says
+    # nothing about the bucket, and is made again, at most three times.
+    for attempt in range(3):
+        m = measure(t, sink, port, sport, cls, size, seconds, predict)
+        if m is None:
+            return None
+        sent, got, predicted, drop, cdrop, text = m
+        t.diag(text)
+        if got + drop == sent:
+            break
+        t.diag("%s: %d datagrams lost outside the module (kernel queues): "
+               "measuring again" % (cls, sent - got - drop))
+        time.sleep(1.0)		# the bucket refills to its burst
+    bound = max(2.0, 0.001 * predicted)
+    mine_now = mine(sport, cls)
+    t.check(abs(got - predicted) <= bound,
+            "%s: received = burst + rate * span within %.1f (0.1%% or 2 "
+            "datagrams)" % (cls, bound),
+            lambda: ["received %d, predicted %.1f" % (got, predicted)])
+    t.check(drop == sent - got and cdrop == drop,
+            "%s: every other datagram is counted dropped (reason module, "
+            "class counter): %d" % (cls, sent - got),
+            lambda: ["core %d, class %d, sent - received %d" % (
+                drop, cdrop, sent - got)])
+    return mine_now
+
+
 def main(t):
+    ptest.exclusive(t)
     why = L.missing()
     if why:
         t.skip("limits module scenarios", why)
         return
     sink = UdpSink()
     t.at_exit(sink.stop)
-    port = ptest.free_port()
-    p = t.portico(ptest.fill(CONF, TMP=t.tmp, SO=L.LIMITS_SO, P=port,
-                             RATE=RATE, BURST=BURST))
-    u = S.Udp(port)
-    t.check(u.ok(), "the UDP association opens", lambda: [u.describe()])
-    if not u.ok():
-        return
-    payload = os.urandom(SIZE)
-    sent = 0
-    t0 = time.monotonic()
-    while time.monotonic() < t0 + SECONDS and sent < OFFER * SECONDS:
-        delay = t0 + sent / OFFER - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        u.send("127.0.0.1", sink.port, payload)
-        sent += 1
-    time.sleep(0.3)
-    a, b = t0 + 1.0, t0 + SECONDS
-    got = sink.meter.at(b) - sink.meter.at(a)
-    predicted = RATE * (b - a)
-    total = sink.meter.n
-    t.diag("udp_bytes: %d datagrams offered (%d bytes), %d bytes delivered; "
-           "in [1 s, %g s]: %d delivered, %.0f predicted (%+.2f%%); "
-           "whole run: predicted burst + rate * %.2f s = %.0f, delivered "
-           "%d; lost in the kernel's buffer: %d bytes" % (
-               sent, sent * SIZE, total, SECONDS, got, predicted,
-               100.0 * (got - predicted) / predicted, SECONDS,
-               BURST + RATE * SECONDS, total, sent * SIZE - total))
-    t.check(abs(got - predicted) <= 0.02 * predicted,
-            "udp_bytes %d B/s: the payload relayed is the rate within 2%%"
-            % RATE, lambda: ["%d vs %.0f" % (got, predicted)])
-    t.check(total <= BURST + RATE * (SECONDS + 0.3) + 2 * 8192,
-            "never more than burst + rate * time in all",
-            lambda: ["%d bytes" % total])
-    u.close()
+    p1, p2, sport = ptest.free_port(), ptest.free_port(), ptest.free_port()
+    p = t.portico(ptest.fill(CONF, TMP=t.tmp, SO=L.LIMITS_SO, P1=p1, P2=p2,
+                             S=sport, PR=PKT_RATE, PB=PKT_BURST,
+                             BR=BYTE_RATE, BB=BYTE_BURST))
+    d1 = run_class(t, sink, p1, sport, "pkts", 100, 3.0,
+                   lambda span: PKT_BURST + PKT_RATE * span)
+    d2 = run_class(t, sink, p2, sport, "bytes", 1000, 2.0,
+                   lambda span: (BYTE_BURST + BYTE_RATE * span) / 1000.0)
+    total = metric(sport, "portico_module_limits_udp_dropped_total")
+    t.check(d1 is not None and d2 is not None and total == d1 + d2,
+            "limits_udp_dropped is the sum of the classes' drops",
+            lambda: ["%r vs %r + %r" % (total, d1, d2)])
 
     # A TCP tunnel on the same listener is not in the class.
     src = t.source_server(4 * 1024 * 1024)
-    rep, c = S.connect5(port, "127.0.0.1", src.port)
+    rep, c = S.connect5(p1, "127.0.0.1", src.port)
     n = 0
     t1 = time.monotonic()
     if S.ok5(rep):

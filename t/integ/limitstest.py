@@ -28,6 +28,17 @@ def totals(p):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
 
 
+def class_counters(sport, what):
+    """{class: value} of portico_module_limits_class_<what>_total on the
+    status listener at <sport> (None when it does not answer)."""
+    import statustest as ST
+    samples, _ = ST.scrape(sport)
+    if samples is None:
+        return None
+    return {lab.get("class"): int(v) for lab, v in ST.series(
+        samples, "portico_module_limits_class_%s_total" % what)}
+
+
 def can_bind(host):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:

@@ -223,6 +223,7 @@ def start_serve(t):
 
 
 def main(t):
+    ptest.exclusive(t)
     if not os.access(LOADGEN, os.X_OK):
         t.check(False, "bench/loadgen is built", LOADGEN)
         return

@@ -520,6 +520,7 @@ def unlimited(t, method, http_port, fast):
 
 
 def main(t):
+    ptest.exclusive(t)
     fast = Origin("source", 32 * MiB)
     t.servers.append(fast)
     procs = {}

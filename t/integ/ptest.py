@@ -187,6 +187,36 @@ def bound(seconds):
     return seconds * SLOW
 
 
+def exclusive(t, timeout=900):
+    """Waits (bounded) until no other heavy scenario of this user runs on
+    the machine, and holds that until this process exits. Heavy: one that
+    saturates the CPUs (bench_quick, loadgen) or measures latency or a
+    rate that another's load would bend (hostile_*, module_budget,
+    limits_*). Under `make -j` two of them would measure each other.
+    Returns the seconds waited."""
+    import fcntl
+    import tempfile
+    path = os.path.join(tempfile.gettempdir(),
+                        "portico-heavy-%d.lock" % os.getuid())
+    f = open(path, "a")
+    t.at_exit(f.close)
+    t0 = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if time.monotonic() - t0 > timeout:
+                t.diag("another heavy scenario still runs after %d s: "
+                       "going on anyway" % timeout)
+                break
+            time.sleep(0.2)
+    waited = time.monotonic() - t0
+    if waited > 0.5:
+        t.diag("waited %.1f s for another heavy scenario" % waited)
+    return waited
+
+
 # ---------------------------------------------------------------------------
 # TAP
 

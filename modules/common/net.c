@@ -6,7 +6,7 @@
  * that hides an IPv4 address in an IPv6 one is unpacked and judged as
  * that IPv4 address.
  */
-#include "modules/acl/net.h"
+#include "modules/common/net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 
 int
-acl_net_parse(const char *s, struct acl_net *n, const char **why)
+net_prefix_parse(const char *s, struct net_prefix *n, const char **why)
 {
 	char		 buf[INET6_ADDRSTRLEN + 8], *slash, *end;
 	unsigned long	 p;
@@ -61,7 +61,7 @@ acl_net_parse(const char *s, struct acl_net *n, const char **why)
 }
 
 void
-acl_addr_from(const struct sockaddr *sa, struct acl_addr *a)
+net_addr_from(const struct sockaddr *sa, struct net_addr *a)
 {
 	const uint8_t	*v6;
 
@@ -82,7 +82,7 @@ acl_addr_from(const struct sockaddr *sa, struct acl_addr *a)
 }
 
 static bool
-acl_zero(const uint8_t *b, size_t n)
+net_zero(const uint8_t *b, size_t n)
 {
 	size_t	 i;
 
@@ -93,7 +93,7 @@ acl_zero(const uint8_t *b, size_t n)
 }
 
 bool
-acl_addr_embedded_v4(const struct acl_addr *a, struct acl_addr *v4)
+net_addr_embedded_v4(const struct net_addr *a, struct net_addr *v4)
 {
 	static const uint8_t	 nat64[12] = { 0, 0x64, 0xff, 0x9b };
 	static const uint8_t	 siit[12] = { [8] = 0xff, [9] = 0xff };
@@ -105,7 +105,7 @@ acl_addr_embedded_v4(const struct acl_addr *a, struct acl_addr *v4)
 		at = b + 2;
 	else if (memcmp(b, nat64, 12) == 0 ||		/* 64:ff9b::/96 */
 	    memcmp(b, siit, 12) == 0 ||			/* ::ffff:0:0:0/96 */
-	    acl_zero(b, 12))				/* ::a.b.c.d */
+	    net_zero(b, 12))				/* ::a.b.c.d */
 		at = b + 12;
 	else
 		return false;
@@ -116,7 +116,7 @@ acl_addr_embedded_v4(const struct acl_addr *a, struct acl_addr *v4)
 }
 
 static bool
-acl_prefix_eq(const uint8_t *x, const uint8_t *y, unsigned bits)
+net_prefix_eq(const uint8_t *x, const uint8_t *y, unsigned bits)
 {
 	unsigned	 full = bits / 8, rest = bits % 8;
 
@@ -126,14 +126,14 @@ acl_prefix_eq(const uint8_t *x, const uint8_t *y, unsigned bits)
 }
 
 static uint32_t
-acl_be32(const uint8_t *b)
+net_be32(const uint8_t *b)
 {
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
 	    (uint32_t)b[2] << 8 | b[3];
 }
 
 bool
-acl_net_has(const struct acl_net *n, const struct acl_addr *a)
+net_prefix_has(const struct net_prefix *n, const struct net_addr *a)
 {
 	uint32_t	 mask;
 
@@ -142,35 +142,35 @@ acl_net_has(const struct acl_net *n, const struct acl_addr *a)
 	/* IPv4, every request's case: one masked word, no memcmp. */
 	if (n->family == AF_INET) {
 		mask = n->prefix == 0 ? 0 : ~(uint32_t)0 << (32 - n->prefix);
-		return ((acl_be32(n->b) ^ acl_be32(a->b)) & mask) == 0;
+		return ((net_be32(n->b) ^ net_be32(a->b)) & mask) == 0;
 	}
-	return acl_prefix_eq(n->b, a->b, n->prefix);
+	return net_prefix_eq(n->b, a->b, n->prefix);
 }
 
 bool
-acl_net_has_any(const struct acl_net *n, const struct acl_addr *a)
+net_prefix_has_any(const struct net_prefix *n, const struct net_addr *a)
 {
-	struct acl_addr	 v4;
+	struct net_addr	 v4;
 
-	if (acl_net_has(n, a))
+	if (net_prefix_has(n, a))
 		return true;
-	return n->family == AF_INET && acl_addr_embedded_v4(a, &v4) &&
-	    acl_net_has(n, &v4);
+	return n->family == AF_INET && net_addr_embedded_v4(a, &v4) &&
+	    net_prefix_has(n, &v4);
 }
 
 bool
-acl_net_within(const struct acl_net *inner, const struct acl_net *outer)
+net_prefix_within(const struct net_prefix *inner, const struct net_prefix *outer)
 {
 	return inner->family == outer->family &&
 	    inner->prefix >= outer->prefix &&
-	    acl_prefix_eq(inner->b, outer->b, outer->prefix);
+	    net_prefix_eq(inner->b, outer->b, outer->prefix);
 }
 
 #define V4(a, b, c, d, p)	{ AF_INET, p, { a, b, c, d } }
 
 /* Not reachable from outside, or not meant to be: IANA IPv4 special-
  * purpose ranges, multicast and class E. */
-static const struct acl_net acl_private_v4[] = {
+static const struct net_prefix net_private_v4[] = {
 	V4(0, 0, 0, 0, 8),		/* "this network" */
 	V4(10, 0, 0, 0, 8),		/* RFC 1918 */
 	V4(100, 64, 0, 0, 10),		/* CGNAT, RFC 6598 */
@@ -188,7 +188,7 @@ static const struct acl_net acl_private_v4[] = {
 	V4(240, 0, 0, 0, 4),		/* reserved, broadcast */
 };
 
-static const struct acl_net acl_private_v6[] = {
+static const struct net_prefix net_private_v6[] = {
 	{ AF_INET6, 128, { 0 } },			/* :: */
 	{ AF_INET6, 128, { [15] = 1 } },		/* ::1 */
 	{ AF_INET6, 48, { 0, 0x64, 0xff, 0x9b, 0, 1 } },/* local NAT64 */
@@ -206,13 +206,13 @@ static const struct acl_net acl_private_v6[] = {
 };
 
 static bool
-acl_in_table(const struct acl_net *t, size_t n, const struct acl_addr *a,
-    struct acl_net *range)
+net_in_table(const struct net_prefix *t, size_t n, const struct net_addr *a,
+    struct net_prefix *range)
 {
 	size_t	 i;
 
 	for (i = 0; i < n; i++)
-		if (acl_net_has(&t[i], a)) {
+		if (net_prefix_has(&t[i], a)) {
 			*range = t[i];
 			return true;
 		}
@@ -220,17 +220,17 @@ acl_in_table(const struct acl_net *t, size_t n, const struct acl_addr *a,
 }
 
 bool
-acl_private(const struct acl_addr *a, struct acl_net *range)
+net_addr_private(const struct net_addr *a, struct net_prefix *range)
 {
-	struct acl_addr	 v4;
+	struct net_addr	 v4;
 
 	if (a->family == AF_INET)
-		return acl_in_table(acl_private_v4, sizeof(acl_private_v4) /
-		    sizeof(acl_private_v4[0]), a, range);
+		return net_in_table(net_private_v4, sizeof(net_private_v4) /
+		    sizeof(net_private_v4[0]), a, range);
 	if (a->family != AF_INET6)
 		return false;
-	if (acl_in_table(acl_private_v6, sizeof(acl_private_v6) /
-	    sizeof(acl_private_v6[0]), a, range))
+	if (net_in_table(net_private_v6, sizeof(net_private_v6) /
+	    sizeof(net_private_v6[0]), a, range))
 		return true;
-	return acl_addr_embedded_v4(a, &v4) && acl_private(&v4, range);
+	return net_addr_embedded_v4(a, &v4) && net_addr_private(&v4, range);
 }

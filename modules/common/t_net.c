@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit tests of modules/acl/net.c: CIDR parsing and matching (IPv4, IPv6,
+ * Unit tests of modules/common/net.c: CIDR parsing and matching (IPv4, IPv6,
  * /0, /32, /128, host bits), and the private-destination table with every
  * IPv6 form that carries an IPv4 address. The ranges that an integration
  * test must never send a packet to (169.254.169.254, 10/8, ...) are proven
@@ -14,15 +14,15 @@
 
 #include <CUnit/CUnit.h>
 
-#include "modules/acl/net.h"
+#include "modules/common/net.h"
 #include "t/unit/check.h"
 
-/* <text> as the core hands it over: a sockaddr, unmapped by acl_addr_from. */
-static struct acl_addr
+/* <text> as the core hands it over: a sockaddr, unmapped by net_addr_from. */
+static struct net_addr
 t_addr(const char *text)
 {
 	struct sockaddr_storage	 ss;
-	struct acl_addr		 a;
+	struct net_addr		 a;
 
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)&ss)->sin_addr) ==
@@ -31,19 +31,19 @@ t_addr(const char *text)
 	else if (inet_pton(AF_INET6, text,
 	    &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
 		ss.ss_family = AF_INET6;
-	acl_addr_from((struct sockaddr *)&ss, &a);
+	net_addr_from((struct sockaddr *)&ss, &a);
 	return a;
 }
 
 static bool
 t_in(const char *net, const char *addr)
 {
-	struct acl_net	 n;
-	struct acl_addr	 a = t_addr(addr);
+	struct net_prefix	 n;
+	struct net_addr	 a = t_addr(addr);
 	const char	*why;
 
-	CHECKF_FATAL(acl_net_parse(net, &n, &why) == 0, "parse %s", net);
-	return acl_net_has_any(&n, &a);
+	CHECKF_FATAL(net_prefix_parse(net, &n, &why) == 0, "parse %s", net);
+	return net_prefix_has_any(&n, &a);
 }
 
 static void
@@ -58,21 +58,21 @@ test_acl_net_parse(void)
 		"10.0.0.0/-1", "10.0.0.0/8x", "::1/129", "2001:db8::1/32",
 		"example.org", "", "10.0.0.0/ 8", "1.2.3",
 	};
-	struct acl_net	 n;
+	struct net_prefix	 n;
 	const char	*why;
 	size_t		 i;
 
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		CHECKF(acl_net_parse(good[i], &n, &why) == 0, "%s parses",
+		CHECKF(net_prefix_parse(good[i], &n, &why) == 0, "%s parses",
 		    good[i]);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		why = NULL;
-		CHECKF(acl_net_parse(bad[i], &n, &why) < 0 && why != NULL,
+		CHECKF(net_prefix_parse(bad[i], &n, &why) < 0 && why != NULL,
 		    "%s is refused with a reason", bad[i]);
 	}
-	CU_ASSERT(acl_net_parse("10.0.0.0/8", &n, &why) == 0 &&
+	CU_ASSERT(net_prefix_parse("10.0.0.0/8", &n, &why) == 0 &&
 	    n.family == AF_INET && n.prefix == 8);
-	CU_ASSERT(acl_net_parse("::1", &n, &why) == 0 &&
+	CU_ASSERT(net_prefix_parse("::1", &n, &why) == 0 &&
 	    n.family == AF_INET6 && n.prefix == 128);
 }
 
@@ -108,19 +108,19 @@ test_acl_net_match(void)
 static void
 test_acl_net_within(void)
 {
-	struct acl_net	 a, b;
+	struct net_prefix	 a, b;
 	const char	*why;
 
-	acl_net_parse("127.0.0.1/32", &a, &why);
-	acl_net_parse("127.0.0.0/8", &b, &why);
-	CU_ASSERT(acl_net_within(&a, &b));
-	CU_ASSERT(!acl_net_within(&b, &a));
-	acl_net_parse("0.0.0.0/0", &a, &why);
-	CU_ASSERT(!acl_net_within(&a, &b));
-	acl_net_parse("127.0.0.0/8", &a, &why);
-	CU_ASSERT(acl_net_within(&a, &b));
-	acl_net_parse("::1/128", &a, &why);
-	CU_ASSERT(!acl_net_within(&a, &b));
+	net_prefix_parse("127.0.0.1/32", &a, &why);
+	net_prefix_parse("127.0.0.0/8", &b, &why);
+	CU_ASSERT(net_prefix_within(&a, &b));
+	CU_ASSERT(!net_prefix_within(&b, &a));
+	net_prefix_parse("0.0.0.0/0", &a, &why);
+	CU_ASSERT(!net_prefix_within(&a, &b));
+	net_prefix_parse("127.0.0.0/8", &a, &why);
+	CU_ASSERT(net_prefix_within(&a, &b));
+	net_prefix_parse("::1/128", &a, &why);
+	CU_ASSERT(!net_prefix_within(&a, &b));
 }
 
 static void
@@ -156,35 +156,35 @@ test_acl_net_private(void)
 		"::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1",
 		"2001:4860::8888",
 	};
-	struct acl_net	 range;
-	struct acl_addr	 a;
+	struct net_prefix	 range;
+	struct net_addr	 a;
 	size_t		 i;
 
 	for (i = 0; i < sizeof(private) / sizeof(private[0]); i++) {
 		a = t_addr(private[i]);
-		CHECKF(a.family != 0 && acl_private(&a, &range),
+		CHECKF(a.family != 0 && net_addr_private(&a, &range),
 		    "%s is private", private[i]);
 	}
 	for (i = 0; i < sizeof(public) / sizeof(public[0]); i++) {
 		a = t_addr(public[i]);
-		CHECKF(a.family != 0 && !acl_private(&a, &range),
+		CHECKF(a.family != 0 && !net_addr_private(&a, &range),
 		    "%s is public", public[i]);
 	}
 	/* The range named is the IPv4 one for an IPv4 form. */
 	a = t_addr("64:ff9b::a9fe:a9fe");
-	CU_ASSERT(acl_private(&a, &range) && range.family == AF_INET &&
+	CU_ASSERT(net_addr_private(&a, &range) && range.family == AF_INET &&
 	    range.prefix == 16 && range.b[0] == 169 && range.b[1] == 254);
 	a = t_addr("::ffff:127.0.0.1");
-	CU_ASSERT(a.family == AF_INET && acl_private(&a, &range) &&
+	CU_ASSERT(a.family == AF_INET && net_addr_private(&a, &range) &&
 	    range.prefix == 8 && range.b[0] == 127);
 }
 
-void	register_acl_net_suite(void);
+void	register_net_suite(void);
 
 void
-register_acl_net_suite(void)
+register_net_suite(void)
 {
-	CU_pSuite	 s = CU_add_suite("acl_net", NULL, NULL);
+	CU_pSuite	 s = CU_add_suite("net", NULL, NULL);
 
 	CU_add_test(s, "parse", test_acl_net_parse);
 	CU_add_test(s, "match", test_acl_net_match);
