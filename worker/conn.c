@@ -586,6 +586,12 @@ conn_shutdown_wr(struct pt_conn *c, struct conn_side *s)
 		rc = t->shutdown(c, s->io.fd, c->c_tctx);
 	else
 		rc = shutdown(s->io.fd, SHUT_WR) < 0 ? -errno : 0;
+	/* A connected client's socket says ENOTCONN only once it is closed
+	 * for good: the client reset it (its EPOLLERR may still be on its
+	 * way). Such a client is gone (conn_client_failed): say so now
+	 * rather than a round and a getsockopt later. */
+	if (rc == -ENOTCONN && t == NULL && s == &c->c_side[SIDE_CLIENT])
+		return -ECONNRESET;
 	if (rc < 0 && rc != -ENOTCONN)
 		return rc;
 	s->wr_shut = true;

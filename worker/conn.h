@@ -254,7 +254,8 @@ ssize_t		 conn_sendv(struct pt_conn *c, struct conn_side *s,
  * Passes EOF on (shutdown for writing). 0 or -errno; -EAGAIN from a
  * transport that must write first (a TLS close_notify into a full
  * socket): call again once the socket is writable (relay.c bounds the
- * wait).
+ * wait); -ECONNRESET when a plain client's socket is already closed by a
+ * reset (ENOTCONN; the upstream's ENOTCONN is ignored, its read tells).
  */
 int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
 /*
