@@ -288,8 +288,7 @@ bool		 conn_has_unread(struct pt_conn *c);
  * tried both ways on any event. Worker only. */
 void		 conn_side_note_events(struct conn_side *s, uint32_t events);
 /* Whether <events> on side <s> report the client's socket failed for good
- * (EPOLLERR and a pending SO_ERROR, which this reads: the client reset
- * the connection). A direction blocked on a full destination does not
+ * (EPOLLERR: the client reset the connection; no system call). A direction blocked on a full destination does not
  * read its source, so without this the reset would go unseen until
  * idle_timeout. Worker only. */
 bool		 conn_client_failed(struct pt_conn *c, const struct conn_side *s,
