@@ -141,7 +141,7 @@ log_reopen(void)
 
 /* Appends to line[<n>..<cap - 1>] and returns the new length, clamped:
  * a long message is cut, never lost whole. */
-static size_t
+static size_t __attribute__((format(printf, 4, 0)))
 log_vappend(char *line, size_t n, size_t cap, const char *fmt, va_list ap)
 {
 	int	 r;
@@ -165,7 +165,7 @@ log_append(char *line, size_t n, size_t cap, const char *fmt, ...)
 	return n;
 }
 
-static void
+static void __attribute__((format(printf, 4, 0)))
 log_vline(int level, int err, const char *prefix, const char *fmt,
     va_list ap)
 {

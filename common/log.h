@@ -36,7 +36,7 @@ int		log_fd(void);
 bool		log_wants(int level);
 /* pt_log with a fixed prefix after the role (a connection's id). */
 void		log_vprefixed(int level, const char *prefix, const char *fmt,
-		    va_list ap);
+		    va_list ap) __attribute__((format(printf, 3, 0)));
 /* Logs at err and exits 1. Before the loop only. */
 noreturn void	fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -74,12 +74,16 @@ head_done(struct head_out *o)
 /* The fields every forwarded head ends with: connection management,
  * framing, Via. A chunked body passed through keeps the sender's coding
  * list ("gzip, chunked"): only the framing is ours to redo, not the
- * content's codings. */
+ * content's codings. The list is every Transfer-Encoding field of the
+ * message, in order (the parser reads them as one list, RFC 9110 5.3),
+ * so "gzip" then "chunked" on two lines goes on as "gzip, chunked":
+ * forwarding the first line alone would tell the next hop the body ends
+ * at the close while the chunks and the connection go on. */
 static void
 head_trailer_fields(struct head_out *o, const struct http_msg *m,
     unsigned flags)
 {
-	const struct http_header	*te;
+	unsigned	 i, n = 0;
 
 	if (flags & HTTP_HEAD_UPGRADE)
 		head_puts(o, "Connection: upgrade\r\n");
@@ -88,14 +92,14 @@ head_trailer_fields(struct head_out *o, const struct http_msg *m,
 	else if (flags & HTTP_HEAD_KEEPALIVE)
 		head_puts(o, "Connection: keep-alive\r\n");
 	if (flags & HTTP_HEAD_CHUNKED) {
-		te = m != NULL ? http_header_find(m, "transfer-encoding") : NULL;
-		if (te != NULL) {
-			head_puts(o, "Transfer-Encoding: ");
-			head_str(o, te->value);
-			head_puts(o, "\r\n");
-		} else {
-			head_puts(o, "Transfer-Encoding: chunked\r\n");
+		for (i = 0; m != NULL && i < m->nheaders; i++) {
+			if (!http_str_ieq(m->headers[i].name,
+			    "transfer-encoding"))
+				continue;
+			head_puts(o, n++ == 0 ? "Transfer-Encoding: " : ", ");
+			head_str(o, m->headers[i].value);
 		}
+		head_puts(o, n > 0 ? "\r\n" : "Transfer-Encoding: chunked\r\n");
 	}
 	if (flags & HTTP_HEAD_VIA)
 		head_puts(o, HTTP_VIA);

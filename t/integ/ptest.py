@@ -160,6 +160,9 @@ NEEDS = {
                    "prometheus)", r"(?i)\bpromtool\b|\bprometheus\b"),
     "systemd-analyze": ("systemd-analyze in PATH (Debian package systemd)",
                         r"(?i)systemd-analyze"),
+    "libfuzzer": ("clang linking a libFuzzer program (Debian packages "
+                  "clang and libclang-rt-dev): .ci/run's fuzz step",
+                  r"(?i)libfuzzer"),
 }
 
 

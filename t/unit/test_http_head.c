@@ -93,6 +93,33 @@ test_http_head_error_retry_after_only_when_set(void)
 	CU_ASSERT(strstr(buf, "ignored") == NULL);
 }
 
+/* Two Transfer-Encoding lines are one list: "gzip" then "chunked" is a
+ * chunked body, and the client must be told "gzip, chunked", not "gzip"
+ * (read until the close) while the chunks go through (found by
+ * t/fuzz/http_head). */
+static void
+test_http_head_response_keeps_every_coding(void)
+{
+	static const char	 in[] = "HTTP/1.1 200 OK\r\n"
+	    "Transfer-Encoding: gzip\r\nX-A: b\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n";
+	static struct http_msg	 m, again;
+	char			 buf[1024];
+	ssize_t			 n;
+
+	CU_ASSERT_FATAL(http_parse_response(in, sizeof(in) - 1, 4096,
+	    (struct pt_str){ "GET", 3 }, &m) == PARSE_OK);
+	CU_ASSERT_FATAL(m.body == HTTP_BODY_CHUNKED);
+	n = http_head_response(buf, sizeof(buf), &m, HTTP_HEAD_CHUNKED);
+	CU_ASSERT_FATAL(n > 0);
+	buf[n] = '\0';
+	CHECKF(strcmp(buf, "HTTP/1.1 200 OK\r\nX-A: b\r\n"
+	    "Transfer-Encoding: gzip, chunked\r\n\r\n") == 0, "wrote %s", buf);
+	CU_ASSERT(http_parse_response(buf, (size_t)n, 4096,
+	    (struct pt_str){ "GET", 3 }, &again) == PARSE_OK &&
+	    again.body == HTTP_BODY_CHUNKED);
+}
+
 void
 register_http_head_suite(void)
 {
@@ -104,4 +131,6 @@ register_http_head_suite(void)
 	    test_http_head_error_quotes_realm);
 	CU_add_test(s, "error_retry_after_only_when_set",
 	    test_http_head_error_retry_after_only_when_set);
+	CU_add_test(s, "response_keeps_every_coding",
+	    test_http_head_response_keeps_every_coding);
 }
