@@ -429,19 +429,20 @@ conn_side_note_events(struct conn_side *s, uint32_t events)
 		s->ready |= EPOLLIN | EPOLLOUT;
 }
 
+/*
+ * EPOLLERR on a TCP socket is a pending error or something on its error
+ * queue (tcp_poll), and nothing here fills that queue (no timestamping,
+ * zero-copy or IP_RECVERR on connection sockets). In an established
+ * connection the pending error is set only by a reset or by a give-up
+ * on retransmissions, both fatal: the event is proof enough, and a
+ * client's reset costs no getsockopt.
+ */
 bool
 conn_client_failed(struct pt_conn *c, const struct conn_side *s,
     uint32_t events)
 {
-	int		 err = 0;
-	socklen_t	 len = sizeof(err);
-
-	if (s != &c->c_side[SIDE_CLIENT] || !(events & EPOLLERR) ||
-	    s->io.fd < 0)
-		return false;
-	if (getsockopt(s->io.fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-		return false;
-	return err != 0;
+	return s == &c->c_side[SIDE_CLIENT] && (events & EPOLLERR) &&
+	    s->io.fd >= 0;
 }
 
 bool
@@ -586,6 +587,12 @@ conn_shutdown_wr(struct pt_conn *c, struct conn_side *s)
 		rc = t->shutdown(c, s->io.fd, c->c_tctx);
 	else
 		rc = shutdown(s->io.fd, SHUT_WR) < 0 ? -errno : 0;
+	/* A connected client's socket says ENOTCONN only once it is closed
+	 * for good: the client reset it (its EPOLLERR may still be on its
+	 * way). Such a client is gone (conn_client_failed): say so now
+	 * rather than a round and a getsockopt later. */
+	if (rc == -ENOTCONN && t == NULL && s == &c->c_side[SIDE_CLIENT])
+		return -ECONNRESET;
 	if (rc < 0 && rc != -ENOTCONN)
 		return rc;
 	s->wr_shut = true;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/epoll.h>
 #include <sys/uio.h>
 
 #include "portico/module.h"
@@ -31,11 +32,23 @@ enum conn_state {
 	CONN_CLOSED,
 };
 
+/*
+ * The interest set of a socket registered once for its whole life,
+ * edge-triggered, for everything (socks.c, dial.c, http.c, relay.c): the
+ * owner notes every event in conn_side.ready (conn_side_note_events), so
+ * handing the socket from one owner to the next costs no epoll_ctl, and
+ * the next owner may trust the ready bits instead of trying a read that
+ * would fail (relay_start).
+ */
+#define CONN_SIDE_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
 struct conn_side {
 	struct loop_io		 io;		/* io.fd < 0: no socket yet */
 	struct pt_conn		*conn;
-	/* EPOLLIN/EPOLLOUT seen and not yet used up by an EAGAIN (http.c
-	 * tries only operations that may succeed). */
+	/* EPOLLIN/EPOLLOUT seen and not yet used up by an EAGAIN (or a
+	 * short read or write of a plain socket): only operations that may
+	 * succeed are tried. Every event is noted while io.events is
+	 * CONN_SIDE_EVENTS. */
 	uint32_t		 ready;
 	uint32_t		 t_want;	/* what the transport waits for */
 	bool			 rd_eof;	/* peer sent FIN */
@@ -241,7 +254,8 @@ ssize_t		 conn_sendv(struct pt_conn *c, struct conn_side *s,
  * Passes EOF on (shutdown for writing). 0 or -errno; -EAGAIN from a
  * transport that must write first (a TLS close_notify into a full
  * socket): call again once the socket is writable (relay.c bounds the
- * wait).
+ * wait); -ECONNRESET when a plain client's socket is already closed by a
+ * reset (ENOTCONN; the upstream's ENOTCONN is ignored, its read tells).
  */
 int		 conn_shutdown_wr(struct pt_conn *c, struct conn_side *s);
 /*
@@ -274,8 +288,7 @@ bool		 conn_has_unread(struct pt_conn *c);
  * tried both ways on any event. Worker only. */
 void		 conn_side_note_events(struct conn_side *s, uint32_t events);
 /* Whether <events> on side <s> report the client's socket failed for good
- * (EPOLLERR and a pending SO_ERROR, which this reads: the client reset
- * the connection). A direction blocked on a full destination does not
+ * (EPOLLERR: the client reset the connection; no system call). A direction blocked on a full destination does not
  * read its source, so without this the reset would go unseen until
  * idle_timeout. Worker only. */
 bool		 conn_client_failed(struct pt_conn *c, const struct conn_side *s,

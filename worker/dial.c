@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Non-blocking connect of the upstream leg. The connection's one timer
- * bounds the attempt; the socket is watched for writability, and only a
- * failure (EPOLLERR) costs a SO_ERROR read to learn why. Names are
+ * bounds the attempt; the socket is registered once for its whole life
+ * with CONN_SIDE_EVENTS (edge-triggered, everything), so the relay or
+ * http.c takes it over without an epoll_ctl, and the events that come
+ * between the connect and that hand-over are noted in conn_side.ready.
+ * Writable means connected; only a failure (EPOLLERR) costs a SO_ERROR
+ * read to learn why. Names are
  * resolved before this (by the master for a tcp listener's target, by
  * the worker's resolver, dns.c, for HTTP): dial only ever sees addresses.
  */
@@ -17,7 +21,12 @@
 
 #include "worker/dial.h"
 #include "common/counters.h"
-#include "worker/phase.h"
+
+static void
+dial_on_event(struct loop_io *io, uint32_t events)
+{
+	conn_side_note_events((struct conn_side *)io, events);
+}
 
 static void
 dial_finish(struct pt_conn *c, int err)
@@ -31,11 +40,13 @@ dial_finish(struct pt_conn *c, int err)
 	if (err != 0) {
 		counters_add(CTR_UPSTREAM_FAILED, 1);
 		loop_io_close(&s->io);
-	} else if (phase_has_hooks(PT_PHASE_ESTABLISHED)) {
-		/* A hook may park the connection (AGAIN); a connected socket
-		 * left watched for EPOLLOUT would wake the loop forever. The
-		 * relay sets the real interest later. */
-		loop_io_set(&s->io, 0);
+		s->ready = 0;
+		s->hup = false;
+	} else {
+		/* Until the protocol takes the socket (an ESTABLISHED hook
+		 * may park the connection first): edge-triggered, so each
+		 * edge comes once, and none is lost. */
+		s->io.fn = dial_on_event;
 	}
 	done(c, err);
 }
@@ -49,8 +60,12 @@ dial_on_writable(struct loop_io *io, uint32_t events)
 
 	/* A failed connect always raises EPOLLERR (the socket's error is
 	 * set), so writable without it means connected: SO_ERROR is only
-	 * read to learn why it failed. */
+	 * read to learn why it failed. What came with it (the origin's
+	 * first bytes, or its FIN) is noted for the next owner. */
 	if ((events & (EPOLLERR | EPOLLHUP)) == 0) {
+		if ((events & EPOLLOUT) == 0)
+			return;
+		conn_side_note_events(s, events);
 		dial_finish(s->conn, 0);
 		return;
 	}
@@ -84,9 +99,15 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 		return;
 	}
 	s->io.fd = fd;
+	s->ready = 0;
+	s->hup = false;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (const struct sockaddr *)&to->sa, to->len) == 0) {
-		rc = loop_io_start(&s->io, fd, 0, dial_on_writable);
+		/* What is readable already is reported by the registration
+		 * itself, to the owner of the moment. */
+		rc = loop_io_start(&s->io, fd, CONN_SIDE_EVENTS,
+		    dial_on_writable);
+		s->ready = EPOLLOUT;
 		dial_finish(c, rc < 0 ? -rc : 0);
 		return;
 	}
@@ -94,7 +115,8 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 		dial_finish(c, errno);
 		return;
 	}
-	if ((rc = loop_io_start(&s->io, fd, EPOLLOUT, dial_on_writable)) < 0) {
+	if ((rc = loop_io_start(&s->io, fd, CONN_SIDE_EVENTS,
+	    dial_on_writable)) < 0) {
 		dial_finish(c, -rc);
 		return;
 	}

@@ -391,7 +391,7 @@ http_upstream_wants_read(const struct http_state *h)
  * uses it up, and the pump tries only what may succeed. Interest never
  * changes, so a request costs no epoll_ctl at all.
  */
-#define HTTP_EVENTS	(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+#define HTTP_EVENTS	CONN_SIDE_EVENTS
 
 static void
 http_watch_side(struct pt_conn *c, struct conn_side *s)
@@ -1489,8 +1489,10 @@ http_established(struct pt_conn *c)
 	struct http_flow	*r = &h->resp;
 	static const char	 ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
+	/* A new socket: dial.c noted what came with the connect (its
+	 * registration is the one http.c would make). */
 	if (!c->c_target.reused)
-		c->c_side[SIDE_UPSTREAM].ready = EPOLLOUT;
+		c->c_side[SIDE_UPSTREAM].ready |= EPOLLOUT;
 	c->c_last_active = loop_now();
 	http_timer(c, http_conf->limits.idle_timeout_ms);
 	h->resp_wait = false;
@@ -1583,7 +1585,10 @@ http_tunnel(struct pt_conn *c)
 	 * without its buffers. */
 	http_flow_release(q);
 	http_flow_release(r);
-	c->c_side[SIDE_CLIENT].ready = c->c_side[SIDE_UPSTREAM].ready = 0;
+	/* As before the bits were kept (relay_watch): what http.c left
+	 * unread is tried once. */
+	c->c_side[SIDE_CLIENT].ready = c->c_side[SIDE_UPSTREAM].ready =
+	    EPOLLIN | EPOLLOUT;
 	relay_start(c);
 }
 

@@ -35,7 +35,8 @@ struct loop_task {
 /* Creates the epoll instance. Worker, before the loop. 0 or -errno. */
 int		 loop_init(void);
 void		 loop_fini(void);
-/* Watches <fd> for <events> (EPOLLIN/EPOLLOUT; level-triggered).
+/* Watches <fd> for <events> (EPOLLIN/EPOLLOUT; level-triggered unless
+ * <events> has EPOLLET, as a connection's sockets do: CONN_SIDE_EVENTS).
  * 0 or -errno. */
 int		 loop_io_start(struct loop_io *io, int fd, uint32_t events,
 		    loop_io_fn fn);

@@ -47,9 +47,9 @@
 /* Idle pipes kept open for reuse; beyond that they are closed, so pooled
  * pipes cannot eat the descriptors clients need. */
 #define RELAY_PIPES_KEPT	64
-/* Registered once for the tunnel's life: the same set as http.c, so a
- * CONNECT or WebSocket handed over costs no epoll_ctl. */
-#define RELAY_EVENTS		(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+/* Registered once for the tunnel's life: the same set as http.c, socks.c
+ * and dial.c use, so a connection handed over costs no epoll_ctl. */
+#define RELAY_EVENTS		CONN_SIDE_EVENTS
 
 static bool		 relay_use_splice;
 /*
@@ -513,6 +513,14 @@ relay_step(struct pt_conn *c, enum conn_side_id d)
 		 * close_notify) is called again when the socket is writable
 		 * (relay_on_timer bounds the wait). */
 		relay_dir_idle(r);
+		/* The other way is done too, so the connection closes now,
+		 * and a close sends the FIN a shutdown would: <dst>'s own
+		 * EOF was read, so nothing unread turns it into a reset.
+		 * A transport's close (TLS close_notify) is still written. */
+		if (c->c_dir[1 - d].done && relay_plain(c, dst)) {
+			r->done = true;
+			return 1;
+		}
 		if (r->shut_wait && !(dst->ready & EPOLLOUT))
 			return 0;
 		n = conn_shutdown_wr(c, dst);
@@ -675,10 +683,24 @@ relay_on_timer(struct pt_timer *t, void *arg)
 	conn_close(c, "idle timeout");
 }
 
+/*
+ * Takes side <s> over. A side its previous owner registered with
+ * RELAY_EVENTS had every edge noted in s->ready: those bits are kept, so
+ * a socket known drained is not read just to hear EAGAIN (after a SOCKS
+ * reply the client says nothing until the tunnel carries data). Any
+ * other side raised its edges before this registration, unseen: it is
+ * tried once both ways. Writable is assumed either way; a write is only
+ * tried with bytes to write, and a full socket answers EAGAIN.
+ */
 static int
 relay_watch(struct conn_side *s)
 {
 	s->io.fn = relay_on_event;
+	if (s->io.added && s->io.events == RELAY_EVENTS) {
+		s->ready |= EPOLLOUT;
+		return 0;
+	}
+	s->ready = EPOLLIN | EPOLLOUT;
 	if (!s->io.added)
 		return loop_io_start(&s->io, s->io.fd, RELAY_EVENTS,
 		    relay_on_event);
@@ -700,8 +722,5 @@ relay_start(struct pt_conn *c)
 		conn_close(c, "epoll_ctl");
 		return;
 	}
-	/* What the protocol left in the sockets raised its edges before
-	 * this registration: try everything once. */
-	cl->ready = up->ready = EPOLLIN | EPOLLOUT;
 	relay_pump(c);
 }

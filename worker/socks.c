@@ -142,28 +142,55 @@ socks_on_posted(struct loop_task *t)
 	/* Closed, or handed to the relay, since it was posted. */
 	if (c->c_state != CONN_CLOSED && c->c_state != CONN_RELAY &&
 	    socks_st(c) != NULL)
-		socks_on_io(&c->c_side[SIDE_CLIENT].io, EPOLLIN);
+		socks_on_io(&c->c_side[SIDE_CLIENT].io, 0);
 }
 
+static bool
+socks_is_reading(const struct socks_state *s)
+{
+	return s->stage == SS_GREETING || s->stage == SS_USERPASS ||
+	    s->stage == SS_REQUEST;
+}
+
+/* Whether the client is read now: in a handshake stage, or while the
+ * phases run (early tunnel data is kept) until its EOF or a full buffer;
+ * the relay takes whatever is left. */
+static bool
+socks_wants_read(const struct socks_state *s)
+{
+	if (socks_is_reading(s) || s->stage == SS_UDP)
+		return true;
+	return s->stage == SS_WAIT && !s->client_eof &&
+	    (s->in == NULL || s->in_len < buf_size(s->in));
+}
+
+/*
+ * The client is registered once, edge-triggered, for everything
+ * (CONN_SIDE_EVENTS): socks_on_io notes each event in cl->ready, a read
+ * or write is tried only when it may succeed, and the relay takes the
+ * registration and the bits over as they are. So a setup costs one
+ * epoll_ctl on this socket and no read that fails.
+ */
 static void
-socks_watch(struct pt_conn *c, uint32_t events)
+socks_watch(struct pt_conn *c)
 {
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
 
+	cl->io.fn = socks_on_io;
 	if (!cl->io.added) {
-		if (loop_io_start(&cl->io, cl->io.fd, events,
+		if (loop_io_start(&cl->io, cl->io.fd, CONN_SIDE_EVENTS,
 		    socks_on_io) < 0) {
 			conn_close(c, "epoll_ctl");
 			return;
 		}
-	} else {
-		cl->io.fn = socks_on_io;
-		loop_io_set(&cl->io, events);
+	} else if (loop_io_set(&cl->io, CONN_SIDE_EVENTS) < 0) {
+		conn_close(c, "epoll_ctl");
+		return;
 	}
-	/* Bytes a transport already took from the socket (the client's
-	 * next message behind the one just read) raise no event: read
-	 * them after this round, as if the socket were readable. */
-	if ((events & EPOLLIN) && conn_pending(c, cl) > 0)
+	/* Readable still (a read filled the buffer, or a transport holds
+	 * the client's next message): no new edge will say so, so read
+	 * after this round. */
+	if (socks_wants_read(socks_st(c)) && conn_readable(c, cl))
 		loop_post(&c->c_post, socks_on_posted);
 }
 
@@ -539,13 +566,6 @@ socks_parse_one(struct pt_conn *c)
 	}
 }
 
-static bool
-socks_is_reading(const struct socks_state *s)
-{
-	return s->stage == SS_GREETING || s->stage == SS_USERPASS ||
-	    s->stage == SS_REQUEST;
-}
-
 /* Parses the messages the client already sent, while in a handshake
  * stage. The state is freed when a message closes the connection, so
  * that is tested first. */
@@ -565,6 +585,7 @@ socks_read(struct pt_conn *c)
 {
 	struct socks_state	*s = socks_st(c);
 	struct conn_side	*cl = &c->c_side[SIDE_CLIENT];
+	size_t			 room;
 	ssize_t			 n;
 
 	if (s->in == NULL && (s->in = buf_get(BUF_SMALL)) == NULL) {
@@ -575,7 +596,13 @@ socks_read(struct pt_conn *c)
 		conn_close(c, "handshake too long");
 		return;
 	}
-	n = conn_recv(c, cl, s->in + s->in_len, buf_size(s->in) - s->in_len);
+	room = buf_size(s->in) - s->in_len;
+	n = conn_recv(c, cl, s->in + s->in_len, room);
+	/* A short read from a plain socket emptied it: the next byte raises
+	 * an edge. Not once a FIN was reported, which may sit behind. */
+	if (n == -EAGAIN || (n > 0 && (size_t)n < room &&
+	    c->c_transport == NULL && !cl->hup))
+		cl->ready &= ~(uint32_t)EPOLLIN;
 	if (n == -EAGAIN) {
 		/* Nothing pending: a client that is slow to speak holds no
 		 * buffer meanwhile. */
@@ -658,7 +685,9 @@ socks_advance(struct pt_conn *c)
 			n = conn_send(c, cl, s->out + s->out_start,
 			    s->out_len - s->out_start);
 			if (n == -EAGAIN) {
-				socks_watch(c, EPOLLOUT);
+				/* An EPOLLOUT edge comes when it drains. */
+				cl->ready &= ~(uint32_t)EPOLLOUT;
+				socks_watch(c);
 				return;
 			}
 			if (n < 0) {
@@ -681,7 +710,7 @@ socks_advance(struct pt_conn *c)
 			pt_timer_start(&c->c_timer,
 			    socks_conf->limits.idle_timeout_ms, socks_on_timer,
 			    c);
-			socks_watch(c, EPOLLIN);
+			socks_watch(c);
 			return;
 		case SN_READ:
 			s->stage = s->read_stage;
@@ -694,11 +723,8 @@ socks_advance(struct pt_conn *c)
 			return;
 	}
 	s = socks_st(c);
-	if (socks_is_reading(s))
-		socks_watch(c, EPOLLIN);
-	else if (s->stage == SS_WAIT)
-		socks_watch(c, !s->client_eof && (s->in == NULL ||
-		    s->in_len < buf_size(s->in)) ? EPOLLIN : 0);
+	if (socks_is_reading(s) || s->stage == SS_WAIT)
+		socks_watch(c);
 }
 
 static void
@@ -710,26 +736,39 @@ socks_on_io(struct loop_io *io, uint32_t events)
 	char			 junk[512];
 	ssize_t			 n;
 
+	conn_side_note_events(cl, events);
 	switch (s->stage) {
 	case SS_REPLY:
-		socks_advance(c);
+		/* A reply waits for room; the client's bytes wait for it. */
+		if (cl->ready & EPOLLOUT)
+			socks_advance(c);
 		return;
 	case SS_UDP:
 		/* The control connection carries nothing more; its end is
-		 * the association's end (RFC 1928 7). */
+		 * the association's end (RFC 1928 7). One read per round:
+		 * a chatty client is read again after the others. */
+		if (!conn_readable(c, cl))
+			return;
 		n = conn_recv(c, cl, junk, sizeof(junk));
-		if (n == 0 || (n < 0 && n != -EAGAIN))
+		if (n == 0 || (n < 0 && n != -EAGAIN)) {
 			conn_close(c, NULL);
+			return;
+		}
+		if (n == -EAGAIN || (c->c_transport == NULL && !cl->hup &&
+		    (size_t)n < sizeof(junk)))
+			cl->ready &= ~(uint32_t)EPOLLIN;
+		else
+			loop_post(&c->c_post, socks_on_posted);
 		return;
 	case SS_WAIT:
 		/* Bytes a client sends while we wait (its next message, or
-		 * early tunnel data) are kept for later; reading them keeps
-		 * the interest set unchanged, which saves epoll_ctl calls. */
-		socks_read(c);
-		if (c->c_state != CONN_CLOSED)
-			socks_advance(c);
+		 * early tunnel data) are kept for later. */
+		if (socks_wants_read(s) && conn_readable(c, cl))
+			socks_read(c);
 		return;
 	default:
+		if (!conn_readable(c, cl))
+			return;
 		socks_read(c);
 		if (c->c_state != CONN_CLOSED && socks_st(c)->stage != SS_REPLY)
 			socks_advance(c);
@@ -762,7 +801,7 @@ socks_on_accept(struct pt_conn *c, enum pt_verdict v)
 {
 	if (target_refused(c, PT_PHASE_ACCEPT, v))
 		return;
-	socks_watch(c, EPOLLIN);
+	socks_watch(c);
 }
 
 void

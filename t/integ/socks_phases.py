@@ -18,7 +18,12 @@ every phase, AUTH included, so SOCKS5 clients use username/password):
 - SOCKS4 is refused (CD 0x5B) when a module hooks AUTH, and its LOG says
   proto 4;
 - an ACCEPT that answers AGAIN (again_ms) holds the handshake until the
-  module resumes it; then the CONNECT works.
+  module resumes it; then the CONNECT works;
+- an ESTABLISHED that answers AGAIN (again_phase) while the origin sends
+  a banner and closes: after the wait the reply, then the banner and EOF
+  reach the client, which sent nothing (the upstream socket's edges came
+  while the connection was parked; each comes once, and the relay must
+  not miss them).
 """
 import os
 import sys
@@ -247,6 +252,29 @@ def main(t):
             "an ACCEPT that answers AGAIN holds the handshake until the "
             "module resumes it, then the CONNECT works", "%s after %.2f s; "
             "phases %r" % (why, dt, evs))
+    t.stop_portico(p)
+
+    # ESTABLISHED answers AGAIN while the origin speaks and closes
+    banner = t.source_server(7)
+    p, port, rec = start(t, "again_est", extra='again_ms = 300; '
+                         'again_phase = "ESTABLISHED"; ')
+    bad = []
+    for i in range(3):
+        t0 = time.monotonic()
+        r, c = S.connect5(port, "127.0.0.1", banner.port, auth=(USER, PASS))
+        data, how, _ = S.ending(c, ptest.bound(5)) if S.ok5(r) else \
+            (b"", "", 0)
+        dt = time.monotonic() - t0
+        c.close()
+        if not S.ok5(r) or len(data) != 7 or how != "eof" or dt < 0.25:
+            bad.append("reply %r, %d bytes, %s after %.2f s" % (
+                r, len(data), how, dt))
+    recs = S.wait_logs(rec, 3)
+    evs = [ph for v in recs.values() for ph, _ in v]
+    t.check(not bad and evs.count("ESTABLISHED-RESUMED") == 3,
+            "an ESTABLISHED that answers AGAIN while the origin sends 7 "
+            "bytes and closes: after the wait, the reply, the 7 bytes and "
+            "EOF (3 times)", lambda: bad + [repr(evs)] + H.log_tail(p)())
     t.stop_portico(p)
 
 

@@ -9,6 +9,7 @@
  *	modules = ( { name = "hookrec";
  *		      record = "/tmp/rec";	# required
  *		      again_ms = 50;		# ACCEPT answers AGAIN, resumes
+ *		      again_phase = "ESTABLISHED"; # that one waits instead
  *		      deny_phase = "ACCESS";	# that phase answers DENY
  *		    } );
  *
@@ -21,10 +22,11 @@
  *	<PHASE> conn=<id> proto=<n> host=<host> port=<port> target=<addr:port>
  *	    status=<n> in=<bytes_in> out=<bytes_out>	(one line) every hook
  *	ACCEPT-RESUMED conn=<id>		the again_ms timer fired
+ *	    (<again_phase>-RESUMED)
  *
- * An empty host and an unset target are written "-". When ACCEPT is both
- * delayed and denied, the hook answers AGAIN and the timer resumes with
- * DENY, which exercises pt_conn_resume() with a verdict.
+ * An empty host and an unset target are written "-". When the phase is
+ * both delayed and denied, the hook answers AGAIN and the timer resumes
+ * with DENY, which exercises pt_conn_resume() with a verdict.
  *
  * Built twice from this file: with -DHOOKREC_BAD_ABI it exports
  * pt_module_badabi, named "badabi", with an ABI major number no portico
@@ -61,7 +63,8 @@
 /* Made by conf() in the master; each worker inherits a copy. */
 struct hookrec_conf {
 	char		*record;
-	unsigned	 again_ms;	/* 0: ACCEPT does not wait */
+	unsigned	 again_ms;	/* 0: no phase waits */
+	int		 again_phase;	/* the one that waits, ACCEPT */
 	int		 deny_phase;	/* -1: deny nowhere */
 	bool		 resume_at_log;	/* LOG resumes a pending ACCEPT */
 	int		 fd;		/* worker: <record>; -1 in the master */
@@ -92,8 +95,8 @@ static const char *const hookrec_phases[PT_PHASE_COUNT] = {
 static const char *const hookrec_keys[] = {
 	/* "name" and "path" belong to the core, which hands us the whole
 	 * module entry. */
-	"name", "path", "record", "again_ms", "deny_phase", "resume_at_log",
-	NULL
+	"name", "path", "record", "again_ms", "again_phase", "deny_phase",
+	"resume_at_log", NULL
 };
 
 /* conf() runs in the master only, one module entry at a time. */
@@ -163,18 +166,18 @@ hookrec_conf_phase(const config_setting_t *s, int *phase_out,
 	const char	*v;
 	int		 p;
 
-	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
-		*errstr = "deny_phase: expected a string";
-		return -1;
-	}
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return hookrec_conf_error(errstr, "%s: expected a string",
+		    config_setting_name(s));
 	v = config_setting_get_string(s);
 	for (p = 0; p < PT_PHASE_COUNT; p++)
 		if (strcasecmp(v, hookrec_phases[p]) == 0) {
 			*phase_out = p;
 			return 0;
 		}
-	return hookrec_conf_error(errstr, "deny_phase: unknown phase \"%s\" "
-	    "(expected ACCEPT, AUTH, ACCESS, DIAL, ESTABLISHED or LOG)", v);
+	return hookrec_conf_error(errstr, "%s: unknown phase \"%s\" "
+	    "(expected ACCEPT, AUTH, ACCESS, DIAL, ESTABLISHED or LOG)",
+	    config_setting_name(s), v);
 }
 
 static int
@@ -184,7 +187,7 @@ hookrec_conf(struct pt_modconf *mc, const config_setting_t *node,
 	struct hookrec_conf	*hc;
 	config_setting_t	*s;
 	long long		 v;
-	int			 deny = -1;
+	int			 deny = -1, again_phase = PT_PHASE_ACCEPT;
 	unsigned		 again = 0;
 
 	if (hookrec_conf_check_keys(node, errstr) < 0)
@@ -214,6 +217,9 @@ hookrec_conf(struct pt_modconf *mc, const config_setting_t *node,
 	if ((s = config_setting_get_member(node, "deny_phase")) != NULL &&
 	    hookrec_conf_phase(s, &deny, errstr) < 0)
 		return -1;
+	if ((s = config_setting_get_member(node, "again_phase")) != NULL &&
+	    hookrec_conf_phase(s, &again_phase, errstr) < 0)
+		return -1;
 	if ((s = config_setting_get_member(node, "resume_at_log")) != NULL &&
 	    config_setting_type(s) != CONFIG_TYPE_BOOL) {
 		*errstr = "resume_at_log: expected true or false";
@@ -228,6 +234,7 @@ hookrec_conf(struct pt_modconf *mc, const config_setting_t *node,
 		return -1;
 	}
 	hc->again_ms = again;
+	hc->again_phase = again_phase;
 	hc->deny_phase = deny;
 	hc->resume_at_log = s != NULL && config_setting_get_bool(s);
 	hc->fd = -1;
@@ -334,9 +341,10 @@ hookrec_on_timer(struct pt_timer *t, void *arg)
 	struct hookrec_conn	*cc = arg;
 	struct hookrec_conf	*hc = cc->conf;
 
-	hookrec_printf(hc, hc->fd, "ACCEPT-RESUMED conn=%llu\n",
+	hookrec_printf(hc, hc->fd, "%s-RESUMED conn=%llu\n",
+	    hookrec_phases[hc->again_phase],
 	    (unsigned long long)pt_conn_id(cc->conn));
-	pt_conn_resume(cc->conn, hc->deny_phase == PT_PHASE_ACCEPT ?
+	pt_conn_resume(cc->conn, hc->deny_phase == hc->again_phase ?
 	    PT_VERDICT_DENY : PT_VERDICT_CONTINUE);
 }
 
@@ -361,7 +369,7 @@ hookrec_run(enum pt_phase phase, struct pt_conn *conn, struct pt_req *req,
 	    req->password.len > 0 ? (int)req->password.len : 1,
 	    req->password.len > 0 ? req->password.ptr : "-");
 
-	if (phase == PT_PHASE_ACCEPT && hc->again_ms > 0) {
+	if ((int)phase == hc->again_phase && hc->again_ms > 0) {
 		cc = pt_conn_ctx(conn, &HOOKREC_MODULE);
 		cc->conn = conn;
 		cc->conf = hc;
