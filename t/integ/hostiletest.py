@@ -94,21 +94,6 @@ def mem(kib):
     return kib * (SAN_MEM if ptest.SANITIZERS else 1)
 
 
-def pss_kib(pid):
-    """PSS of <pid> in KiB (VmRSS when there is no smaps_rollup), or
-    None once it is gone."""
-    for path, key in (("/proc/%d/smaps_rollup" % pid, "Pss:"),
-                      ("/proc/%d/status" % pid, "VmRSS:")):
-        try:
-            with open(path) as f:
-                for line in f:
-                    if line.startswith(key):
-                        return int(line.split()[1])
-        except OSError:
-            continue
-    return None
-
-
 def fd_kinds(pid):
     """(sockets, pipes, others) open in <pid>, or (None, None, None)."""
     try:
@@ -312,7 +297,7 @@ class Watch:
         self.fds0 = {pid: sockets(pid) for pid in self.pids}
         self.conns0 = {pid: client_conns(pid, self.ports)
                        for pid in self.pids}
-        self.pss0 = {pid: pss_kib(pid) for pid in self.pids}
+        self.pss0 = {pid: ptest.pss_kib(pid) for pid in self.pids}
         self.peak = dict(self.pss0)
         self.cpu0 = {pid: ptest.cpu_seconds(pid) for pid in self.pids}
         self.t0 = time.monotonic()
@@ -325,7 +310,7 @@ class Watch:
     def _sample(self):
         while not self._stop.wait(0.1):
             for pid in self.pids:
-                v = pss_kib(pid)
+                v = ptest.pss_kib(pid)
                 if v is not None and (self.peak[pid] is None or
                                       v > self.peak[pid]):
                     self.peak[pid] = v

@@ -26,29 +26,14 @@ import httptest as H  # noqa: E402
 N = 2000
 
 
-def pss_kib(pid):
-    """Proportional set size of <pid> in KiB (VmRSS when the kernel has no
-    smaps_rollup), or None once it is gone."""
-    for path, key in (("/proc/%d/smaps_rollup" % pid, "Pss:"),
-                      ("/proc/%d/status" % pid, "VmRSS:")):
-        try:
-            with open(path) as f:
-                for line in f:
-                    if line.startswith(key):
-                        return int(line.split()[1])
-        except OSError:
-            continue
-    return None
-
-
 def settle(pid, timeout):
     """The worker's PSS once two readings 0.3 s apart agree within 64 KiB
     (bounded by <timeout>), so a reading is not taken mid-change."""
-    last = pss_kib(pid)
+    last = ptest.pss_kib(pid)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         time.sleep(0.3)
-        now = pss_kib(pid)
+        now = ptest.pss_kib(pid)
         if now is None or last is None or abs(now - last) <= 64:
             return now
         last = now
@@ -121,7 +106,7 @@ def main(t):
             "an idle client connection costs under %d bytes" % cap,
             "%.0f bytes each over %d connections" % (per, len(socks)))
     release(socks)
-    ptest.wait_for(lambda: (pss_kib(wpid) or 1 << 30) <= base + 1024,
+    ptest.wait_for(lambda: (ptest.pss_kib(wpid) or 1 << 30) <= base + 1024,
                    ptest.bound(10), interval=0.3)
     base = settle(wpid, ptest.bound(5))
 
@@ -130,7 +115,7 @@ def main(t):
     socks, sent = hold(t, port, N, head)
     t.check(sent >= N * 9 // 10, "%d connections opened and wrote the start "
             "of a head" % N, "%d of %d" % (sent, len(socks)))
-    ok = ptest.wait_for(lambda: (pss_kib(wpid) or 0) - base >= N * 2,
+    ok = ptest.wait_for(lambda: (ptest.pss_kib(wpid) or 0) - base >= N * 2,
                         ptest.bound(10), interval=0.2)
     held = settle(wpid, ptest.bound(5))
     grew = (held or 0) - base
@@ -144,7 +129,7 @@ def main(t):
     # AddressSanitizer keeps shadow and bookkeeping pages of its own.
     share = 4 if ptest.SLOW == 1 else 2
     limit = base + grew // share
-    back = ptest.wait_for(lambda: (pss_kib(wpid) or 1 << 30) <= limit,
+    back = ptest.wait_for(lambda: (ptest.pss_kib(wpid) or 1 << 30) <= limit,
                           ptest.bound(15), interval=0.3)
     after = settle(wpid, ptest.bound(5))
     t.diag("after release: PSS %s KiB (%+d KiB from the baseline)" % (

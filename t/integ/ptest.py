@@ -190,6 +190,21 @@ def bound(seconds):
     return seconds * SLOW
 
 
+def pss_kib(pid):
+    """Proportional set size of <pid> in KiB (VmRSS when the kernel has no
+    smaps_rollup), or None once it is gone."""
+    for path, key in (("/proc/%d/smaps_rollup" % pid, "Pss:"),
+                      ("/proc/%d/status" % pid, "VmRSS:")):
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(key):
+                        return int(line.split()[1])
+        except OSError:
+            continue
+    return None
+
+
 def exclusive(t, timeout=900):
     """Waits (bounded) until no other heavy scenario of this user runs on
     the machine, and holds that until this process exits. Heavy: one that
