@@ -21,8 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "t/fuzz/fuzz.h"
 #include "modules/acl/rules.h"
@@ -31,24 +29,10 @@
 	"listeners = ( { name = \"main\"; address = \"127.0.0.1:3128\"; },\n" \
 	"  { address = \"127.0.0.1:1080\"; protocol = \"socks5\"; } );\n"
 
-static int	 hf_fd = -1;
-static char	 hf_path[64];
+static const char *hf_path;	/* the input's host file, in memory */
 
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	if ((hf_fd = memfd_create("portico-fuzz.hosts", MFD_CLOEXEC)) < 0) {
-		perror("memfd_create");
-		abort();
-	}
-	snprintf(hf_path, sizeof(hf_path), "/proc/self/fd/%d", hf_fd);
-	return 0;
-}
-
-/* Points every rule's host_file at the memfd: the input never names a
- * file this process would read. */
+/* Points every rule's host_file at the in-memory file: the input never
+ * names a file this process would read. */
 static void
 redirect_host_files(config_setting_t *m)
 {
@@ -204,8 +188,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	char			*text, *qtext, *line, *save = NULL;
 	char			 err[512], buf[128];
 
-	if (hf_fd < 0)
-		LLVMFuzzerInitialize(NULL, NULL);
 	if (len > 16384)
 		return 0;
 	hosts = queries = NULL;
@@ -215,9 +197,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		hlen = 0;
 	if (!fuzz_split(&data, &len, "\n%%\n", &queries, &qlen))
 		qlen = 0;
-	if (ftruncate(hf_fd, 0) < 0 || (hlen > 0 && pwrite(hf_fd, hosts, hlen,
-	    0) != (ssize_t)hlen))
-		abort();
+	hf_path = fuzz_memfile(hosts, hlen);
 	if ((text = malloc(elen + 256)) == NULL)
 		abort();
 	memcpy(text, LISTENERS "m = { name = \"acl\";\n",

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 const char	*fuzz_input;
 
@@ -91,4 +93,23 @@ fuzz_rand(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
+const char *
+fuzz_memfile(const uint8_t *data, size_t len)
+{
+	static int	 fd = -1;
+	static char	 path[64];
+
+	if (fd < 0) {
+		if ((fd = memfd_create("portico-fuzz.file", MFD_CLOEXEC)) < 0) {
+			perror("memfd_create");
+			abort();
+		}
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	}
+	if (ftruncate(fd, 0) < 0 ||
+	    (len > 0 && pwrite(fd, data, len, 0) != (ssize_t)len))
+		abort();
+	return path;
 }

@@ -46,6 +46,10 @@ bool	fuzz_split(const uint8_t **data, size_t *len, const char *sep,
 /* A small deterministic generator for split points and choices, seeded
  * from the input, so a replay makes the same choices as the fuzzer did. */
 uint32_t fuzz_rand(uint64_t *state);
+/* A file in memory (a memfd, made on the first call) holding exactly
+ * <data>[0..<len>); returns its path (/proc/self/fd/N), for the parsers
+ * that read a file by name (host files). Never touches the disk. */
+const char *fuzz_memfile(const uint8_t *data, size_t len);
 
 /* libFuzzer's entry points (the second is optional). */
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);

@@ -16,27 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "t/fuzz/fuzz.h"
 #include "modules/acl/hostset.h"
 
-static int	 hf_fd = -1;
-static char	 hf_path[64];
-
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	if ((hf_fd = memfd_create("portico-fuzz.hosts", MFD_CLOEXEC)) < 0) {
-		perror("memfd_create");
-		abort();
-	}
-	snprintf(hf_path, sizeof(hf_path), "/proc/self/fd/%d", hf_fd);
-	return 0;
-}
 
 struct entry {
 	char	 kind;		/* 'E' exact, 'S' suffix */
@@ -105,14 +88,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	struct acl_hostset	 hs;
 	struct entry		*v;
+	const char		*hf_path;
 	const uint8_t		*file, *queries = NULL;
 	size_t			 flen, qlen = 0, n, i, lines = 1, count;
 	char			 err[512], *end, *qtext, *line, *save = NULL;
 	char			 sub[ACL_HOST_MAX + 8];
 	unsigned long		 at;
 
-	if (hf_fd < 0)
-		LLVMFuzzerInitialize(NULL, NULL);
 	if (len > 65536)
 		return 0;
 	fuzz_split(&data, &len, "\n%%\n", &file, &flen);
@@ -120,9 +102,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		qlen = 0;
 	for (i = 0; i < flen; i++)
 		lines += file[i] == '\n';
-	if (ftruncate(hf_fd, 0) < 0 || (flen > 0 && pwrite(hf_fd, file, flen,
-	    0) != (ssize_t)flen))
-		abort();
+	hf_path = fuzz_memfile(file, flen);
 	memset(&hs, 0, sizeof(hs));
 	if (acl_hostset_load(&hs, hf_path, err, sizeof(err)) < 0) {
 		FUZZ_CHECK(strncmp(err, hf_path, strlen(hf_path)) == 0 &&
