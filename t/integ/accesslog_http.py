@@ -214,8 +214,11 @@ def main(t):
     st2, _, _, _ = raw_get(port, ("http://127.0.0.1:%d/len?n=1&ctl=1" %
                                   origin.port).encode(),
                            [(b"User-Agent", b"a\x01b\x1b[31m")])
+    # Three sinks, three buffers: each is flushed on its own, so wait for
+    # every one of them (a sanitized build may be a timer tick behind).
     ptest.wait_for(lambda: len(AL.transactions(AL.json_records(jlog)[0]))
-                   >= 6, ptest.bound(5))
+                   >= 6 and len(AL.squid_lines(slog)) >= 6 and
+                   len(AL.read_lines(clog)[0]) >= 6, ptest.bound(5))
     recs, bad = AL.json_records(jlog)
     recs = AL.transactions(recs)
     ev = [r for r in recs if "q=%22a" in (r.get("target") or "")]
