@@ -9,24 +9,28 @@
 # exec/s and coverage libFuzzer reported on the line before; exits 1 when
 # a target failed.
 #
-#   t/fuzz/run.sh [-t SECONDS] [-r RSS_MB] BUILDDIR [TARGET...]
+#   t/fuzz/run.sh [-t SECONDS] [-r RSS_MB] [-j LANES] BUILDDIR [TARGET...]
 #
 # SECONDS per target (default 8); RSS_MB is libFuzzer's -rss_limit_mb
-# (default 1024). Without TARGETs, every t/fuzz/* program BUILDDIR has.
+# (default 1024); LANES targets run at once (default 1: one per CPU is
+# what CI uses, each target still gets its SECONDS of one CPU). Without
+# TARGETs, every t/fuzz/* program BUILDDIR has.
 # Extra libFuzzer options go in FUZZ_ARGS (e.g. FUZZ_ARGS=-jobs=2).
 set -u
 secs=8
 rss=1024
-while getopts t:r: o; do
+lanes=1
+usage="usage: $0 [-t SECONDS] [-r RSS_MB] [-j LANES] BUILDDIR [TARGET...]"
+while getopts t:r:j: o; do
 	case $o in
 	t) secs=$OPTARG ;;
 	r) rss=$OPTARG ;;
-	*) echo "usage: $0 [-t SECONDS] [-r RSS_MB] BUILDDIR [TARGET...]" >&2
-	   exit 2 ;;
+	j) lanes=$OPTARG ;;
+	*) echo "$usage" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-t SECONDS] [-r RSS_MB] BUILDDIR [TARGET...]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "$usage" >&2; exit 2; }
 build=$(cd "$1" && pwd) || exit 2
 shift
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,6 +42,30 @@ if [ $# -eq 0 ]; then
 	done
 fi
 [ $# -gt 0 ] || { echo "FAIL: t/fuzz - no fuzz target in $build (configure --enable-fuzzing; make fuzz)"; exit 1; }
+
+# Lanes: the targets dealt round-robin to LANES copies of this script,
+# run at once; their reports are printed lane by lane once all are done.
+if [ "$lanes" -gt 1 ]; then
+	out=$(mktemp -d) || exit 2
+	lane=0
+	while [ $lane -lt "$lanes" ]; do
+		list= i=0
+		for t in "$@"; do
+			[ $((i % lanes)) -eq $lane ] && list="$list $t"
+			i=$((i + 1))
+		done
+		# shellcheck disable=SC2086
+		[ -n "$list" ] && sh "$0" -t "$secs" -r "$rss" "$build" $list \
+		    >"$out/$lane" 2>&1 &
+		lane=$((lane + 1))
+	done
+	wait
+	cat "$out"/*
+	failed=0
+	grep -q "^FAIL: " "$out"/* && failed=1
+	rm -rf "$out"
+	exit $failed
+fi
 
 failed=0
 for t in "$@"; do
