@@ -27,16 +27,31 @@ static const char *const al_months[12] = {
 	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec"
 };
 
-static void
-al_put(struct al_out *o, const char *s, size_t len)
+/* The end of the buffer: what fits of <s>, the rest cut. */
+static void __attribute__((noinline))
+al_put_cut(struct al_out *o, const char *s, size_t len)
 {
-	if (len > o->cap - 1 - o->len)
-		len = o->cap - 1 - o->len;
+	len = o->cap - 1 - o->len;
 	memcpy(o->p + o->len, s, len);
 	o->len += len;
 }
 
-static void
+/* The common case first, with <len> as the caller has it: a literal's
+ * length stays a constant, so its copy is a few moves in place. */
+static inline void
+al_put(struct al_out *o, const char *s, size_t len)
+{
+	if (__builtin_expect(len > o->cap - 1 - o->len, 0)) {
+		al_put_cut(o, s, len);
+		return;
+	}
+	memcpy(o->p + o->len, s, len);
+	o->len += len;
+}
+
+/* Inlined everywhere: most arguments are literals, whose length then
+ * folds into a constant. */
+static inline __attribute__((always_inline)) void
 al_puts(struct al_out *o, const char *s)
 {
 	al_put(o, s, strlen(s));
@@ -70,27 +85,63 @@ static const char al_pairs[201] =
     "34353637383940414243444546474849505152535455565758596061626364656667"
     "6869707172737475767778798081828384858687888990919293949596979899";
 
+/* The number of decimal digits of <v>. */
+static unsigned
+al_ndigits(uint64_t v)
+{
+	unsigned	 n = 1;
+
+	for (;;) {
+		if (v < 10)
+			return n;
+		if (v < 100)
+			return n + 1;
+		if (v < 1000)
+			return n + 2;
+		if (v < 10000)
+			return n + 3;
+		v /= 10000;
+		n += 4;
+	}
+}
+
+/* Written in place, from the last digit back, two digits a step (half
+ * the divisions of the plain loop); a record has a dozen numbers. */
 static void
 al_put_u64(struct al_out *o, uint64_t v)
 {
-	char	 buf[20];
-	size_t	 n = sizeof(buf);
-	unsigned d;
+	char		 buf[20], *e;
+	unsigned	 n, d;
+	bool		 room;
 
-	/* Two digits a step: half the divisions of the plain loop. */
+	if (v < 100 && o->cap - 1 - o->len >= 2) {	/* ports, octets */
+		if (v < 10)
+			o->p[o->len++] = (char)('0' + v);
+		else {
+			memcpy(o->p + o->len, al_pairs + v * 2, 2);
+			o->len += 2;
+		}
+		return;
+	}
+	n = al_ndigits(v);
+	room = o->cap - 1 - o->len >= n;
+	e = (room ? o->p + o->len : buf) + n;
 	while (v >= 100) {
 		d = (unsigned)(v % 100) * 2;
 		v /= 100;
-		buf[--n] = al_pairs[d + 1];
-		buf[--n] = al_pairs[d];
+		*--e = al_pairs[d + 1];
+		*--e = al_pairs[d];
 	}
 	if (v >= 10) {
 		d = (unsigned)v * 2;
-		buf[--n] = al_pairs[d + 1];
-		buf[--n] = al_pairs[d];
+		*--e = al_pairs[d + 1];
+		*--e = al_pairs[d];
 	} else
-		buf[--n] = (char)('0' + v);
-	al_put(o, buf + n, sizeof(buf) - n);
+		*--e = (char)('0' + v);
+	if (room)
+		o->len += n;
+	else
+		al_put(o, buf, n);	/* cut at the end of the buffer */
 }
 
 static void
@@ -120,29 +171,33 @@ al_put_digits(struct al_out *o, unsigned v, int w)
 /*
  * Bytes each escaper copies as they are, so runs of them go in one
  * memcpy: JSON (printable ASCII but '"' and '\\'), quoted (the same),
- * squid (printable ASCII but the space).
+ * squid (printable ASCII but the space). One table lookup a byte.
  */
-static bool
-al_safe_json(unsigned char c)
-{
-	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-}
+#define AL_SAFE_JSON	0x01
+#define AL_SAFE_SQUID	0x02
+static const unsigned char al_safe[256] = {
+	[0x20] = AL_SAFE_JSON,
+	[0x21] = AL_SAFE_JSON | AL_SAFE_SQUID,
+	[0x22] = AL_SAFE_SQUID,				/* " */
+	[0x23 ... 0x5b] = AL_SAFE_JSON | AL_SAFE_SQUID,
+	[0x5c] = AL_SAFE_SQUID,				/* \ */
+	[0x5d ... 0x7e] = AL_SAFE_JSON | AL_SAFE_SQUID,
+};
 
-static bool
-al_safe_squid(unsigned char c)
-{
-	return c > 0x20 && c < 0x7f;
-}
-
-/* The length of the run of bytes from <i> that <safe> accepts. */
+/* The length of the run of bytes from <i> that the class <safe> accepts
+ * (and, with <space_unsafe>, that are not a space). */
 static size_t
-al_run(const unsigned char *u, size_t i, size_t len,
-    bool (*safe)(unsigned char), bool space_unsafe)
+al_run(const unsigned char *u, size_t i, size_t len, unsigned safe,
+    bool space_unsafe)
 {
 	size_t	 j = i;
 
-	while (j < len && safe(u[j]) && !(space_unsafe && u[j] == ' '))
-		j++;
+	if (space_unsafe)
+		while (j < len && (al_safe[u[j]] & safe) && u[j] != ' ')
+			j++;
+	else
+		while (j < len && (al_safe[u[j]] & safe))
+			j++;
 	return j - i;
 }
 
@@ -243,7 +298,7 @@ al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
 	const char		*piece;
 
 	while (i < len) {
-		if ((n = al_run(u, i, len, al_safe_json, false)) > 0) {
+		if ((n = al_run(u, i, len, AL_SAFE_JSON, false)) > 0) {
 			if (al_put_run(o, start, budget, s + i, n, i + n == len) <
 			    n)
 				break;
@@ -298,7 +353,7 @@ al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
  */
 static void
 al_put_escaped(struct al_out *o, const char *s, size_t len, size_t budget,
-    bool (*safe)(unsigned char), bool space_unsafe, const char *lead)
+    unsigned safe, bool space_unsafe, const char *lead)
 {
 	const unsigned char	*u = (const unsigned char *)s;
 	size_t			 start = o->len, i, n, k, w = strlen(lead) + 2;
@@ -328,13 +383,13 @@ void
 al_put_quoted(struct al_out *o, const char *s, size_t len, size_t budget,
     bool space)
 {
-	al_put_escaped(o, s, len, budget, al_safe_json, space, "\\x");
+	al_put_escaped(o, s, len, budget, AL_SAFE_JSON, space, "\\x");
 }
 
 void
 al_put_squid(struct al_out *o, const char *s, size_t len, size_t budget)
 {
-	al_put_escaped(o, s, len, budget, al_safe_squid, false, "%");
+	al_put_escaped(o, s, len, budget, AL_SAFE_SQUID, false, "%");
 }
 
 /* Per thread, so the LOG hook pays for gmtime_r/localtime_r once a
@@ -427,17 +482,37 @@ al_is_denied(const struct al_rec *r)
 	return st == 403 || st == 407;
 }
 
-/* Dotted quad without inet_ntop, which goes through sprintf. */
+/* Dotted quad without inet_ntop, which goes through sprintf; in place
+ * when the 15 bytes it may take fit. */
 static void
 al_put_v4(struct al_out *o, const unsigned char *b)
 {
+	char	*p;
 	int	 i;
 
+	if (o->cap - 1 - o->len < 15) {
+		for (i = 0; i < 4; i++) {
+			if (i > 0)
+				al_putc(o, '.');
+			al_put_u64(o, b[i]);
+		}
+		return;
+	}
+	p = o->p + o->len;
 	for (i = 0; i < 4; i++) {
 		if (i > 0)
-			al_putc(o, '.');
-		al_put_u64(o, b[i]);
+			*p++ = '.';
+		if (b[i] >= 100) {
+			*p++ = (char)('0' + b[i] / 100);
+			memcpy(p, al_pairs + (b[i] % 100) * 2, 2);
+			p += 2;
+		} else if (b[i] >= 10) {
+			memcpy(p, al_pairs + b[i] * 2, 2);
+			p += 2;
+		} else
+			*p++ = (char)('0' + b[i]);
 	}
+	o->len = (size_t)(p - o->p);
 }
 
 /* An address as text, without its port; "-" for none. */
@@ -736,31 +811,37 @@ al_iso_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
 {
 	static __thread time_t	 sec[2] = { -1, -1 };
 	static __thread char	 head[2][64], tail[2][16];
+	static __thread size_t	 hlen[2], tlen[2];
 	time_t			 now = (time_t)(wall_ms / 1000);
-	int			 l = fo->local_time;
+	int			 l = fo->local_time, n;
 	struct tm		 tm;
 	long			 off, a;
 
 	if (sec[l] != now) {
 		al_time(now, fo->local_time, &tm, &off);
-		snprintf(head[l], sizeof(head[l]), "%04d-%02d-%02dT%02d:%02d:%02d",
-		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		    tm.tm_min, tm.tm_sec);
+		n = snprintf(head[l], sizeof(head[l]),
+		    "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
+		    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		    tm.tm_sec);
+		hlen[l] = n > 0 ? (size_t)n : 0;
 		a = off < 0 ? -off : off;
 		if (!fo->local_time)
-			strcpy(tail[l], "Z");
+			n = snprintf(tail[l], sizeof(tail[l]), "Z");
 		else
-			snprintf(tail[l], sizeof(tail[l]), "%c%02ld:%02ld",
-			    off < 0 ? '-' : '+', (a / 3600) % 100, (a / 60) % 60);
+			n = snprintf(tail[l], sizeof(tail[l]), "%c%02ld:%02ld",
+			    off < 0 ? '-' : '+', (a / 3600) % 100,
+			    (a / 60) % 60);
+		tlen[l] = n > 0 ? (size_t)n : 0;
 		sec[l] = now;
 	}
-	al_puts(o, head[l]);
-	al_putc(o, '.');
+	al_put(o, head[l], hlen[l]);
 	al_put_digits(o, (unsigned)(wall_ms % 1000), 3);
-	al_puts(o, tail[l]);
+	al_put(o, tail[l], tlen[l]);
 }
 
-static void
+/* Inlined at each field, so the key is a literal: its length folds and
+ * its copy is a few moves, not a strlen and a memcpy call. */
+static inline __attribute__((always_inline)) void
 al_json_str(struct al_out *o, const char *key, const char *s, size_t len,
     size_t budget)
 {
