@@ -191,7 +191,7 @@ def leaving(t, px, workers):
             "waiters left while they waited: the 13 others are served",
             (blk, codes))
     t.check(m1.get("verifications") == m0.get("verifications") + 2 and
-            m1.get("coalesced") == m0.get("coalesced") + 19,
+            m1.get("coalesced") == (m0.get("coalesced") or 0) + 19,
             "by the starter's verification, which ran for them (one, "
             "19 coalesced)", (m0, m1))
 
@@ -210,7 +210,7 @@ def leaving(t, px, workers):
     m2 = px.metrics()
     t.check(blk == 200 and
             m2.get("verifications") == m1.get("verifications") + 1 and
-            m2.get("coalesced") == m1.get("coalesced") + 5,
+            m2.get("coalesced") == (m1.get("coalesced") or 0) + 5,
             "six logins of one user, all gone before the thread took "
             "theirs: never verified (only the blocker is)", (blk, m1, m2))
     st, head = A.curl_head(px.port, px.o.url + "/co/erin", "erin:e-pw")
@@ -229,7 +229,8 @@ def bad_bursts(t, px):
             "password: 20 x RFC 1929 status 1", res)
     m1 = px.metrics()
     t.check(m1.get("failures") == m0.get("failures") + 2 * N and
-            m1.get("coalesced") == m0.get("coalesced") + 2 * (N - 1),
+            m1.get("coalesced") ==
+            (m0.get("coalesced") or 0) + 2 * (N - 1),
             "auth_failures counts each of the 40 refusals, 38 of them "
             "coalesced", (m0, m1))
     f = A.failures(px.p)
