@@ -22,6 +22,11 @@ Counters are read on the status listener's /metrics.
   carol:wrong: 20 x RFC 1929 status 1 and 20 failure lines; each is an
   attempt of its own source for the throttle (fail_threshold = 40: the
   right password from 127.0.0.1 is now refused, reason=throttled).
+
+The helper backend (helper = { command = ...; }) the same way: a helper
+of the test's own that takes 0.3 s to answer sees one request for 20
+good logins (all 200), and one for 20 wrong ones (20 x 407, 20 failure
+lines).
 """
 import os
 import re
@@ -249,6 +254,68 @@ def bad_bursts(t, px):
             "password is now refused (reason=throttled)", (st, last))
 
 
+# Plain protocol: "user password" in, OK or ERR out, after 0.3 s; each
+# request is appended to the file named by argv[1].
+HELPER = r'''
+import sys, time, urllib.parse
+for line in sys.stdin:
+    f = line.rstrip("\n").split(" ")
+    with open(sys.argv[1], "a") as log:
+        log.write(line)
+    time.sleep(0.3)
+    ok = urllib.parse.unquote(f[1] if len(f) > 1 else "") == "h-pw"
+    sys.stdout.write("OK\n" if ok else "ERR bad password\n")
+    sys.stdout.flush()
+'''
+
+
+def helper(t, o):
+    script, seen = t.path("helper.py"), t.path("helper.seen")
+    ptest.write_file(script, HELPER)
+    port, stport = ptest.free_port(), ptest.free_port()
+    lst = ('{ address = "127.0.0.1:%d"; protocol = "http"; },\n'
+           '{ address = "127.0.0.1:%d"; protocol = "status"; }'
+           % (port, stport))
+    conf = A.conf(t, lst, "-", mod_extra='helper = { command = "%s %s %s"; '
+                  'children = 1; timeout = 10; };'
+                  % (sys.executable, script, seen))
+    conf = conf.replace('userlist = "-"; ', "")
+    t0 = time.monotonic()
+    p = t.portico(conf.replace("/error.log", "/error-helper.log"),
+                  conf_name="helper.conf")
+    t.diag("helper: started in %.1f s" % (time.monotonic() - t0))
+    px = Proxy(t, o, p, port, None, stport)
+
+    def requests():
+        try:
+            with open(seen) as f:
+                return f.read().splitlines()
+        except OSError:
+            return []
+
+    for cred, want, label in (("hank:h-pw", 200, "good"),
+                              ("hank:bad", 407, "wrong")):
+        m0 = px.metrics()
+        socks = px.http_socks(N)
+        for i, s in enumerate(socks):
+            s.sendall(http_req(o.port, "h%s%d" % (label, i), cred))
+        codes = [read_head(s) for s in socks]
+        for s in socks:
+            s.close()
+        m1 = px.metrics()
+        t.check(codes == [want] * N, "helper: 20 %s logins at once: 20 x "
+                "%d" % (label, want), codes)
+        t.check(len(requests()) == (1 if label == "good" else 2) and
+                m1.get("coalesced") == (m0.get("coalesced") or 0) + 19,
+                "helper: the helper was asked once for the 20, 19 "
+                "coalesced", (requests(), m0, m1))
+    f = [x for x in A.failures(p) if x.get("user") == "hank"]
+    t.check(len(f) == N and all(x.get("reason") == "bad-password"
+                                for x in f), "helper: a failure line for "
+            "each wrong login", (len(f), f[:2]))
+    t.stop_portico(p)
+
+
 def main(t):
     why = A.missing()
     if why:
@@ -277,6 +344,8 @@ def main(t):
     leaving(t, px, workers)
     bad_bursts(t, px)
     t.stop_portico(p)
+    t.diag("threads: %.1f s" % (time.monotonic() - t0))
+    helper(t, o)
     t.diag("wall time %.1f s" % (time.monotonic() - t0))
 
 
