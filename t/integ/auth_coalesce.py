@@ -90,8 +90,9 @@ class Proxy:
         s = ptest.connect(self.port, timeout=ptest.bound(20))
         s.sendall(http_req(self.o.port, "blk%d" % self.nblock,
                            "slow%d:s-pw" % self.nblock))
-        # The thread takes it before the burst comes.
-        time.sleep(0.05)
+        # The worker reads it and the thread takes it before the burst
+        # comes (a burst first would find the thread idle).
+        time.sleep(0.1)
         return s
 
     def http_socks(self, n):
