@@ -18,6 +18,8 @@ Counters are read on the status listener's /metrics.
   them), the worker lives on (same pid);
 - everyone of a burst leaves before the thread took the job: it is
   never verified (cancelled), and the next login of that user works;
+- a reload while 10 logins wait on one verification: the old worker
+  serves them all and exits by itself, the new generation logs in;
 - 20 HTTP logins bob:wrong: 20 x 407 and 20 failure lines; 20 SOCKS5
   carol:wrong: 20 x RFC 1929 status 1 and 20 failure lines; each is an
   attempt of its own source for the throttle (fail_threshold = 40: the
@@ -225,6 +227,29 @@ def leaving(t, px, workers):
             (workers, px.p.workers()))
 
 
+def reload(t, px):
+    """SIGHUP while logins wait: the draining worker still serves them."""
+    gen = px.p.workers()
+    socks = px.http_socks(10)
+    b = px.blocker()
+    for i, s in enumerate(socks):
+        s.sendall(http_req(px.o.port, "rl%d" % i, "frank:f-pw"))
+    time.sleep(0.05)
+    px.p.hup()
+    codes = [read_head(s) for s in socks]
+    blk = read_head(b)
+    for s in socks + [b]:
+        s.close()
+    t.check(blk == 200 and codes == [200] * 10, "a reload while 10 logins "
+            "wait on one verification: all served", (blk, codes))
+    ok = ptest.wait_for(lambda: px.p.workers() and px.p.workers() != gen
+                        and not px.p.draining(), ptest.bound(10))
+    t.check(ok, "the old worker exited by itself, a new one runs",
+            (gen, px.p.workers(), px.p.draining()))
+    st, head = A.curl_head(px.port, px.o.url + "/co/rl", "frank:f-pw")
+    t.check(st == 200, "the new generation logs frank in", head)
+
+
 def bad_bursts(t, px):
     m0 = px.metrics()
     codes = px.http_burst("bob:wrong", "bad")
@@ -325,8 +350,8 @@ def main(t):
     t0 = time.monotonic()
     o = H.origin(t)
     slow = A.argon2id("s-pw", t_cost=4, m_kib=32768)
-    users = [("slow%d" % i, slow) for i in range(1, 9)]
-    for u in ("bob", "carol", "dave", "erin"):
+    users = [("slow%d" % i, slow) for i in range(1, 10)]
+    for u in ("bob", "carol", "dave", "erin", "frank"):
         users.append((u, A.argon2id(u[0] + "-pw")))
     ulist = A.write_users(t, users)
     port, sport, stport = (ptest.free_port(), ptest.free_port(),
@@ -343,6 +368,7 @@ def main(t):
     px = Proxy(t, o, p, port, sport, stport)
     good_bursts(t, px)
     leaving(t, px, workers)
+    reload(t, px)
     bad_bursts(t, px)
     t.stop_portico(p)
     t.diag("threads: %.1f s" % (time.monotonic() - t0))
