@@ -30,7 +30,7 @@
  * fills the cache once; a failure is each waiter's own (407 or RFC 1929
  * failure, failure line, counter, and a throttle failure for its own
  * source). A waiter whose client leaves is taken off at once and resumed
- * from a post (never from its CLOSE hook, nor after that). A starter
+ * from a post (so never twice, nor after its release). A starter
  * whose client leaves keeps its job running while someone waits on it;
  * it is cancelled once nobody does.
  *
@@ -407,8 +407,8 @@ auth_flight_job(struct auth_flight *f)
 }
 
 /* Worker, posted by auth_on_close: a waiter whose client left, resumed
- * once the CLOSE hooks are over (the core keeps its memory until then;
- * resuming from inside CLOSE would release it under the core's feet). */
+ * from the loop once the core is done closing it (pt_conn_resume is
+ * made for loop callbacks; the core keeps the memory until then). */
 static void
 auth_left(void *arg)
 {

@@ -224,6 +224,10 @@ def leaving(t, px, workers):
     t.check(st == 200, "the next login of that user works", head)
     t.check(px.p.workers() == workers, "the worker never died",
             (workers, px.p.workers()))
+    bad = px.p.log_lines(r"pt_conn_resume without AGAIN|auth: failure "
+                         r".*user=\"(dave|erin)\"")
+    t.check(not bad, "no connection that left was resumed again or "
+            "answered (no stray resume, no failure line)", bad)
 
 
 def reload(t, px):
