@@ -21,6 +21,7 @@
 #include "common/conf_types.h"
 #include "worker/conn.h"
 #include "worker/proto.h"
+#include "worker/upstream.h"
 
 /* Accepts per readiness event: enough to amortise epoll_wait, few enough
  * that one busy listener cannot starve established connections. */
@@ -117,6 +118,11 @@ accept_one(struct worker_listener *l)
 			return false;
 		case EMFILE:
 		case ENFILE:
+			/* Idle kept-alive upstream connections go first: two
+			 * descriptors, a client's and its upstream's. */
+			if (upstream_shed(2) > 0)
+				return true;
+			/* FALLTHROUGH */
 		case ENOBUFS:
 		case ENOMEM:
 			accept_warn(l, errno, "accept");

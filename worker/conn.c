@@ -9,11 +9,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,6 +372,37 @@ conn_close(struct pt_conn *c, const char *why)
 		conn_reap_queue(c);
 }
 
+/*
+ * A socket closed with bytes in its send queue lives on in the kernel as
+ * an orphan in FIN-WAIT-1, holding that memory for as long as its peer
+ * keeps the window shut (minutes, tcp_orphan_retries): a client that
+ * never reads can pile those up faster than they go. Where the
+ * transaction failed anyway, such a socket is reset (SO_LINGER 0), which
+ * frees it at once; one with nothing queued still ends with a FIN, and a
+ * finished answer (conn_close) always gets its data out first.
+ */
+static void
+conn_side_abort(struct conn_side *s)
+{
+	static const struct linger	 rst = { 1, 0 };
+	int				 queued;
+
+	if (s->io.fd >= 0 && ioctl(s->io.fd, SIOCOUTQ, &queued) == 0 &&
+	    queued > 0)
+		(void)setsockopt(s->io.fd, SOL_SOCKET, SO_LINGER, &rst,
+		    sizeof(rst));
+}
+
+void
+conn_abort(struct pt_conn *c, const char *why)
+{
+	if (c->c_state == CONN_CLOSED)
+		return;
+	conn_side_abort(&c->c_side[SIDE_CLIENT]);
+	conn_side_abort(&c->c_side[SIDE_UPSTREAM]);
+	conn_close(c, why);
+}
+
 static void
 conn_on_trim(struct pt_timer *t, void *arg)
 {
@@ -475,7 +508,7 @@ void
 conn_close_all(const char *why)
 {
 	while (conn_live != NULL)
-		conn_close(conn_live, why);
+		conn_abort(conn_live, why);
 }
 
 /* The client leg may be wrapped by a module's transport (tls); the

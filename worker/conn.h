@@ -223,6 +223,10 @@ uint64_t	 conn_txn_next(void);
  * string for the debug log and LOG hooks, or NULL.
  */
 void		 conn_close(struct pt_conn *c, const char *why);
+/* conn_close for a transaction that failed (a reset, a timeout, a forced
+ * stop): a socket still holding bytes its peer has not taken is reset
+ * rather than left to linger as an orphan (conn.c). */
+void		 conn_abort(struct pt_conn *c, const char *why);
 /*
  * The current transaction ends: sets end_ms, marks it logged, counts it
  * (by protocol and status class, and its duration) and runs LOG. The

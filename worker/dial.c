@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "worker/dial.h"
+#include "worker/upstream.h"
 #include "common/counters.h"
 
 static void
@@ -92,8 +93,8 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 	c->c_dial_done = done;
 	c->c_state = CONN_CONNECTING;
 	c->c_dial_us = counters_now_us();
-	fd = socket(to->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
+	fd = upstream_socket(to->sa.ss_family,
+	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
 		dial_finish(c, errno);
 		return;

@@ -322,7 +322,7 @@ http_on_timer(struct pt_timer *t, void *arg)
 	if (!h->resp_started && h->stage == HS_FORWARD)
 		http_fail(c, 504, "origin did not answer in time");
 	else
-		conn_close(c, "idle timeout");
+		conn_abort(c, "idle timeout");
 }
 
 static void
@@ -744,7 +744,7 @@ http_flow_splice_out(struct pt_conn *c, struct http_flow *f,
 		return 0;
 	}
 	if (n < 0) {
-		conn_close(c, n == -EPIPE || n == -ECONNRESET ?
+		conn_abort(c, n == -EPIPE || n == -ECONNRESET ?
 		    "reset by peer" : "send failed");
 		return -1;
 	}
@@ -817,7 +817,7 @@ http_flow_write(struct pt_conn *c, struct http_flow *f, struct conn_side *dst)
 		return 0;
 	}
 	if (n < 0) {
-		conn_close(c, n == -EPIPE || n == -ECONNRESET ?
+		conn_abort(c, n == -EPIPE || n == -ECONNRESET ?
 		    "reset by peer" : "send failed");
 		return -1;
 	}
@@ -1809,7 +1809,7 @@ http_pump_response(struct pt_conn *c)
 		return -1;
 	}
 	if (n < 0) {
-		conn_close(c, "origin reset inside a response");
+		conn_abort(c, "origin reset inside a response");
 		return -1;
 	}
 	if (n == 0) {
@@ -2006,7 +2006,7 @@ http_on_event(struct loop_io *io, uint32_t events)
 	 * (Before that, the read sees the reset, as doc/internals.md's
 	 * close-path table says.) */
 	if (http_st(c)->req.head_done && conn_client_failed(c, s, events)) {
-		conn_close(c, "reset by peer");
+		conn_abort(c, "reset by peer");
 		return;
 	}
 	http_pump(c);

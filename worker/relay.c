@@ -589,7 +589,7 @@ relay_pump(struct pt_conn *c)
 		b = a < 0 ? 0 : relay_step(c, SIDE_UPSTREAM);
 		if (a < 0 || b < 0) {
 			a = a < 0 ? a : b;
-			conn_close(c, a == -ECONNRESET || a == -EPIPE ?
+			conn_abort(c, a == -ECONNRESET || a == -EPIPE ?
 			    "reset by peer" : "relay error");
 			return;
 		}
@@ -628,7 +628,7 @@ relay_on_event(struct loop_io *io, uint32_t events)
 	 * one blocked on a destination that does not read would never
 	 * read the reset (the other leg could be held to idle_timeout). */
 	if (conn_client_failed(s->conn, s, events)) {
-		conn_close(s->conn, "reset by peer");
+		conn_abort(s->conn, "reset by peer");
 		return;
 	}
 	relay_pump(s->conn);
@@ -680,7 +680,7 @@ relay_on_timer(struct pt_timer *t, void *arg)
 		pt_timer_start(&c->c_timer, idle - quiet, relay_on_timer, c);
 		return;
 	}
-	conn_close(c, "idle timeout");
+	conn_abort(c, "idle timeout");
 }
 
 /*

@@ -62,6 +62,7 @@
 #include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/socks_parse.h"
+#include "worker/upstream.h"
 
 #define UDP_BATCH	16
 #define UDP_HDR_MAX	22	/* RSV RSV FRAG ATYP + IPv6 + port */
@@ -456,7 +457,7 @@ udp_remote_fd(struct udp_assoc *a, int family)
 
 	if (io->added)
 		return io->fd;
-	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = upstream_socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	if (loop_io_start(io, fd, udp_events(a, PT_DIR_DOWN),
@@ -827,8 +828,8 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 	len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 	    sizeof(struct sockaddr_in);
 	((struct sockaddr_in *)&addr)->sin_port = 0;
-	fd = socket(addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
+	fd = upstream_socket(addr.ss_family,
+	    SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		goto fail;
 	if (bind(fd, (struct sockaddr *)&addr, len) < 0 ||

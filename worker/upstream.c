@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "worker/upstream.h"
@@ -176,4 +177,26 @@ unsigned
 upstream_idle_count(void)
 {
 	return upstream_count;
+}
+
+unsigned
+upstream_shed(unsigned n)
+{
+	unsigned	 k = 0;
+
+	while (k < n && upstream_lru != NULL) {
+		close(upstream_release(upstream_lru));
+		k++;
+	}
+	return k;
+}
+
+int
+upstream_socket(int family, int type)
+{
+	int	 fd = socket(family, type, 0);
+
+	if (fd < 0 && UPSTREAM_SHEDDABLE(errno) && upstream_shed(1) > 0)
+		fd = socket(family, type, 0);
+	return fd;
 }

@@ -3,6 +3,7 @@
 #ifndef PT_WORKER_UPSTREAM_H
 #define PT_WORKER_UPSTREAM_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,5 +34,14 @@ int	 upstream_take(const char *host, size_t hostlen, uint16_t port,
 void	 upstream_put(const char *host, size_t hostlen, uint16_t port,
 	    struct loop_io *io, const struct pt_addr *addr);
 unsigned upstream_idle_count(void);
+/* Closes up to <n> idle connections, least recently used first; returns
+ * how many. Called where a socket or accept failed for want of
+ * descriptors: a kept connection is worth less than a client's. */
+unsigned upstream_shed(unsigned n);
+/* A socket(2) or accept4(2) error that upstream_shed() can relieve. */
+#define UPSTREAM_SHEDDABLE(err)	((err) == EMFILE || (err) == ENFILE)
+/* socket(2) (flags in <type>), tried once more after shedding an idle
+ * connection when descriptors ran out. -1 with errno set on failure. */
+int	 upstream_socket(int family, int type);
 
 #endif
