@@ -20,6 +20,20 @@
  * core keeps the connection's memory until the resume, which is always
  * made.
  *
+ * Single-flight: a login whose credentials (same HMAC of user NUL
+ * password, same user length) are being verified in this worker already
+ * does not start another verification; it waits for that one (AGAIN, no
+ * slot taken, counted as auth_coalesced) and gets the same verdict: a
+ * browser's six connections, or fifty clients of one account after a
+ * reload, cost one Argon2id run instead of N, and the last no longer
+ * waits N times as long. A success marks each waiter as the first and
+ * fills the cache once; a failure is each waiter's own (407 or RFC 1929
+ * failure, failure line, counter, and a throttle failure for its own
+ * source). A waiter whose client leaves is taken off at once and resumed
+ * from a post (so never twice, nor after its release). A starter
+ * whose client leaves keeps its job running while someone waits on it;
+ * it is cancelled once nobody does.
+ *
  * Each failure writes one error-log line (the format is a contract with
  * fail2ban filters; README and portico.conf(5) document it):
  *	auth: failure client=ADDR user="USER" proto=PROTO listener=NAME
@@ -32,12 +46,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
 #include "modules/auth/cache.h"
+#include "modules/auth/flight.h"
 #include "modules/auth/helper.h"
 #include "modules/auth/mac.h"
 #include "modules/auth/pool.h"
@@ -49,6 +65,13 @@ struct auth_connctx {
 	bool		 verified;
 	uint8_t		 mac[32];	/* HMAC(key, user NUL password) */
 	struct auth_job	*job;		/* on the threads, or NULL */
+	/* Waiting on another connection's verification (single-flight):
+	 * the node in its job's flight, this connection and its request
+	 * (for the verdict), and the post that resumes it if it leaves. */
+	struct auth_waiter wait;
+	struct pt_conn	*conn;
+	struct pt_req	*req;
+	struct pt_post	 post;
 };
 
 /* The worker's own state: one worker process, one thread runs these. */
@@ -56,6 +79,7 @@ static struct auth_pool		*auth_pool;
 static struct auth_cache	*auth_cache;
 static struct auth_throttle	*auth_throttle;
 static struct auth_helpers	*auth_helpers;
+static struct auth_flights	 auth_flights;	/* joinable verifications */
 
 static const char *
 auth_proto_name(enum pt_proto p)
@@ -150,39 +174,81 @@ auth_fail_now(struct pt_conn *conn, struct pt_req *req,
 	return PT_VERDICT_DENY;
 }
 
-/* Worker: a verification ended (thread post or helper answer). Returns
- * the verdict; the caller resumes or returns it. */
-static enum pt_verdict
-auth_finish(struct auth_job *j, const struct auth_conf *ac)
+/* Worker: a verification ended (thread post or helper answer), once per
+ * job whoever waits for it: counted, and a success cached. */
+static void
+auth_settle(struct auth_job *j, const struct auth_conf *ac)
 {
-	struct auth_connctx	*cc = pt_conn_ctx(j->conn, &pt_module_auth);
-	const char		*reason;
-	uint64_t		 now = pt_now_ms();
-
 	pt_counter_add(ac->ctr_verifications, 1);
+	if (j->ok && auth_cache != NULL)
+		auth_cache_put(auth_cache, j->user, j->ulen, j->pass, j->plen,
+		    pt_now_ms());
+}
+
+/* Worker: what <j>'s verdict means for one of the logins that waited
+ * for it (the one that started it or another with the same credentials)
+ * on <conn> from <peer>. Returns the verdict; the caller resumes. */
+static enum pt_verdict
+auth_apply(struct auth_job *j, struct pt_conn *conn,
+    const struct sockaddr_storage *peer, enum pt_proto proto,
+    const char *listener, const struct auth_conf *ac)
+{
+	struct auth_connctx	*cc = pt_conn_ctx(conn, &pt_module_auth);
+	const char		*reason;
+
 	if (j->ok) {
 		cc->verified = true;
 		memcpy(cc->mac, j->mac, sizeof(cc->mac));
-		if (auth_cache != NULL)
-			auth_cache_put(auth_cache, j->user, j->ulen, j->pass,
-			    j->plen, now);
 		pt_log(PT_LOG_DEBUG, "auth: verified user=\"%.*s\" conn=%llu",
 		    (int)(j->ulen < 64 ? j->ulen : 64), j->user,
-		    (unsigned long long)pt_conn_id(j->conn));
+		    (unsigned long long)pt_conn_id(conn));
 		return PT_VERDICT_CONTINUE;
 	}
 	if (j->via_helper)
 		reason = j->result < 0 ? "helper-error" : "bad-password";
 	else
 		reason = j->known ? "bad-password" : "unknown-user";
+	/* Each login is an attempt from its own source. */
 	if (auth_throttle != NULL && j->result >= 0)
 		auth_throttle_fail(auth_throttle,
-		    (const struct sockaddr *)&j->peer, now);
+		    (const struct sockaddr *)peer, pt_now_ms());
 	pt_counter_add(ac->ctr_failures, 1);
-	auth_log_failure(&j->peer, j->user, j->ulen, j->proto, j->listener,
-	    reason);
-	auth_answer_407(j->conn, ac, "auth: bad credentials");
+	auth_log_failure(peer, j->user, j->ulen, proto, listener, reason);
+	auth_answer_407(conn, ac, "auth: bad credentials");
 	return PT_VERDICT_DENY;
+}
+
+/* Worker: the verdict for the login that started <j>. */
+static enum pt_verdict
+auth_finish(struct auth_job *j, const struct auth_conf *ac)
+{
+	auth_settle(j, ac);
+	return auth_apply(j, j->conn, &j->peer, j->proto, j->listener, ac);
+}
+
+/* Worker: <j> ended; each login still waiting for it gets its verdict,
+ * oldest first. One at a time off the list: a resume runs the rest of a
+ * connection's phases, and another waiter that leaves meanwhile still
+ * finds itself on it (its CLOSE takes it off). <j>'s slot is still held,
+ * and it is no longer joinable. */
+static void
+auth_wake(struct auth_job *j, const struct auth_conf *ac)
+{
+	struct auth_waiter	*w;
+	struct auth_connctx	*wc;
+	struct pt_conn		*conn;
+	struct pt_req		*req;
+
+	while ((w = flight_pop(&j->flight)) != NULL) {
+		wc = (struct auth_connctx *)(void *)((char *)w -
+		    offsetof(struct auth_connctx, wait));
+		conn = wc->conn;
+		req = wc->req;
+		wc->conn = NULL;
+		wc->req = NULL;
+		pt_conn_resume(conn, auth_apply(j, conn, &req->peer,
+		    req->proto, req->listener, ac));
+	}
 }
 
 static struct auth_conf	*auth_worker_conf;
@@ -197,15 +263,22 @@ auth_done(void *arg)
 	enum pt_verdict		 v;
 
 	cc->job = NULL;
+	flights_remove(&j->flight);
 	if (j->cancelled) {
-		/* The client left before a thread took it: nothing was
-		 * verified, and the core only waits for the resume to
-		 * release the connection. */
+		/* The client left and nobody waits on its login (cancelled
+		 * only then, and no longer joinable since): whatever a
+		 * thread found is for no one, and the core only waits for
+		 * the resume to release the connection. */
 		pool_job_put(auth_pool, j);
 		pt_conn_resume(conn, PT_VERDICT_DENY);
 		return;
 	}
-	v = auth_finish(j, auth_worker_conf);
+	auth_settle(j, auth_worker_conf);
+	/* A starter that left while others waited: the job ran for them;
+	 * its own connection is closed, nothing to answer there. */
+	v = j->leader_gone ? PT_VERDICT_DENY : auth_apply(j, conn, &j->peer,
+	    j->proto, j->listener, auth_worker_conf);
+	auth_wake(j, auth_worker_conf);
 	pool_job_put(auth_pool, j);
 	pt_conn_resume(conn, v);
 }
@@ -224,12 +297,18 @@ auth_helper_done(void *arg, int result)
 	enum pt_verdict		 v;
 
 	if (auth_stopping) {
+		/* No waiter either: each was resumed before, like conn. */
 		pool_job_put(auth_pool, j);
 		return;
 	}
+	flights_remove(&j->flight);
 	j->result = result;
 	j->ok = result == AUTH_HELPER_OK;
+	/* A helper's request cannot be taken back, so a starter that left
+	 * gets its verdict as before (on a closed connection: a failure
+	 * line and nothing on the wire), and its waiters theirs. */
 	v = auth_finish(j, auth_worker_conf);
+	auth_wake(j, auth_worker_conf);
 	pool_job_put(auth_pool, j);
 	pt_conn_resume(conn, v);
 }
@@ -265,13 +344,19 @@ auth_start(struct pt_conn *conn, struct pt_req *req, struct auth_conf *ac,
 	memcpy(j->mac, mac, sizeof(j->mac));
 	j->ok = false;
 	j->result = 0;
+	j->leader_gone = false;
+	flight_init(&j->flight, mac, j->ulen);
 	if (auth_helpers != NULL) {
 		j->via_helper = true;
 		j->known = true;
 		rc = auth_helpers_verify(auth_helpers, j->user, j->ulen,
 		    j->pass, j->plen, auth_helper_done, j);
-		if (rc == 0)
+		if (rc == 0) {
+			flights_add(&auth_flights, &j->flight);
 			return PT_VERDICT_AGAIN;
+		}
+		/* The answers below are made here and now, before anyone
+		 * could join: nothing to share. */
 		if (rc == -EAGAIN) {
 			pool_job_put(auth_pool, j);
 			pt_counter_add(ac->ctr_overload, 1);
@@ -295,7 +380,44 @@ auth_start(struct pt_conn *conn, struct pt_req *req, struct auth_conf *ac,
 		j->entry = ac->dummy;
 	((struct auth_connctx *)pt_conn_ctx(conn, &pt_module_auth))->job = j;
 	pool_submit(auth_pool, j, auth_done);
+	flights_add(&auth_flights, &j->flight);
 	return PT_VERDICT_AGAIN;
+}
+
+/* Worker: a login with the credentials of <f>'s verification waits for
+ * it (AGAIN); auth_wake resumes it. */
+static enum pt_verdict
+auth_join(struct pt_conn *conn, struct pt_req *req, struct auth_conf *ac,
+    struct auth_flight *f)
+{
+	struct auth_connctx	*cc = pt_conn_ctx(conn, &pt_module_auth);
+
+	pt_counter_add(ac->ctr_coalesced, 1);
+	cc->conn = conn;
+	cc->req = req;
+	flight_wait(f, &cc->wait);
+	return PT_VERDICT_AGAIN;
+}
+
+static struct auth_job *
+auth_flight_job(struct auth_flight *f)
+{
+	return (struct auth_job *)(void *)((char *)f -
+	    offsetof(struct auth_job, flight));
+}
+
+/* Worker, posted by auth_on_close: a waiter whose client left, resumed
+ * from the loop once the core is done closing it (pt_conn_resume is
+ * made for loop callbacks; the core keeps the memory until then). */
+static void
+auth_left(void *arg)
+{
+	struct auth_connctx	*cc = arg;
+	struct pt_conn		*conn = cc->conn;
+
+	cc->conn = NULL;
+	cc->req = NULL;
+	pt_conn_resume(conn, PT_VERDICT_DENY);
 }
 
 /* The connection is gone (CLOSE runs at once, even while its login
@@ -304,9 +426,32 @@ static enum pt_verdict
 auth_on_close(struct pt_conn *conn, struct pt_req *req, void *modctx)
 {
 	struct auth_connctx	*cc = pt_conn_ctx(conn, &pt_module_auth);
+	struct auth_flight	*f;
+	struct auth_job		*j;
 
-	if (cc->job != NULL)
-		pool_cancel(auth_pool, cc->job);
+	if ((j = cc->job) != NULL) {
+		/* Others wait on it: it runs for them (a thread may have it
+		 * already; if not, it is verified all the same). */
+		if (j->flight.nwaiters > 0)
+			j->leader_gone = true;
+		else {
+			flights_remove(&j->flight);
+			pool_cancel(auth_pool, j);
+		}
+	}
+	if ((f = flight_unwait(&cc->wait)) != NULL) {
+		/* Off the list now, so the verdict never reaches it. */
+		pt_post(&cc->post, auth_left, cc);
+		j = auth_flight_job(f);
+		/* The last one waiting on a job whose starter left: nobody
+		 * wants it any more (once it ended, it is not joinable and
+		 * auth_wake owns it). */
+		if (j->leader_gone && f->nwaiters == 0 &&
+		    flight_is_joinable(f)) {
+			flights_remove(f);
+			pool_cancel(auth_pool, j);
+		}
+	}
 	return PT_VERDICT_CONTINUE;
 }
 
@@ -315,6 +460,7 @@ auth_on_auth(struct pt_conn *conn, struct pt_req *req, void *modctx)
 {
 	struct auth_conf	*ac = modctx;
 	struct auth_connctx	*cc = pt_conn_ctx(conn, &pt_module_auth);
+	struct auth_flight	*f;
 	uint8_t			 mac[32];
 
 	if (cc->exempt)
@@ -345,6 +491,8 @@ auth_on_auth(struct pt_conn *conn, struct pt_req *req, void *modctx)
 		memcpy(cc->mac, mac, sizeof(mac));
 		return PT_VERDICT_CONTINUE;
 	}
+	if ((f = flights_find(&auth_flights, mac, req->user.len)) != NULL)
+		return auth_join(conn, req, ac, f);
 	return auth_start(conn, req, ac, mac);
 }
 
@@ -433,6 +581,7 @@ auth_exit_worker(struct pt_worker *w, void *ctx)
 	if (auth_throttle != NULL)
 		auth_throttle_free(auth_throttle);
 	auth_throttle = NULL;
+	auth_flights.head = NULL;
 }
 
 static const struct pt_hook auth_hooks[] = {

@@ -40,6 +40,7 @@ struct auth_conf {
 	int		 ctr_cache_hits;
 	int		 ctr_failures;
 	int		 ctr_overload;
+	int		 ctr_coalesced;		/* joined a verification */
 };
 
 /* A listener's no_auth_from networks (modules/common/net.h). */

@@ -187,8 +187,10 @@ auth_counters(struct auth_conf *ac)
 	ac->ctr_cache_hits = pt_counter_register("auth_cache_hits");
 	ac->ctr_failures = pt_counter_register("auth_failures");
 	ac->ctr_overload = pt_counter_register("auth_overload");
+	ac->ctr_coalesced = pt_counter_register("auth_coalesced");
 	return ac->ctr_verifications < 0 || ac->ctr_cache_hits < 0 ||
-	    ac->ctr_failures < 0 || ac->ctr_overload < 0 ? -1 : 0;
+	    ac->ctr_failures < 0 || ac->ctr_overload < 0 ||
+	    ac->ctr_coalesced < 0 ? -1 : 0;
 }
 
 /* The unknown-user hash: the userlist's costliest Argon2id entry when it

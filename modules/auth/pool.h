@@ -12,6 +12,7 @@
 
 #include <portico/module.h>
 
+#include "modules/auth/flight.h"
 #include "modules/auth/userlist.h"
 
 /* One login being verified. The worker fills it, a thread (or the helper
@@ -30,6 +31,12 @@ struct auth_job {
 	/* The client left before a thread took the job (pool_cancel):
 	 * nothing is verified, the slot only comes back. Under the lock. */
 	bool			 cancelled;
+	/* Single-flight (auth.c, worker thread only): the logins with the
+	 * same credentials that wait for this verdict, and whether the
+	 * client that started it left while they wait (the job then runs
+	 * for them alone). */
+	struct auth_flight	 flight;
+	bool			 leader_gone;
 	enum pt_proto		 proto;
 	const char		*listener;	/* the configuration's */
 	struct sockaddr_storage	 peer;

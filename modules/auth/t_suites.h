@@ -8,11 +8,14 @@
 
 /* ---- modules/auth/t_cache.c ------------------------------------------- */
 void	register_auth_cache_suite(void);
+/* ---- modules/auth/t_flight.c ------------------------------------------ */
+void	register_auth_flight_suite(void);
 /* ---- modules/auth/t_throttle.c ---------------------------------------- */
 void	register_auth_throttle_suite(void);
 
 #define SUITES_ALL							\
 	register_auth_cache_suite,					\
-	register_auth_throttle_suite
+	register_auth_throttle_suite,					\
+	register_auth_flight_suite
 
 #endif

@@ -3,7 +3,9 @@
 """
 The auth module's verification slots are bounded (threads + queue per
 worker): with threads = 1 and queue = 1 and an expensive Argon2id hash
-(t=4, m=64 MiB), 12 clients logging in at once on 12 connections:
+(t=4, m=64 MiB), 12 clients logging in at once on 12 connections (12
+users: the same credentials would wait for one verification,
+auth_coalesce.py):
 
 - every client gets an answer: 200 for the ones verified, 503 with
   Retry-After: 1 for the ones beyond the slots, nothing else;
@@ -45,7 +47,7 @@ def client(i, port, oport, barrier, out):
     try:
         s = ptest.connect(port, timeout=ptest.bound(30))
         barrier.wait(ptest.bound(30))
-        s.sendall(request(oport, i, "bob:b-pw"))
+        s.sendall(request(oport, i, "bob%d:b-pw" % i))
         data = b""
         while b"\r\n\r\n" not in data:
             d = s.recv(65536)
@@ -109,8 +111,10 @@ def main(t):
         t.skip("auth overload scenarios", why)
         return
     o = H.origin(t)
-    ulist = A.write_users(t, [("bob", A.argon2id("b-pw", t_cost=4,
-                                                 m_kib=65536))])
+    # One hash for every user: a hash does not name its user.
+    h = A.argon2id("b-pw", t_cost=4, m_kib=65536)
+    ulist = A.write_users(t, [("bob", h)] + [("bob%d" % i, h)
+                                             for i in range(N + 8)])
     port, sport = ptest.free_port(), ptest.free_port()
     lst = ('{ name = "main"; address = "127.0.0.1:%d"; protocol = "http"; },'
            '\n{ name = "socks"; address = "127.0.0.1:%d"; '
@@ -128,7 +132,7 @@ def main(t):
         th.start()
     # While the first logins are verified, a SOCKS5 login is refused.
     time.sleep(0.05)
-    socks = socks_login(sport, b"bob", b"b-pw")
+    socks = socks_login(sport, b"bob%d" % N, b"b-pw")
     for th in ths:
         th.join(ptest.bound(60))
     t.check(not any(th.is_alive() for th in ths), "every client finished")
@@ -186,12 +190,14 @@ def abandoned(t, o, ulist):
     out = [None]
     th = threading.Thread(target=client, args=(0, port, o.port,
                                                threading.Barrier(1), out))
+    # (users bob0, then bob1..bob6 below: logins of one user would wait
+    # on the first instead of queueing.)
     th.start()
     time.sleep(0.2)
     # ... while six clients log in behind it and leave at once.
     for i in range(6):
         s = ptest.connect(port)
-        s.sendall(request(o.port, "left%d" % i, "bob:b-pw"))
+        s.sendall(request(o.port, "left%d" % i, "bob%d:b-pw" % (i + 1)))
         s.close()
     th.join(ptest.bound(30))
     st, head = A.curl_head(port, o.url + "/ov/after-left", "bob:b-pw")
