@@ -332,6 +332,8 @@ usage(FILE *f)
 "  --path /bytes/1024  --connections N (50)  --duration S (5)\n"
 "  --warmup S (1)  --payload BYTES  --window N  --rate PPS\n"
 "  --auth user:pass  --timeout S  --json  --expect-size N\n"
+"  --auth-users N (SOCKS5: client i logs in as user<i mod N>, so each\n"
+"  login is its own account's and a proxy cannot answer many with one)\n"
 "  --pipeline (SOCKS5: greeting, credentials and request in one write,\n"
 "  before any reply is read)\n"
 "  --no-send (tunnel: only read, a download from a --tcp-source target)\n"
@@ -558,6 +560,8 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 		return opt_real("rate", arg, 1, 1e8, &o->rate);
 	case 'a':
 		return opt_auth(o, arg);
+	case 'A':
+		return opt_long("auth-users", arg, 1, 1000000, &o->auth_users);
 	case 'T':
 		return opt_real("timeout", arg, 0.001, 1e6, &o->timeout);
 	case 'j':
@@ -639,6 +643,12 @@ opts_check(struct lg_opts *o)
 		    LG_UDP_SEQ_LEN, LG_UDP_DGRAM_MAX - 22);
 		return -1;
 	}
+	if (o->auth_users > 0 && (!o->auth || o->ptype != LG_PROXY_SOCKS5 ||
+	    o->ulen > 255 - 7)) {
+		fprintf(stderr, "loadgen: --auth-users needs --auth (a user "
+		    "of at most 248 bytes) and --proxy-type socks5\n");
+		return -1;
+	}
 	if (o->window == 0)
 		o->window = o->rate > 0 ? 4096 : 32;
 	if (o->timeout == 0)
@@ -663,6 +673,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "window",	 required_argument, NULL, 'w' },
 		{ "rate",	 required_argument, NULL, 'r' },
 		{ "auth",	 required_argument, NULL, 'a' },
+		{ "auth-users",	 required_argument, NULL, 'A' },
 		{ "timeout",	 required_argument, NULL, 'T' },
 		{ "json",	 no_argument,	    NULL, 'j' },
 		{ "pipeline",	 no_argument,	    NULL, 'L' },

@@ -64,6 +64,8 @@ struct lg_opts {
 	char			 user[256], pass[256];
 	size_t			 ulen, plen;
 	bool			 auth;
+	/* SOCKS5: client i logs in as user<i % auth_users> (0: as user) */
+	long			 auth_users;
 	/* SOCKS5: greeting, credentials and request in one write */
 	bool			 pipeline;
 	long			 connections, window, payload;

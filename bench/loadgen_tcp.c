@@ -257,10 +257,52 @@ cl_start(struct run *r, struct client *c)
 	cl_watch(r, c, EPOLLOUT);
 }
 
+/* The RFC 1929 request <c> sends: --auth's, or with --auth-users N the
+ * user name with the client's number modulo N after it (each client its
+ * own account). Returns its length. */
+static size_t
+s5_authreq(const struct run *r, const struct client *c, uint8_t *out)
+{
+	const struct lg_opts	*o = r->o;
+	char			 user[256];
+	size_t			 ulen;
+	uint8_t			*p = out;
+
+	if (o->auth_users == 0) {
+		memcpy(out, r->authreq, r->authreq_len);
+		return r->authreq_len;
+	}
+	ulen = (size_t)snprintf(user, sizeof(user), "%.*s%ld", (int)o->ulen,
+	    o->user, (long)(c - r->cl) % o->auth_users);
+	*p++ = 1;
+	*p++ = (uint8_t)ulen;
+	memcpy(p, user, ulen);
+	p += ulen;
+	*p++ = (uint8_t)o->plen;
+	memcpy(p, o->pass, o->plen);
+	p += o->plen;
+	return (size_t)(p - out);
+}
+
 /* Connected (and through TLS with --tls): the proxy's setup. */
 static void
 cl_setup(struct run *r, struct client *c)
 {
+	uint8_t	 msg[sizeof(r->pipelined)];
+	size_t	 n;
+
+	if (r->socks && r->o->pipeline && r->o->auth_users > 0) {
+		memcpy(msg, r->greeting, sizeof(r->greeting));
+		n = sizeof(r->greeting);
+		n += s5_authreq(r, c, msg + n);
+		memcpy(msg + n, r->s5req, sizeof(r->s5req));
+		n += sizeof(r->s5req);
+		if (cl_send(r, c, msg, n) < 0)
+			return;
+		c->st = CL_S5_METHOD;
+		cl_watch(r, c, EPOLLIN);
+		return;
+	}
 	if (r->socks && r->o->pipeline) {
 		if (cl_send(r, c, r->pipelined, r->pipelined_len) < 0)
 			return;
@@ -371,7 +413,9 @@ s5_parse(struct run *r, struct client *c)
 		}
 		c->hs_len = 0;
 		if (o->auth) {
-			if (cl_send(r, c, r->authreq, r->authreq_len) == 0)
+			uint8_t	 req[sizeof(r->authreq)];
+
+			if (cl_send(r, c, req, s5_authreq(r, c, req)) == 0)
 				c->st = CL_S5_AUTH;
 			return;
 		}
