@@ -68,6 +68,7 @@ struct socks_state {
 	bool			 v4;		/* SOCKS4 or 4a */
 	bool			 udp;		/* UDP ASSOCIATE */
 	bool			 client_eof;	/* FIN seen while waiting */
+	bool			 in_auth;	/* waiting for the AUTH phase */
 	char			*in;
 	uint32_t		 in_len;
 	uint8_t			 out[32];
@@ -384,6 +385,7 @@ socks_on_auth(struct pt_conn *c, enum pt_verdict v)
 {
 	static const uint8_t	 ok[2] = { 0x01, 0x00 };
 
+	socks_st(c)->in_auth = false;
 	/* The password is the proxy's business only, and only for AUTH. */
 	c->c_req.password.ptr = NULL;
 	c->c_req.password.len = 0;
@@ -534,6 +536,7 @@ socks_parse_one(struct pt_conn *c)
 		c->c_req.password.len = up.password.len;
 		socks_consume(s, up.len);
 		s->stage = SS_WAIT;
+		s->in_auth = true;
 		phase_run(c, PT_PHASE_AUTH, socks_on_auth);
 		return false;
 	case SS_REQUEST:
@@ -610,6 +613,13 @@ socks_read(struct pt_conn *c)
 			buf_put(s->in);
 			s->in = NULL;
 		}
+		return;
+	}
+	if (n == 0 && s->stage == SS_WAIT && s->in_auth && s->in_len == 0) {
+		/* Gone while its login is judged, with no request sent: it
+		 * can never send one, so the module may stop (the auth
+		 * module then verifies nothing for it). */
+		conn_close(c, "client closed during the handshake");
 		return;
 	}
 	if (n == 0 && s->stage == SS_WAIT) {
