@@ -4,6 +4,7 @@
 bench/report.py: turns one bench/fairness campaign into Markdown and charts.
 
     bench/report.py DIR [DIR...] [--output FILE] [--no-charts]
+                    [--side-by-side SBSDIR]
 
 DIR is a results directory written by bench/fairness (runs.jsonl, one JSON
 line per run or per test that could not run, and machine.json). With
@@ -16,6 +17,10 @@ ratio to portico, the level, latency, and why a proxy has no figure
 (unsupported, not installed, did not start, errors, load generator
 saturated). Bar charts (SVG and PNG, one per scenario) go to DIR/charts/
 when gnuplot is installed, and are linked from FILE.
+
+With --side-by-side, SBSDIR is a bench/sidebyside results directory: its
+SIDEBYSIDE.md (the module costs measured with both instances on one CPU
+at once) is added as the last section.
 
 The tables are generated: never edit FILE by hand, rerun this script.
 Python 3 standard library only.
@@ -503,18 +508,35 @@ def acl_lines(by, plain_recs, sums):
     return out
 
 
+def side_by_side(d, odir):
+    """The lines of <d>/SIDEBYSIDE.md (bench/sidebyside) as a section:
+    its own heading one level down, the rest as it is."""
+    path = os.path.join(d, "SIDEBYSIDE.md")
+    with open(path) as f:
+        text = f.read().rstrip("\n").split("\n")
+    title = text[0].lstrip("# ").strip() if text and text[0].startswith(
+        "# ") else "Module costs side by side"
+    return ["", "## %s" % title, "",
+            "From `%s` (per round: `sidebyside.jsonl`)." %
+            os.path.relpath(d, odir)] + text[1:]
+
+
 def main():
     args = sys.argv[1:]
     out = os.path.join(HERE, "RESULTS.md")
     charts = True
     dirs = []
-    usage = "usage: report.py DIR [DIR...] [--output FILE] [--no-charts]"
+    sbs = None
+    usage = ("usage: report.py DIR [DIR...] [--output FILE] [--no-charts] "
+             "[--side-by-side SBSDIR]")
     while args:
         a = args.pop(0)
         if a in ("-o", "--output"):
             out = args.pop(0)
         elif a == "--no-charts":
             charts = False
+        elif a == "--side-by-side":
+            sbs = os.path.abspath(args.pop(0))
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -716,6 +738,8 @@ def main():
         L.append("|---|---|---|---|")
         for (p, s, why), n in sorted(disc.items()):
             L.append("| %s | %s | %s | %d |" % (p, s, why.replace("|", "/"), n))
+    if sbs is not None:
+        L.extend(side_by_side(sbs, odir))
     with open(out, "w") as f:
         f.write("\n".join(L) + "\n")
     print("report.py: wrote %s" % out)
