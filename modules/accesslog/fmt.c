@@ -91,6 +91,9 @@ al_ndigits(uint64_t v)
 {
 	unsigned	 n = 1;
 
+	if (v < 100000)		/* ports, statuses, sizes: no division */
+		return v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ?
+		    4 : 5;
 	for (;;) {
 		if (v < 10)
 			return n;
@@ -112,6 +115,7 @@ al_put_u64(struct al_out *o, uint64_t v)
 {
 	char		 buf[20], *e;
 	unsigned	 n, d;
+	uint32_t	 w;
 	bool		 room;
 
 	if (v < 100 && o->cap - 1 - o->len >= 2) {	/* ports, octets */
@@ -126,18 +130,26 @@ al_put_u64(struct al_out *o, uint64_t v)
 	n = al_ndigits(v);
 	room = o->cap - 1 - o->len >= n;
 	e = (room ? o->p + o->len : buf) + n;
-	while (v >= 100) {
+	while (v > UINT32_MAX) {
 		d = (unsigned)(v % 100) * 2;
 		v /= 100;
 		*--e = al_pairs[d + 1];
 		*--e = al_pairs[d];
 	}
-	if (v >= 10) {
-		d = (unsigned)v * 2;
+	/* 32-bit divisions from here: most numbers start here. */
+	w = (uint32_t)v;
+	while (w >= 100) {
+		d = (w % 100) * 2;
+		w /= 100;
+		*--e = al_pairs[d + 1];
+		*--e = al_pairs[d];
+	}
+	if (w >= 10) {
+		d = w * 2;
 		*--e = al_pairs[d + 1];
 		*--e = al_pairs[d];
 	} else
-		*--e = (char)('0' + v);
+		*--e = (char)('0' + w);
 	if (room)
 		o->len += n;
 	else
@@ -184,14 +196,46 @@ static const unsigned char al_safe[256] = {
 	[0x5d ... 0x7e] = AL_SAFE_JSON | AL_SAFE_SQUID,
 };
 
+/* Whether none of the eight bytes in <x> is one the class <safe> (and,
+ * with <space_unsafe>, the space) refuses. Bit tricks on the whole word:
+ * a byte >= 0x80 has its top bit; (x - n) & ~x & 0x80.. finds a byte
+ * below n (a borrow can only add a hit above a real one); a zero byte of
+ * x ^ c is a byte equal to c. */
+#define AL_ONES		0x0101010101010101ULL
+#define AL_HIGHS	0x8080808080808080ULL
+#define AL_HAS_BELOW(x, n)	(((x) - AL_ONES * (n)) & ~(x) & AL_HIGHS)
+#define AL_HAS_BYTE(x, c)	AL_HAS_BELOW((x) ^ (AL_ONES * (c)), 1)
+static bool
+al_word_safe(uint64_t x, unsigned safe, bool space_unsafe)
+{
+	uint64_t	 bad = (x & AL_HIGHS) | AL_HAS_BYTE(x, 0x7f);
+
+	if (safe == AL_SAFE_JSON)
+		bad |= AL_HAS_BELOW(x, 0x20) | AL_HAS_BYTE(x, '"') |
+		    AL_HAS_BYTE(x, '\\');
+	else
+		bad |= AL_HAS_BELOW(x, 0x21);
+	if (space_unsafe)
+		bad |= AL_HAS_BYTE(x, ' ');
+	return bad == 0;
+}
+
 /* The length of the run of bytes from <i> that the class <safe> accepts
- * (and, with <space_unsafe>, that are not a space). */
+ * (and, with <space_unsafe>, that are not a space): eight at a time
+ * while a whole word is safe, then one by one. */
 static size_t
 al_run(const unsigned char *u, size_t i, size_t len, unsigned safe,
     bool space_unsafe)
 {
-	size_t	 j = i;
+	size_t		 j = i;
+	uint64_t	 x;
 
+	while (len - j >= 8) {
+		memcpy(&x, u + j, 8);
+		if (!al_word_safe(x, safe, space_unsafe))
+			break;
+		j += 8;
+	}
 	if (space_unsafe)
 		while (j < len && (al_safe[u[j]] & safe) && u[j] != ' ')
 			j++;
