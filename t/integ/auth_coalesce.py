@@ -118,6 +118,24 @@ class Proxy:
         self.t.check(blk == 200, "the blocker login is served", blk)
         return codes
 
+    def socks_logins(self, n, cred):
+        """<n> SOCKS5 clients choose username/password, a blocker takes
+        the thread, then each sends <cred> (RFC 1929 bytes), the first
+        20 ms ahead so it starts the verification. (clients, the methods
+        chosen, the blocker's socket)."""
+        cs = [K.Client.to(self.sport, timeout=ptest.bound(20))
+              for _ in range(n)]
+        for c in cs:
+            c.send(b"\x05\x01\x02")
+        methods = [c.read_exact(2) for c in cs]
+        b = self.blocker()
+        for i, c in enumerate(cs):
+            c.send(cred)
+            if i == 0:
+                time.sleep(0.02)
+        time.sleep(0.05)
+        return cs, methods, b
+
     def socks_burst(self, user, pw):
         """N SOCKS5 logins sent together behind a blocker: [(RFC 1929
         status, CONNECT reply code or None)]."""
@@ -229,16 +247,7 @@ def leaving(t, px, workers):
     t.check(st == 200, "the next login of that user works", head)
 
     # SOCKS5: the starter and 3 of 9 waiters leave.
-    cs = [K.Client.to(px.sport, timeout=ptest.bound(20)) for _ in range(10)]
-    for c in cs:
-        c.send(b"\x05\x01\x02")
-    methods = [c.read_exact(2) for c in cs]
-    b = px.blocker()
-    for i, c in enumerate(cs):
-        c.send(b"\x01\x04gina\x04g-pw")
-        if i == 0:
-            time.sleep(0.02)
-    time.sleep(0.05)
+    cs, methods, b = px.socks_logins(10, b"\x01\x04gina\x04g-pw")
     for c in cs[:4]:
         c.close()
     st = []
@@ -257,16 +266,7 @@ def leaving(t, px, workers):
     # SOCKS5: all of a burst leave (FIN, no request) before the thread
     # took their job.
     m3 = px.metrics()
-    cs = [K.Client.to(px.sport, timeout=ptest.bound(20)) for _ in range(6)]
-    for c in cs:
-        c.send(b"\x05\x01\x02")
-    methods = [c.read_exact(2) for c in cs]
-    b = px.blocker()
-    for i, c in enumerate(cs):
-        c.send(b"\x01\x04ivan\x04i-pw")
-        if i == 0:
-            time.sleep(0.02)
-    time.sleep(0.05)
+    cs, methods, b = px.socks_logins(6, b"\x01\x04ivan\x04i-pw")
     for c in cs:
         c.close()
     blk = read_head(b)
