@@ -101,7 +101,8 @@ spawn_log_totals(void)
 	counters_fmt_modules(mods, sizeof(mods));
 	pt_log(PT_LOG_NOTICE, "totals: accepted=%llu active=%llu closed=%llu "
 	    "bytes_in=%llu bytes_out=%llu accept_paused=%llu "
-	    "upstream_failed=%llu denied=%llu udp_denied=%llu%s",
+	    "upstream_failed=%llu denied=%llu udp_denied=%llu udp_up=%llu "
+	    "udp_down=%llu udp_dropped=%llu%s",
 	    (unsigned long long)t[CTR_ACCEPTED],
 	    (unsigned long long)t[CTR_ACTIVE],
 	    (unsigned long long)t[CTR_CLOSED],
@@ -110,7 +111,12 @@ spawn_log_totals(void)
 	    (unsigned long long)t[CTR_ACCEPT_PAUSED],
 	    (unsigned long long)t[CTR_UPSTREAM_FAILED],
 	    (unsigned long long)t[CTR_DENIED],
-	    (unsigned long long)t[CTR_UDP_DENIED], mods);
+	    (unsigned long long)t[CTR_UDP_DENIED],
+	    (unsigned long long)t[CTR_UDP_UP],
+	    (unsigned long long)t[CTR_UDP_DOWN],
+	    (unsigned long long)(t[CTR_UDP_DROP_INVALID] +
+	    t[CTR_UDP_DROP_RESOLVING] + t[CTR_UDP_DROP_SEND] +
+	    t[CTR_UDP_DROP_TOO_BIG] + t[CTR_UDP_DROP_MODULE]), mods);
 }
 
 /* The draining table the status listener shows. */

@@ -36,6 +36,7 @@ module (default deny), a loopback origin and a tiny DNS server:
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -417,7 +418,26 @@ def main(t):
             "a bad reload: reloads{result=\"failed\"} 1, last reload "
             "failed, generation still 2", lambda: [sorted(
                 (k, v) for k, v in (s or {}).items() if "config" in k[0])])
+    last = S.scrape(stat)[0] or {}
     t.stop_portico(p)
+    # The master's exit totals say what /metrics said last.
+    tot = dict(re.findall(r"(\w+)=(\d+)", (p.log_lines(
+        r"master: totals: ") or [""])[-1]))
+    want = {"udp_up": S.value(last, "portico_udp_datagrams_total",
+                              direction="up"),
+            "udp_down": S.value(last, "portico_udp_datagrams_total",
+                                direction="down"),
+            "udp_denied": S.value(last, "portico_udp_datagrams_dropped_total",
+                                  reason="denied"),
+            "udp_dropped": sum(v for lb, v in S.series(
+                last, "portico_udp_datagrams_dropped_total")
+                if list(lb) == ["reason"] and lb["reason"] != "denied")}
+    got = {k: int(tot[k]) if k in tot else None for k in want}
+    t.check(got == {k: int(v) if v is not None else -1
+                    for k, v in want.items()} and got["udp_up"] >= 4,
+            "the exit totals' udp_up, udp_down, udp_denied and udp_dropped "
+            "equal the last scrape's", lambda: ["want %s" % want,
+                                               "got %s" % got])
 
 
 if __name__ == "__main__":
