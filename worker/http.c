@@ -1177,8 +1177,9 @@ http_req_header(struct pt_conn *c, const char *name,
     struct pt_str *value_out)
 {
 	struct http_state	*h = http_st(c);
-	const char		*p, *end, *eol, *colon, *v, *vend;
+	const char		*p, *end, *eol, *v, *vend;
 	size_t			 nlen = strlen(name);
+	char			 first;
 
 	if (h == NULL || h->stage != HS_WAIT || h->req.in == NULL ||
 	    h->req.head_len == 0 || nlen == 0)
@@ -1188,14 +1189,17 @@ http_req_header(struct pt_conn *c, const char *name,
 	/* Skip the request line. */
 	if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
 		return false;
+	/* A field name is a token (no ':' and no space before it): the
+	 * name matches where its length puts the colon, which one byte
+	 * compared first rules out for most lines. */
+	first = (char)(name[0] | 0x20);
 	for (p = eol + 1; p < end; p = eol + 1) {
 		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			eol = end;
-		if ((colon = memchr(p, ':', (size_t)(eol - p))) == NULL)
+		if ((size_t)(eol - p) <= nlen || p[nlen] != ':' ||
+		    (char)(p[0] | 0x20) != first || strncasecmp(p, name, nlen))
 			continue;
-		if ((size_t)(colon - p) != nlen || strncasecmp(p, name, nlen))
-			continue;
-		v = colon + 1;
+		v = p + nlen + 1;
 		vend = eol;
 		http_trim_ows(&v, &vend);
 		value_out->ptr = v;
