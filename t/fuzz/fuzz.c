@@ -17,7 +17,7 @@ const char	*__lsan_default_suppressions(void)
 		    __attribute__((visibility("default")));
 
 /*
- * LeakSanitizer reads its suppressions here. libconfig (1.7.3) leaks what
+ * LeakSanitizer reads its suppressions here. libconfig (1.5) leaks what
  * its scanner allocated for the token it was reading when it meets a
  * syntax error (in strbuf_append, or libconfig_yylex itself): a library's
  * leak, not a finding in ours. Only those functions are named, so a
