@@ -18,9 +18,10 @@ ratio to portico, the level, latency, and why a proxy has no figure
 saturated). Bar charts (SVG and PNG, one per scenario) go to DIR/charts/
 when gnuplot is installed, and are linked from FILE.
 
-With --side-by-side, SBSDIR is a bench/sidebyside results directory: its
-SIDEBYSIDE.md (the module costs measured with both instances on one CPU
-at once) is added as the last section.
+With --side-by-side (once per campaign, oldest first), SBSDIR is a
+bench/sidebyside results directory: its SIDEBYSIDE.md (the module costs
+measured with both instances on one CPU at once) is added as a section at
+the end.
 
 The tables are generated: never edit FILE by hand, rerun this script.
 Python 3 standard library only.
@@ -516,6 +517,7 @@ def side_by_side(d, odir):
         text = f.read().rstrip("\n").split("\n")
     title = text[0].lstrip("# ").strip() if text and text[0].startswith(
         "# ") else "Module costs side by side"
+    title += " (%s)" % os.path.basename(d.rstrip("/"))
     return ["", "## %s" % title, "",
             "From `%s` (per round: `sidebyside.jsonl`)." %
             os.path.relpath(d, odir)] + text[1:]
@@ -526,7 +528,7 @@ def main():
     out = os.path.join(HERE, "RESULTS.md")
     charts = True
     dirs = []
-    sbs = None
+    sbs = []
     usage = ("usage: report.py DIR [DIR...] [--output FILE] [--no-charts] "
              "[--side-by-side SBSDIR]")
     while args:
@@ -536,7 +538,7 @@ def main():
         elif a == "--no-charts":
             charts = False
         elif a == "--side-by-side":
-            sbs = os.path.abspath(args.pop(0))
+            sbs.append(os.path.abspath(args.pop(0)))
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -738,8 +740,8 @@ def main():
         L.append("|---|---|---|---|")
         for (p, s, why), n in sorted(disc.items()):
             L.append("| %s | %s | %s | %d |" % (p, s, why.replace("|", "/"), n))
-    if sbs is not None:
-        L.extend(side_by_side(sbs, odir))
+    for d in sbs:
+        L.extend(side_by_side(d, odir))
     with open(out, "w") as f:
         f.write("\n".join(L) + "\n")
     print("report.py: wrote %s" % out)
