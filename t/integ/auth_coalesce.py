@@ -93,12 +93,15 @@ class Proxy:
     def blocker(self):
         """A login of a new slow user on the only thread; its socket."""
         self.nblock += 1
+        worker = self.p.workers()[0]
+        base = A.verifier_cpu(worker)
         s = ptest.connect(self.port, timeout=ptest.bound(20))
         s.sendall(http_req(self.o.port, "blk%d" % self.nblock,
                            "slow%d:s-pw" % self.nblock))
-        # The worker reads it and the thread takes it before the burst
-        # comes (a burst first would find the thread idle).
-        time.sleep(0.1)
+        # The burst comes once the thread verifies this one (a burst
+        # first would find the thread idle; a fixed pause was too short
+        # for a sanitized build on a loaded machine).
+        A.wait_verifying(worker, base, ptest.bound(10))
         return s
 
     def http_socks(self, n):

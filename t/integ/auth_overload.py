@@ -176,26 +176,6 @@ def main(t):
     abandoned(t, o, ulist)
 
 
-def auth_cpu(pid):
-    """CPU ticks (utime + stime) of <pid>'s auth pool threads."""
-    n = 0
-    try:
-        tids = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return 0
-    for tid in tids:
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                st = f.read()
-        except OSError:
-            continue
-        comm = st[st.index("(") + 1:st.rindex(")")]
-        if comm == "pt-auth":
-            f = st[st.rindex(")") + 2:].split()
-            n += int(f[11]) + int(f[12])
-    return n
-
-
 def abandoned(t, o, ulist):
     """Logins whose clients leave before a thread took them are never
     verified: a burst of clients that give up does not fill the slots
@@ -215,11 +195,11 @@ def abandoned(t, o, ulist):
     # Started only once it verifies (the pool thread, "pt-auth", takes
     # CPU): a fixed pause let CI's loaded machine send the six first.
     worker = p.workers()[0]
-    base = auth_cpu(worker)
+    base = A.verifier_cpu(worker)
     th.start()
-    busy = ptest.wait_for(lambda: auth_cpu(worker) > base, ptest.bound(10))
+    busy = A.wait_verifying(worker, base, ptest.bound(10))
     t.check(busy, "abandoned logins: the first login is being verified "
-            "(its thread takes CPU)", (base, auth_cpu(worker)))
+            "(its thread takes CPU)", (base, A.verifier_cpu(worker)))
     # ... while six clients log in behind it and leave at once.
     for i in range(6):
         s = ptest.connect(port)

@@ -139,3 +139,31 @@ def totals(p):
     if not tot:
         return {}
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", tot[-1])}
+
+
+def verifier_cpu(pid):
+    """CPU ticks (utime + stime) of <pid>'s verification threads (the
+    auth pool's, named "pt-auth"): they grow while one verifies."""
+    n = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                st = f.read()
+        except OSError:
+            continue
+        if st[st.index("(") + 1:st.rindex(")")] == "pt-auth":
+            f = st[st.rindex(")") + 2:].split()
+            n += int(f[11]) + int(f[12])
+    return n
+
+
+def wait_verifying(pid, base, timeout):
+    """Waits (bounded) until <pid>'s verification threads took CPU since
+    <base> (a verifier_cpu reading): a login is on a thread. True if so.
+    A scenario that queues logins behind one starts them only then: on a
+    loaded machine a fixed pause let them reach the thread first."""
+    return bool(ptest.wait_for(lambda: verifier_cpu(pid) > base, timeout))
