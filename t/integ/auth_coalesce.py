@@ -35,7 +35,6 @@ of the test's own that takes 0.3 s to answer sees one request for 20
 good logins (all 200), and one for 20 wrong ones (20 x 407, 20 failure
 lines).
 """
-import base64
 import os
 import re
 import sys
@@ -52,10 +51,7 @@ N = 20
 
 
 def http_req(oport, tag, cred):
-    auth = base64.b64encode(cred.encode()).decode()
-    return ("GET http://127.0.0.1:%d/co/%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-            "Proxy-Authorization: Basic %s\r\nConnection: close\r\n\r\n"
-            % (oport, tag, oport, auth)).encode()
+    return A.basic_get(oport, "/co/%s" % tag, cred)
 
 
 def read_head(s):

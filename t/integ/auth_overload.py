@@ -19,7 +19,6 @@ auth_coalesce.py):
 - clients that send their credentials and close before the verification
   ends change nothing: the worker lives on and the next login works.
 """
-import base64
 import os
 import re
 import socket
@@ -36,10 +35,7 @@ N = 12
 
 
 def request(origin_port, tag, cred):
-    auth = base64.b64encode(cred.encode()).decode()
-    return ("GET http://127.0.0.1:%d/ov/%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-            "Proxy-Authorization: Basic %s\r\nConnection: close\r\n\r\n"
-            % (origin_port, tag, origin_port, auth)).encode()
+    return A.basic_get(origin_port, "/ov/%s" % tag, cred)
 
 
 def client(i, port, oport, barrier, out):

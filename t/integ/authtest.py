@@ -5,6 +5,7 @@ build tree's modules/auth/.libs), userlist hashes made with real tools
 (argon2, mkpasswd, htpasswd), a configuration with the module loaded, and
 curl through the proxy.
 """
+import base64
 import os
 import re
 import secrets
@@ -167,3 +168,12 @@ def wait_verifying(pid, base, timeout):
     A scenario that queues logins behind one starts them only then: on a
     loaded machine a fixed pause let them reach the thread first."""
     return bool(ptest.wait_for(lambda: verifier_cpu(pid) > base, timeout))
+
+
+def basic_get(origin_port, path, cred):
+    """The bytes of a GET of http://127.0.0.1:<origin_port><path> with
+    Basic credentials <cred> ("user:password") and Connection: close."""
+    auth = base64.b64encode(cred.encode()).decode()
+    return ("GET http://127.0.0.1:%d%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            "Proxy-Authorization: Basic %s\r\nConnection: close\r\n\r\n"
+            % (origin_port, path, origin_port, auth)).encode()
