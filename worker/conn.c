@@ -387,7 +387,7 @@ conn_side_abort(struct conn_side *s)
 	static const struct linger	 rst = { 1, 0 };
 	int				 queued;
 
-	if (s->io.fd >= 0 && ioctl(s->io.fd, SIOCOUTQ, &queued) == 0 &&
+	if (s->io.fd >= 0 && !s->reset && ioctl(s->io.fd, SIOCOUTQ, &queued) == 0 &&
 	    queued > 0)
 		(void)setsockopt(s->io.fd, SOL_SOCKET, SO_LINGER, &rst,
 		    sizeof(rst));
@@ -457,6 +457,8 @@ conn_side_note_events(struct conn_side *s, uint32_t events)
 		s->ready |= EPOLLIN | EPOLLOUT;
 		s->hup = true;
 	}
+	if (events & EPOLLERR)		/* fatal: conn_client_failed */
+		s->reset = true;
 	/* A transport's readiness does not map to one direction. */
 	if (s->t_want != 0)
 		s->ready |= EPOLLIN | EPOLLOUT;
@@ -519,6 +521,15 @@ conn_transport(struct pt_conn *c, struct conn_side *s)
 	return s == &c->c_side[SIDE_CLIENT] ? c->c_transport : NULL;
 }
 
+/* -errno of a failed call on <s>'s plain socket, noting a reset. */
+static ssize_t
+conn_side_errno(struct conn_side *s)
+{
+	if (errno == ECONNRESET)
+		s->reset = true;
+	return -errno;
+}
+
 ssize_t
 conn_recv(struct pt_conn *c, struct conn_side *s, void *buf, size_t len)
 {
@@ -533,7 +544,7 @@ conn_recv(struct pt_conn *c, struct conn_side *s, void *buf, size_t len)
 		return n;
 	}
 	n = recv(s->io.fd, buf, len, 0);
-	return n < 0 ? -errno : n;
+	return n < 0 ? conn_side_errno(s) : n;
 }
 
 ssize_t
@@ -551,7 +562,7 @@ conn_send(struct pt_conn *c, struct conn_side *s, const void *buf,
 		return n;
 	}
 	n = send(s->io.fd, buf, len, MSG_NOSIGNAL);
-	return n < 0 ? -errno : n;
+	return n < 0 ? conn_side_errno(s) : n;
 }
 
 ssize_t
@@ -563,7 +574,7 @@ conn_recvv(struct pt_conn *c, struct conn_side *s, const struct iovec *iov,
 	if (n == 1 || conn_transport(c, s) != NULL)
 		return conn_recv(c, s, iov[0].iov_base, iov[0].iov_len);
 	r = readv(s->io.fd, iov, n);
-	return r < 0 ? -errno : r;
+	return r < 0 ? conn_side_errno(s) : r;
 }
 
 ssize_t
@@ -579,7 +590,7 @@ conn_sendv(struct pt_conn *c, struct conn_side *s, const struct iovec *iov,
 	msg.msg_iov = (struct iovec *)(uintptr_t)iov;
 	msg.msg_iovlen = (size_t)n;
 	r = sendmsg(s->io.fd, &msg, MSG_NOSIGNAL);
-	return r < 0 ? -errno : r;
+	return r < 0 ? conn_side_errno(s) : r;
 }
 
 size_t
@@ -624,8 +635,10 @@ conn_shutdown_wr(struct pt_conn *c, struct conn_side *s)
 	 * for good: the client reset it (its EPOLLERR may still be on its
 	 * way). Such a client is gone (conn_client_failed): say so now
 	 * rather than a round and a getsockopt later. */
-	if (rc == -ENOTCONN && t == NULL && s == &c->c_side[SIDE_CLIENT])
+	if (rc == -ENOTCONN && t == NULL && s == &c->c_side[SIDE_CLIENT]) {
+		s->reset = true;
 		return -ECONNRESET;
+	}
 	if (rc < 0 && rc != -ENOTCONN)
 		return rc;
 	s->wr_shut = true;

@@ -42,7 +42,7 @@ dial_finish(struct pt_conn *c, int err)
 		counters_add(CTR_UPSTREAM_FAILED, 1);
 		loop_io_close(&s->io);
 		s->ready = 0;
-		s->hup = false;
+		s->hup = s->reset = false;
 	} else {
 		/* Until the protocol takes the socket (an ESTABLISHED hook
 		 * may park the connection first): edge-triggered, so each
@@ -101,7 +101,7 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 	}
 	s->io.fd = fd;
 	s->ready = 0;
-	s->hup = false;
+	s->hup = s->reset = false;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (const struct sockaddr *)&to->sa, to->len) == 0) {
 		/* What is readable already is reported by the registration

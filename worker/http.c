@@ -443,7 +443,7 @@ http_unpark(struct pt_conn *c)
 	upstream_put(h->host, h->hostlen, h->port, &up->io, a);
 	up->io.fd = -1;
 	up->ready = 0;
-	up->hup = false;
+	up->hup = up->reset = false;
 }
 
 /*
@@ -494,7 +494,7 @@ http_upstream_close(struct pt_conn *c)
 	close(s->io.fd);
 	s->io.fd = -1;
 	s->ready = 0;
-	s->rd_eof = s->wr_shut = s->hup = false;
+	s->rd_eof = s->wr_shut = s->hup = s->reset = false;
 }
 
 /*
@@ -1476,7 +1476,7 @@ http_access_ok(struct pt_conn *c)
 			h->reused = true;
 			h->req.keep_out = true;
 			up->ready = EPOLLOUT;
-			up->hup = false;
+			up->hup = up->reset = false;
 			target_reuse(c, &h->addrs[0]);
 			return true;
 		}
