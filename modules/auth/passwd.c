@@ -14,6 +14,11 @@
  * file; since the rename replaces the inode, a run that waited re-checks
  * that the name still leads to the inode it locked.
  *
+ * Adding a user to a file that does not exist creates it (mode 0640), as
+ * DESIGN.md's `portico-passwd [--stdin] FILE USER` promises; -c is kept
+ * for htpasswd habits and changes nothing. A missing directory is still
+ * an error, found before the password is asked.
+ *
  * What it deliberately does not do: parse or judge other users' hashes
  * (the auth module does that at load), truncate an existing file on -c
  * (htpasswd -c does), copy extended attributes or ACLs.
@@ -98,7 +103,8 @@ passwd_usage(FILE *f)
 	fprintf(f,
 	    "usage: %s [-c] [--stdin] [-m KiB] [-t N] [-p N] FILE USER\n"
 	    "       %s -D FILE USER\n"
-	    "  -c, --create     create FILE (mode 0640) if it does not exist\n"
+	    "  -c, --create     accepted for htpasswd habits: a missing FILE is\n"
+	    "                   always created (mode 0640)\n"
 	    "  -D, --delete     delete USER from FILE\n"
 	    "  -i, --stdin      read the password from one line of stdin\n"
 	    "  -m, --memory KiB Argon2id memory cost (default %u)\n"
@@ -418,8 +424,7 @@ passwd_open_locked(const char *path, bool create, struct stat *st_out)
 			}
 		}
 		if (fd < 0) {
-			passwd_err("%s: %s%s", path, strerror(errno),
-			    errno == ENOENT ? " (-c creates it)" : "");
+			passwd_err("%s: %s", path, strerror(errno));
 			return -1;
 		}
 		if (flock(fd, LOCK_EX) < 0) {
@@ -562,6 +567,20 @@ passwd_write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* The directory of <path> ("." or "/" included), cut to <size>. */
+static void
+passwd_dir_of(const char *path, char *dir, size_t size)
+{
+	const char	*slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		snprintf(dir, size, ".");
+	else if (slash == path)
+		snprintf(dir, size, "/");
+	else
+		snprintf(dir, size, "%.*s", (int)(slash - path), path);
+}
+
 /*
  * Writes <b> to a temporary file beside <path> with the mode and owner in
  * <st>, syncs it and renames it over <path>, then syncs the directory so
@@ -576,12 +595,7 @@ passwd_replace(const char *path, const struct stat *st,
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	int fd, dfd;
 
-	if (slash == NULL)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	passwd_dir_of(path, dir, sizeof(dir));
 	/* Same directory, so the rename stays on one file system. */
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX",
 	    strcmp(dir, "/") ? dir : "", base) >= sizeof(tmp)) {
@@ -738,9 +752,28 @@ passwd_parse_args(int argc, char **argv, struct passwd_opts *o)
 		passwd_err("-D and -c together make no sense");
 		return -1;
 	}
+	o->create = !o->delete;
 	o->file = argv[optind];
 	o->user = argv[optind + 1];
 	return 0;
+}
+
+/* Whether the directory <path> would be created in exists (errno set
+ * when not). */
+static bool
+passwd_dir_exists(const char *path)
+{
+	char		 dir[PATH_MAX];
+	struct stat	 st;
+
+	passwd_dir_of(path, dir, sizeof(dir));
+	if (stat(dir, &st) < 0)
+		return false;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return false;
+	}
+	return true;
 }
 
 int
@@ -765,9 +798,9 @@ main(int argc, char **argv)
 	}
 	/* Before asking for a password that could not be stored; the real
 	 * check is passwd_open_locked(), under the lock. */
-	if (!o.create && access(o.file, F_OK) < 0) {
-		passwd_err("%s: %s%s", o.file, strerror(errno),
-		    errno == ENOENT && !o.delete ? " (-c creates it)" : "");
+	if (access(o.file, F_OK) < 0 &&
+	    (!o.create || errno != ENOENT || !passwd_dir_exists(o.file))) {
+		passwd_err("%s: %s", o.file, strerror(errno));
 		return 1;
 	}
 	if (!o.delete) {

@@ -280,20 +280,24 @@ def main(t):
             "without a terminal and without --stdin: exit 1, points to "
             "--stdin", (rc, err))
 
-    # -- -c, and a last line without its newline ---------------------------
+    # -- a missing file is created (DESIGN.md: FILE USER), -c or not -------
     g = os.path.join(d, "new")
-    rc, err = run(["--stdin", g, "bob"], b"pw\n")
-    t.check(rc == 1 and "-c" in err and not os.path.exists(g),
-            "a missing file without -c: exit 1, names -c, nothing created",
-            (rc, err))
-    rc, err = run(["--stdin", "-c"] + FAST + [g, "bob"], b"pw\n",
-                  umask=0o077)
+    rc, err = run(["--stdin"] + FAST + [g, "bob"], b"pw\n", umask=0o077)
     st = os.stat(g) if os.path.exists(g) else None
     t.check(rc == 0 and st is not None and st.st_mode & 0o7777 == 0o640 and
             len(entry(read(g), b"bob")) == 1 and
             read(g).count(b"\n") == 1,
-            "-c creates the file mode 0640 (umask 077) with the one user",
-            (rc, err, st and oct(st.st_mode)))
+            "a missing file is created mode 0640 (umask 077) with the one "
+            "user, without -c", (rc, err, st and oct(st.st_mode)))
+    h = os.path.join(d, "no-such-dir", "users")
+    rc, err = run(["--stdin"] + FAST + [h, "bob"], b"pw\n")
+    t.check(rc == 1 and "no-such-dir" in err and
+            not os.path.exists(os.path.dirname(h)),
+            "a missing directory: exit 1, named, nothing created", (rc, err))
+    rc, err = run(["-D", os.path.join(d, "absent"), "bob"])
+    t.check(rc == 1 and "absent" in err and
+            not os.path.exists(os.path.join(d, "absent")),
+            "-D on a missing file: exit 1, nothing created", (rc, err))
     before = read(g)
     rc, err = run(["--stdin", "-c"] + FAST + [g, "carl"], b"pw\n")
     t.check(rc == 0 and read(g).startswith(before),
@@ -369,11 +373,11 @@ def main(t):
     t.check(rc == 1 and b"empty" in out and untouched(),
             "an empty password on the terminal refused", (rc, out))
 
-    rc, out = pty_run(t, [os.path.join(d, "missing"), "tess"], [],
+    rc, out = pty_run(t, [os.path.join(d, "missing", "users"), "tess"], [],
                       ptest.bound(30))
-    t.check(rc == 1 and b"-c creates it" in out and b"assword" not in out,
-            "a missing file without -c is refused before the password is "
-            "asked", (rc, out))
+    t.check(rc == 1 and b"missing" in out and b"assword" not in out,
+            "a file in a missing directory is refused before the password "
+            "is asked", (rc, out))
 
     if ptest.SANITIZERS:
         t.check(not sanitizer_reports, "no sanitizer report",
