@@ -31,12 +31,30 @@
 
 #define MAIN_DEFAULT_CONF	PT_SYSCONFDIR "/portico/portico.conf"
 
+#define MAIN_USAGE	"usage: portico [-fhtV] [-c file] " \
+			"[-s reload|stop|quit|reopen|upgrade]\n"
+
 static noreturn void
 main_usage(void)
 {
-	fprintf(stderr, "usage: portico [-ftV] [-c file] "
-	    "[-s reload|stop|quit|reopen|upgrade]\n");
+	fputs(MAIN_USAGE, stderr);
 	exit(2);
+}
+
+/* -h: what nginx -h gives, on stdout, exit 0. */
+static void
+main_help(void)
+{
+	printf(MAIN_USAGE
+	    "  -c file  configuration file (default %s)\n"
+	    "  -f       stay in the foreground\n"
+	    "  -h       this help\n"
+	    "  -s sig   send a signal to the running master (its pid_file):\n"
+	    "           reload (HUP), stop (TERM), quit (QUIT, graceful),\n"
+	    "           reopen (USR1, log files), upgrade (USR2, new binary)\n"
+	    "  -t       check the configuration and exit\n"
+	    "  -V       version, module ABI and modules, and exit\n",
+	    MAIN_DEFAULT_CONF);
 }
 
 static void
@@ -214,7 +232,7 @@ main(int argc, char *argv[])
 	}
 	/* Before any child exists: only the master speaks to systemd. */
 	notify_init();
-	while ((ch = getopt(argc, argv, "c:fs:tV")) != -1) {
+	while ((ch = getopt(argc, argv, "c:fhs:tV")) != -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -222,6 +240,9 @@ main(int argc, char *argv[])
 		case 'f':
 			foreground = true;
 			break;
+		case 'h':
+			main_help();
+			return 0;
 		case 's':
 			sig = optarg;
 			break;

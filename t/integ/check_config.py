@@ -3,7 +3,7 @@
 """
 portico -t: a good file exits 0, a bad one exits 1 and names FILE:LINE on
 stderr; -t binds nothing (its address may be in use); -V prints a version;
-a bad file also stops a real start (exit 1, same message).
+-h the options; a bad file also stops a real start (exit 1, same message).
 
 Configurations: t/conf/check_config/*.conf, each bad one with the offending
 line marked "# ERROR".
@@ -120,6 +120,17 @@ def main(t):
     t.check(version is not None and version in out,
             "-V prints the configured version %s" % version,
             "output: " + out)
+
+    # -- -h, and an unknown option -------------------------------------------
+    r = ptest.run_portico(["-h"])
+    t.check(r.returncode == 0 and r.stdout.startswith("usage: portico") and
+            all(o in r.stdout for o in ("-c file", "-t ", "-s sig", "-V ")),
+            "-h exits 0 and prints every option on stdout",
+            ["exit %s" % r.returncode, "stdout: " + r.stdout])
+    r = ptest.run_portico(["-x"])
+    t.check(r.returncode == 2 and "usage: portico" in r.stderr,
+            "an unknown option exits 2 with the usage on stderr",
+            ["exit %s" % r.returncode, "stderr: " + r.stderr])
 
 
 if __name__ == "__main__":
