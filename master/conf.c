@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "master/cgroup.h"
 #include "master/conf.h"
 #include "master/modload.h"
 #include "common/modlife.h"
@@ -180,25 +181,13 @@ int
 conf_usable_cpus(int *cpus_out, int max)
 {
 	cpu_set_t	 set;
-	FILE		*f;
-	long long	 quota, period;
-	char		 q[32];
-	int		 n = 0, cpu, limit = max;
+	int		 n = 0, cpu, limit = max, quota;
 
-	/* A container's CPU quota caps the worker count even when more CPUs
-	 * are visible: "200000 100000" in cpu.max means two CPUs' worth. */
-	if ((f = fopen("/sys/fs/cgroup/cpu.max", "re")) != NULL) {
-		if (fscanf(f, "%31s %lld", q, &period) == 2 &&
-		    strcmp(q, "max") != 0 && period > 0) {
-			quota = atoll(q);
-			if (quota > 0) {
-				limit = (int)((quota + period - 1) / period);
-				if (limit > max)
-					limit = max;
-			}
-		}
-		fclose(f);
-	}
+	/* A container's or a unit's CPU quota caps the worker count even
+	 * when more CPUs are visible (master/cgroup.c). */
+	if ((quota = cgroup_cpu_limit("/proc/self/cgroup", "/sys/fs/cgroup"))
+	    > 0 && quota < max)
+		limit = quota;
 	if (sched_getaffinity(0, sizeof(set), &set) < 0) {
 		cpus_out[0] = 0;
 		return 1;

@@ -24,6 +24,7 @@
 
 #include <CUnit/CUnit.h>
 
+#include "master/cgroup.h"
 #include "master/conf.h"
 #include "master/modload.h"
 #include "worker/dns.h"
@@ -295,6 +296,93 @@ test_conf_parses_every_option(void)
 	CU_ASSERT_EQUAL(conf->listeners[1].line, 23);
 	CU_ASSERT_EQUAL(conf->nmodules, 0);
 	conf_free(conf);
+}
+
+/* Writes <text> to <rel> under the suite directory, making the
+ * directories on the way (a fake cgroup tree). */
+static void
+conf_put(const char *rel, const char *text)
+{
+	char	 path[PATH_MAX], *p;
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "%s/%s", conf_dir, rel);
+	for (p = path + strlen(conf_dir) + 1; (p = strchr(p, '/')) != NULL;
+	    p++) {
+		*p = '\0';
+		(void)mkdir(path, 0755);
+		*p = '/';
+	}
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* cgroup_cpu_limit of the fake /proc/self/cgroup <proc> over the fake
+ * /sys/fs/cgroup in <root> (both under the suite directory). */
+static int
+conf_cg_limit(const char *proc, const char *root)
+{
+	char	 p[PATH_MAX], r[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", conf_dir, proc);
+	snprintf(r, sizeof(r), "%s/%s", conf_dir, root);
+	return cgroup_cpu_limit(p, r);
+}
+
+static void
+test_conf_cgroup_v2_quota_of_own_cgroup_and_ancestors(void)
+{
+	/* systemd: CPUQuota=150% on the slice, none on the unit. */
+	conf_put("v2/proc", "0::/system.slice/portico.service\n");
+	conf_put("v2/sys/cpu.max", "max 100000\n");
+	conf_put("v2/sys/system.slice/cpu.max", "150000 100000\n");
+	conf_put("v2/sys/system.slice/portico.service/cpu.max",
+	    "max 100000\n");
+	CU_ASSERT_EQUAL(conf_cg_limit("v2/proc", "v2/sys"), 2);
+	/* The unit's own, tighter, wins. */
+	conf_put("v2/sys/system.slice/portico.service/cpu.max",
+	    "50000 100000\n");
+	CU_ASSERT_EQUAL(conf_cg_limit("v2/proc", "v2/sys"), 1);
+	/* A container with a cgroup namespace: its root file. */
+	conf_put("v2ns/proc", "0::/\n");
+	conf_put("v2ns/sys/cpu.max", "400000 100000\n");
+	CU_ASSERT_EQUAL(conf_cg_limit("v2ns/proc", "v2ns/sys"), 4);
+	/* No quota anywhere. */
+	conf_put("v2none/proc", "0::/a\n");
+	conf_put("v2none/sys/cpu.max", "max 100000\n");
+	conf_put("v2none/sys/a/cpu.max", "max 100000\n");
+	CU_ASSERT_EQUAL(conf_cg_limit("v2none/proc", "v2none/sys"), 0);
+}
+
+static void
+test_conf_cgroup_v1_quota_and_missing_paths(void)
+{
+	/* Docker on cgroup v1: a cpu,cpuacct line, three CPUs' worth. */
+	conf_put("v1/proc", "12:memory:/docker/abc\n"
+	    "4:cpu,cpuacct:/docker/abc\n1:name=systemd:/docker/abc\n");
+	conf_put("v1/sys/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+	conf_put("v1/sys/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+	conf_put("v1/sys/cpu,cpuacct/docker/abc/cpu.cfs_quota_us",
+	    "250000\n");
+	conf_put("v1/sys/cpu,cpuacct/docker/abc/cpu.cfs_period_us",
+	    "100000\n");
+	CU_ASSERT_EQUAL(conf_cg_limit("v1/proc", "v1/sys"), 3);
+	/* Without a cgroup namespace the host's path does not exist in the
+	 * container: its own cgroup is the mount's root. */
+	conf_put("v1host/proc", "4:cpu,cpuacct:/docker/abc\n");
+	conf_put("v1host/sys/cpu/cpu.cfs_quota_us", "100000\n");
+	conf_put("v1host/sys/cpu/cpu.cfs_period_us", "100000\n");
+	CU_ASSERT_EQUAL(conf_cg_limit("v1host/proc", "v1host/sys"), 1);
+	/* Unlimited (-1), an unreadable file, no file at all: no limit. */
+	conf_put("v1none/proc", "2:cpu:/\n3:cpuacct:/\n");
+	conf_put("v1none/sys/cpu/cpu.cfs_quota_us", "-1\n");
+	conf_put("v1none/sys/cpu/cpu.cfs_period_us", "100000\n");
+	CU_ASSERT_EQUAL(conf_cg_limit("v1none/proc", "v1none/sys"), 0);
+	conf_put("garbage/proc", "nonsense\n::\n5:cpu:relative\n");
+	CU_ASSERT_EQUAL(conf_cg_limit("garbage/proc", "garbage/sys"), 0);
+	CU_ASSERT_EQUAL(conf_cg_limit("absent/proc", "absent/sys"), 0);
 }
 
 static void
@@ -1029,6 +1117,10 @@ register_conf_suite(void)
 	CU_add_test(s, "parses_every_option", test_conf_parses_every_option);
 	CU_add_test(s, "applies_defaults_when_options_absent",
 	    test_conf_applies_defaults_when_options_absent);
+	CU_add_test(s, "cgroup_v2_quota_of_own_cgroup_and_ancestors",
+	    test_conf_cgroup_v2_quota_of_own_cgroup_and_ancestors);
+	CU_add_test(s, "cgroup_v1_quota_and_missing_paths",
+	    test_conf_cgroup_v1_quota_and_missing_paths);
 	CU_add_test(s, "parses_response_timeout",
 	    test_conf_parses_response_timeout);
 	CU_add_test(s, "rejects_bad_response_timeout",
