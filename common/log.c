@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,10 +57,16 @@ log_level_parse(const char *name)
 	return -1;
 }
 
+/* Not when standard error is the log file itself (started with 2>> the
+ * same file, or a binary upgrade inheriting such a stderr): each line
+ * would be there twice. */
 void
 log_set_tee(bool on)
 {
-	log_tee = on;
+	struct stat	 a, b;
+
+	log_tee = on && !(log_fd_cur != 2 && fstat(log_fd_cur, &a) == 0 &&
+	    fstat(2, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino);
 }
 
 void
