@@ -114,6 +114,11 @@ struct http_state {
 	/* The request-target's path and query, copied for c_req.path (the
 	 * head's buffer may go before LOG); only when modules run. */
 	char			*path;
+	/* User-Agent then Referer, PT_LOG_HEADER_MAX bytes each at most,
+	 * kept from the head to LOG while a module has PT_MODF_LOG_HEADERS
+	 * (http_keep_log_headers); NULL when neither was sent. */
+	char			*loghdr;
+	uint16_t		 ua_len, ref_len;
 	uint8_t			 local;		/* HTTP_LOCAL_*: answered here */
 	uint32_t		 head_len;	/* of the request in req.in */
 	struct pt_addr		 addrs[DNS_MAX_ADDRS];	/* target.c's */
@@ -129,6 +134,7 @@ static struct pool		 http_pool;
  * ones take a buffer. buf_put gives either back (pool_of). */
 #define HTTP_PATH_SMALL		256
 static struct pool		 http_path_pool;
+static struct pool		 http_loghdr_pool;
 static const struct pt_config	*http_conf;
 /* One parse at a time per worker: nothing keeps it across callbacks. */
 static struct http_msg		 http_scratch;
@@ -138,6 +144,7 @@ static void	http_pump(struct pt_conn *c);
 static void	http_on_posted(struct loop_task *t);
 static void	http_next_request(struct pt_conn *c);
 static void	http_upstream_close(struct pt_conn *c);
+static void	http_drop_log_headers(struct http_state *h);
 
 void
 http_init(const struct pt_config *conf, unsigned max_conns)
@@ -146,6 +153,8 @@ http_init(const struct pt_config *conf, unsigned max_conns)
 	pool_init(&http_pool, "http state", sizeof(struct http_state),
 	    max_conns);
 	pool_init(&http_path_pool, "http path", HTTP_PATH_SMALL, max_conns);
+	pool_init(&http_loghdr_pool, "http log headers",
+	    2 * PT_LOG_HEADER_MAX, max_conns);
 	upstream_init(conf->http.upstream_keepalive,
 	    conf->http.upstream_idle_timeout_ms);
 }
@@ -154,6 +163,7 @@ void
 http_fini(void)
 {
 	upstream_fini();
+	pool_fini(&http_loghdr_pool);
 	pool_fini(&http_path_pool);
 	pool_fini(&http_pool);
 }
@@ -243,6 +253,7 @@ http_state_free(struct pt_conn *c)
 	http_flow_release(&h->req);
 	http_flow_release(&h->resp);
 	buf_put(h->path);
+	http_drop_log_headers(h);
 	pool_put(&http_pool, h);
 	c->c_proto = NULL;
 }
@@ -1155,6 +1166,54 @@ http_set_path(struct pt_conn *c, struct pt_str path)
 	c->c_req.path.len = path.len;
 }
 
+/*
+ * PT_MODF_LOG_HEADERS: copies the request's User-Agent and Referer (the
+ * first of each) out of the parsed head, whose buffer may be gone by
+ * LOG. One pooled block for both, only when one was sent; out of
+ * memory, the log goes without them.
+ */
+static void
+http_keep_log_headers(struct pt_conn *c, const struct http_msg *m)
+{
+	struct http_state	*h = http_st(c);
+	const struct pt_str	*ua = NULL, *ref = NULL;
+	unsigned		 i;
+
+	if (!phase_log_headers())
+		return;
+	for (i = 0; i < m->nheaders && (ua == NULL || ref == NULL); i++) {
+		const struct http_header *f = &m->headers[i];
+
+		if (ua == NULL && f->name.len == 10 &&
+		    http_str_ieq(f->name, "user-agent"))
+			ua = &f->value;
+		else if (ref == NULL && f->name.len == 7 &&
+		    http_str_ieq(f->name, "referer"))
+			ref = &f->value;
+	}
+	if ((ua == NULL && ref == NULL) ||
+	    (h->loghdr == NULL &&
+	    (h->loghdr = pool_get(&http_loghdr_pool)) == NULL))
+		return;
+	h->ua_len = ua == NULL ? 0 : (uint16_t)(ua->len < PT_LOG_HEADER_MAX ?
+	    ua->len : PT_LOG_HEADER_MAX);
+	h->ref_len = ref == NULL ? 0 : (uint16_t)(ref->len <
+	    PT_LOG_HEADER_MAX ? ref->len : PT_LOG_HEADER_MAX);
+	if (ua != NULL)
+		memcpy(h->loghdr, ua->ptr, h->ua_len);
+	if (ref != NULL)
+		memcpy(h->loghdr + PT_LOG_HEADER_MAX, ref->ptr, h->ref_len);
+}
+
+static void
+http_drop_log_headers(struct http_state *h)
+{
+	if (h->loghdr != NULL)
+		pool_put(&http_loghdr_pool, h->loghdr);
+	h->loghdr = NULL;
+	h->ua_len = h->ref_len = 0;
+}
+
 /* Trims optional white space (RFC 9110 5.6.3) from both ends. */
 static void
 http_trim_ows(const char **p, const char **end)
@@ -1166,6 +1225,25 @@ http_trim_ows(const char **p, const char **end)
 		(*end)--;
 }
 
+/* User-Agent or Referer from http_keep_log_headers' copy (any phase
+ * from the head to LOG); false for other names or one not sent. */
+static bool
+http_log_header(const struct http_state *h, const char *name, size_t nlen,
+    struct pt_str *value_out)
+{
+	if (nlen == 10 && strcasecmp(name, "user-agent") == 0 &&
+	    h->ua_len > 0) {
+		*value_out = (struct pt_str){ h->loghdr, h->ua_len };
+		return true;
+	}
+	if (nlen == 7 && strcasecmp(name, "referer") == 0 && h->ref_len > 0) {
+		*value_out = (struct pt_str){ h->loghdr + PT_LOG_HEADER_MAX,
+		    h->ref_len };
+		return true;
+	}
+	return false;
+}
+
 /*
  * pt_req_header for HTTP: scans the raw head, still at the front of the
  * request buffer while the phases run (HS_WAIT reads no body), so the
@@ -1173,7 +1251,7 @@ http_trim_ows(const char **p, const char **end)
  * already refused obsolete line folding and bad field names.
  */
 bool
-http_req_header(struct pt_conn *c, const char *name,
+http_req_header(struct pt_conn *c, const char *name, bool kept_only,
     struct pt_str *value_out)
 {
 	struct http_state	*h = http_st(c);
@@ -1181,9 +1259,14 @@ http_req_header(struct pt_conn *c, const char *name,
 	size_t			 nlen = strlen(name);
 	char			 first;
 
-	if (h == NULL || h->stage != HS_WAIT || h->req.in == NULL ||
-	    h->req.head_len == 0 || nlen == 0)
+	if (h == NULL || nlen == 0)
 		return false;
+	/* The head itself while it is there (whole values); then the copy
+	 * kept for LOG. */
+	if (kept_only || h->stage != HS_WAIT || h->req.in == NULL ||
+	    h->req.head_len == 0)
+		return h->loghdr != NULL &&
+		    http_log_header(h, name, nlen, value_out);
 	p = h->req.in;
 	end = p + h->req.head_len;
 	/* Skip the request line. */
@@ -1242,6 +1325,7 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 	c->c_req.method.len = m->method.len < sizeof(h->method) ?
 	    m->method.len : sizeof(h->method) - 1;
 	memcpy(h->method, m->method.ptr, c->c_req.method.len);
+	http_keep_log_headers(c, m);
 
 	if (h->is_connect) {
 		if (http_parse_authority(m->target, &u) < 0) {
@@ -2055,6 +2139,7 @@ http_next_request(struct pt_conn *c)
 	memset(&c->c_req.path, 0, sizeof(c->c_req.path));
 	buf_put(h->path);
 	h->path = NULL;
+	http_drop_log_headers(h);
 	/* User, label and tags were the last request's. */
 	req_names_clear(c);
 	req_user_reset(c);

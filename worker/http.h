@@ -14,9 +14,10 @@ void	 http_init(const struct pt_config *conf, unsigned max_conns);
 void	 http_fini(void);
 /* Serves HTTP on a freshly accepted (and transport-ready) connection. */
 void	 http_start(struct pt_conn *c);
-/* pt_req_header for an HTTP connection (req.c checks the phase): false
- * unless the request's head is still being judged (AUTH to DIAL). */
-bool	 http_req_header(struct pt_conn *c, const char *name,
+/* pt_req_header for an HTTP connection (req.c checks the phase): the
+ * head while it is being judged (AUTH to DIAL), else (and with
+ * <kept_only>) User-Agent or Referer as PT_MODF_LOG_HEADERS keeps them. */
+bool	 http_req_header(struct pt_conn *c, const char *name, bool kept_only,
 	    struct pt_str *value_out);
 
 #endif

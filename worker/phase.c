@@ -36,6 +36,8 @@ static struct phase_hook	phase_hooks[PT_PHASE_COUNT][PHASE_MAX_HOOKS];
 static int			phase_nhooks[PT_PHASE_COUNT];
 static struct phase_mod		phase_mods[MODLOAD_MAX];
 static int			phase_nmods;
+/* A module has PT_MODF_LOG_HEADERS (http.c keeps User-Agent, Referer). */
+static bool			phase_log_hdrs;
 /* The modules' datagram callbacks, in configuration order. */
 static struct phase_dgram {
 	pt_datagram_fn		 fn;
@@ -80,6 +82,8 @@ phase_init(const struct pt_config *conf)
 		phase_mods[phase_nmods].offset = total;
 		phase_nmods++;
 		total += (m->conn_ctx_size + 15) & ~(size_t)15;
+		if (m->abi_minor >= 4 && (m->flags & PT_MODF_LOG_HEADERS))
+			phase_log_hdrs = true;
 		if (m->abi_minor >= 3 && m->datagram != NULL) {
 			phase_dgrams[phase_ndgrams].fn = m->datagram;
 			phase_dgrams[phase_ndgrams].modctx =
@@ -101,6 +105,7 @@ phase_fini(void)
 	memset(phase_nhooks, 0, sizeof(phase_nhooks));
 	phase_nmods = 0;
 	phase_ndgrams = 0;
+	phase_log_hdrs = false;
 }
 
 bool
@@ -124,6 +129,12 @@ bool
 phase_any_hooks(void)
 {
 	return phase_nmods > 0;
+}
+
+bool
+phase_log_headers(void)
+{
+	return phase_log_hdrs;
 }
 
 void *

@@ -24,6 +24,8 @@ bool		 phase_has_hooks(enum pt_phase phase);
 bool		 phase_applies(const struct pt_conn *c, enum pt_phase phase);
 /* True when any module hooks any phase. */
 bool		 phase_any_hooks(void);
+/* Whether a loaded module has PT_MODF_LOG_HEADERS. */
+bool		 phase_log_headers(void);
 /*
  * Runs the hooks of <phase> in priority order, then calls <done> with
  * CONTINUE (all passed), ALLOW, DENY or ERROR. <done> may run before

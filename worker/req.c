@@ -222,14 +222,19 @@ pt_req_tag(struct pt_conn *c, const char *name, struct pt_str *value_out)
 bool
 pt_req_header(struct pt_conn *c, const char *name, struct pt_str *value_out)
 {
-	if (c->c_phase < PT_PHASE_AUTH || c->c_phase > PT_PHASE_DIAL ||
-	    c->c_state == CONN_CLOSED || name == NULL)
+	/* After DIAL, only what PT_MODF_LOG_HEADERS keeps: User-Agent and
+	 * Referer, until the request's LOG (a closing connection's too). */
+	bool	 kept_only = c->c_phase == PT_PHASE_ESTABLISHED ||
+		    c->c_phase == PT_PHASE_LOG;
+
+	if (name == NULL || (!kept_only && (c->c_phase < PT_PHASE_AUTH ||
+	    c->c_phase > PT_PHASE_DIAL || c->c_state == CONN_CLOSED)))
 		return false;
 	switch (c->c_req.proto) {
 	case PT_PROTO_HTTP:
 	case PT_PROTO_CONNECT:
 	case PT_PROTO_WEBSOCKET:
-		return http_req_header(c, name, value_out);
+		return http_req_header(c, name, kept_only, value_out);
 	default:
 		return false;
 	}

@@ -27,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 3
+#define PT_ABI_MINOR 4
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -260,6 +260,15 @@ typedef enum pt_verdict (*pt_datagram_fn)(struct pt_conn *conn,
  * counts as having it when it hooks AUTH (what 1.0 did, for every
  * listener). */
 #define PT_MODF_CREDENTIALS	0x01
+/* 1.4: the module reads User-Agent and Referer at LOG (an access log).
+ * While any loaded module has this flag, the core keeps both of every
+ * HTTP request (CONNECT and WebSocket included), from its head to its
+ * LOG, at most PT_LOG_HEADER_MAX bytes each (longer is cut), and
+ * pt_req_header() finds them in every phase of the request, LOG
+ * included, without scanning the head. Without it, a module that wants
+ * them at LOG must copy them itself before DIAL ends. */
+#define PT_MODF_LOG_HEADERS	0x02
+#define PT_LOG_HEADER_MAX	256
 
 struct pt_module {
 	uint32_t		 abi_major;
@@ -514,6 +523,9 @@ PT_API void	 pt_conn_answer(struct pt_conn *conn,
  * white space around it. Returns false when absent or outside those
  * phases. The slice points into the request's head (the core's) and
  * stays valid until the phase that read it ends. Worker thread.
+ * 1.4: User-Agent and Referer also at LOG (and from the head's parse on)
+ * while a loaded module has PT_MODF_LOG_HEADERS; then the slice is the
+ * core's copy, valid until the request's LOG ends.
  */
 PT_API bool	 pt_req_header(struct pt_conn *conn, const char *name,
 		    struct pt_str *value_out);

@@ -28,16 +28,6 @@
 
 #include "modules/accesslog/accesslog.h"
 
-PT_API extern const struct pt_module pt_module_accesslog;
-
-/* The User-Agent and Referer of transaction <txn>. */
-struct al_hdrs {
-	uint64_t	 txn;
-	uint16_t	 ua_len, ref_len;
-	char		 ua[AL_HDR_KEEP];
-	char		 ref[AL_HDR_KEEP];
-};
-
 /* This worker's sinks, one per log of the configuration it forked
  * with; empty in the master. */
 static struct {
@@ -49,35 +39,6 @@ static struct {
 } al_w;
 
 static char	 al_errbuf[512];
-
-static void
-al_keep(struct pt_conn *conn, const char *name, char *dst, uint16_t *len)
-{
-	struct pt_str	 v;
-
-	*len = 0;
-	if (!pt_req_header(conn, name, &v))
-		return;
-	*len = (uint16_t)(v.len < AL_HDR_KEEP ? v.len : AL_HDR_KEEP);
-	memcpy(dst, v.ptr, *len);
-}
-
-static enum pt_verdict
-al_auth(struct pt_conn *conn, struct pt_req *req, void *modctx)
-{
-	const struct al_conf	*ac = modctx;
-	struct al_hdrs		*h;
-
-	if (!ac->want_headers || (req->proto != PT_PROTO_HTTP &&
-	    req->proto != PT_PROTO_CONNECT &&
-	    req->proto != PT_PROTO_WEBSOCKET))
-		return PT_VERDICT_CONTINUE;
-	h = pt_conn_ctx(conn, &pt_module_accesslog);
-	h->txn = req->txn;
-	al_keep(conn, "User-Agent", h->ua, &h->ua_len);
-	al_keep(conn, "Referer", h->ref, &h->ref_len);
-	return PT_VERDICT_CONTINUE;
-}
 
 static uint64_t
 al_now_wall_ms(void)
@@ -92,8 +53,6 @@ static void
 al_rec_from(struct al_rec *r, struct pt_conn *conn, const struct pt_req *req,
     const struct al_conf *ac)
 {
-	struct al_hdrs	*h;
-
 	memset(r, 0, sizeof(*r));
 	r->wall_ms = al_now_wall_ms();
 	r->peer = &req->peer;
@@ -114,12 +73,10 @@ al_rec_from(struct al_rec *r, struct pt_conn *conn, const struct pt_req *req,
 	    req->end_ms - req->start_ms : 0;
 	r->txn = req->txn;
 	r->worker = al_w.id;
+	/* Kept by the core for LOG (PT_MODF_LOG_HEADERS), no scan. */
 	if (ac->want_headers) {
-		h = pt_conn_ctx(conn, &pt_module_accesslog);
-		if (h->txn == req->txn && h->txn != 0) {
-			r->ua = (struct pt_str){ h->ua, h->ua_len };
-			r->referer = (struct pt_str){ h->ref, h->ref_len };
-		}
+		(void)pt_req_header(conn, "User-Agent", &r->ua);
+		(void)pt_req_header(conn, "Referer", &r->referer);
 	}
 }
 
@@ -304,16 +261,16 @@ al_listener_conf(struct pt_modconf *mc, const config_setting_t *node,
 }
 
 static const struct pt_hook al_hooks[] = {
-	/* First at AUTH: a refusal there (407) ends the phase. */
-	{ PT_PHASE_AUTH, -1000, al_auth },
 	/* Last at LOG: every other module has had its say. */
 	{ PT_PHASE_LOG, 1000, al_log },
 	{ 0, 0, NULL }
 };
 
-const struct pt_module pt_module_accesslog = {
+PT_API const struct pt_module pt_module_accesslog = {
 	PT_MODULE_INIT,
 	.name = "accesslog",
+	/* User-Agent and Referer for the combined and JSON formats. */
+	.flags = PT_MODF_LOG_HEADERS,
 	.conf = al_conf_cb,
 	.conf_free = al_conf_free_cb,
 	.init_master = al_init_master,
@@ -322,7 +279,6 @@ const struct pt_module pt_module_accesslog = {
 	.reopen = al_reopen,
 	.exit_master = al_exit_master,
 	.hooks = al_hooks,
-	.conn_ctx_size = sizeof(struct al_hdrs),
 	.listener_conf = al_listener_conf,
 	.on_drain = al_on_drain,
 };

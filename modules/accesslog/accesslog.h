@@ -26,8 +26,6 @@
 #define AL_NOTES_MAX		4
 /* Room kept for a record's syslog header. */
 #define AL_HDR_MAX		192
-/* The User-Agent and Referer kept from AUTH for LOG, in raw bytes. */
-#define AL_HDR_KEEP		256
 
 enum al_kind {
 	AL_FILE = 0,

@@ -7,8 +7,9 @@ runs after it in every phase) reads.
 
 - HTTP through curl: AUTH..DIAL hooks see the path and query as sent,
   User-Agent and X-Test through pt_req_header (case-insensitive, the first
-  of two, without surrounding white space); LOG and CLOSE see no header
-  (outside AUTH..DIAL) but still the path;
+  of two, without surrounding white space); LOG sees User-Agent too
+  (fieldrec2 has PT_MODF_LOG_HEADERS, ABI 1.4: the core keeps it), but
+  not X-Test, and still the path;
 - the user a hook set at AUTH from X-User reaches both modules' LOG; the
   label and the tag "class" set by fieldrec at ACCESS are read by
   fieldrec2 at ACCESS and LOG; the tag calls return what module.h says
@@ -136,12 +137,15 @@ def curl_get(t, p, web, origin, rec1, rec2, seen):
                 kv.get("label") == "rule-7" and
                 kv.get("class") == "per-user" and
                 kv.get("path") == "/echo?x=1&y=two" and
-                kv.get("status") == "200" and kv.get("ua") == "-" and
+                kv.get("status") == "200" and
+                kv.get("ua") == "fieldtest/1.0" and
+                kv.get("xtest") == "-" and
                 kv.get("listener") == "web" and kv.get("lidx") == "0" and
                 int(kv.get("txn", "0")) >= 1,
                 "%s LOG: user, label, tag, path, status 200, listener "
-                "\"web\" index 0, a txn; no header outside AUTH..DIAL"
-                % name, lambda: [str(log)])
+                "\"web\" index 0, a txn; User-Agent kept for LOG "
+                "(PT_MODF_LOG_HEADERS), X-Test not" % name,
+                lambda: [str(log)])
     cl = of_conn(r2, c, "CLOSE")
     t.check(len(cl) == 1 and cl[0].get("listener") == "web" and
             cl[0].get("user") == "-" and cl[0].get("path") == "-",
@@ -152,8 +156,9 @@ def curl_get(t, p, web, origin, rec1, rec2, seen):
 
 def keepalive(t, p, web, origin, rec2, seen):
     conn = H.Conn.to(web, timeout=ptest.bound(10))
-    reqs = [("/a?1", [("X-User", "carol"), ("X-Test", "one")]),
-            ("/b?2", [("X-Test", "two")]),
+    reqs = [("/a?1", [("X-User", "carol"), ("X-Test", "one"),
+                      ("User-Agent", "ka/1")]),
+            ("/b?2", [("X-Test", "two"), ("user-agent", "x" * 280)]),
             (LONG, [])]
     statuses = []
     for path, hs in reqs:
@@ -188,7 +193,14 @@ def keepalive(t, p, web, origin, rec2, seen):
                 kv.get("class") == "per-user" for kv in logs),
             "keep-alive: the user set for one request is gone in the next; "
             "label and tag are set again for each", lambda: [str(logs)])
+    t.check([kv.get("ua") for kv in logs] == ["ka/1", "x" * 256, "-"],
+            "keep-alive: each LOG has its own request's User-Agent (cut at "
+            "PT_LOG_HEADER_MAX, 256 bytes), none from the one before",
+            lambda: [str(logs)])
     acc = of_conn(r2, c, "ACCESS")
+    t.check([kv.get("ua") for kv in acc] == ["ka/1", "x" * 280, "-"],
+            "keep-alive: before LOG the whole User-Agent from the head",
+            lambda: [str(acc)])
     t.check([kv.get("xtest") for kv in acc] == ["one", "two", "-"],
             "keep-alive: each request's header seen, none from the last",
             lambda: [str(acc)])

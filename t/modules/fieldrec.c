@@ -30,7 +30,9 @@
  *
  * Empty or absent values are written "-", spaces as '_' (error keeps
  * its spaces: it ends the line). ua and xtest are pt_req_header() of
- * User-Agent and X-Test, so they are "-" outside AUTH..DIAL; class is
+ * User-Agent and X-Test, so they are "-" outside AUTH..DIAL, but for ua
+ * at ESTABLISHED and LOG: fieldrec2 has PT_MODF_LOG_HEADERS (ABI 1.4),
+ * so the core keeps User-Agent until LOG; class is
  * pt_req_tag(conn, "class").
  *
  * tags = true, at ACCESS: sets class=per-user, a=1, b=2, c=3 (fills the
@@ -380,6 +382,11 @@ static const struct pt_hook fieldrec_hooks[] = {
 PT_API const struct pt_module FIELDREC_MODULE = {
 	PT_MODULE_INIT,
 	.name = FIELDREC_NAME,
+#ifdef FIELDREC_SECOND
+	/* The core keeps User-Agent and Referer until LOG (ABI 1.4), for
+	 * both instances' pt_req_header. */
+	.flags = PT_MODF_LOG_HEADERS,
+#endif
 	.conf = fieldrec_conf,
 	.conf_free = fieldrec_conf_free,
 	.init_worker = fieldrec_init_worker,
