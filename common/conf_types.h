@@ -67,6 +67,9 @@ struct conf_listener {
 	/* socks5: the address UDP ASSOCIATE replies advertise (NAT), or
 	 * family 0 for the relay socket's own. */
 	struct pt_addr	 udp_advertise;
+	/* socks5: udp_replies = "any": replies from every sender reach the
+	 * client, not only from addresses it sent to ("contacted"). */
+	bool		 udp_replies_any;
 	/* The module whose transport wraps the client leg, or NULL. */
 	const struct pt_module	*transport_mod;
 	/* Modules that do not apply here (their listener_conf said 1):

@@ -42,6 +42,7 @@ enum counter_id {
 	CTR_UDP_DROP_SEND,	/* sendmmsg/sendto refused it */
 	CTR_UDP_DROP_TOO_BIG,	/* a reply too big for its header */
 	CTR_UDP_DROP_MODULE,	/* a module's datagram callback refused it */
+	CTR_UDP_DROP_UNSOLICITED, /* a reply from an address never sent to */
 	CTR_COUNT
 };
 

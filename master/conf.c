@@ -58,7 +58,7 @@ static const char *const conf_resolver_keys[] = {
 };
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
-	"name", NULL
+	"udp_replies", "name", NULL
 };
 static const char *const conf_limits_keys[] = {
 	"max_connections", "header_timeout", "connect_timeout",
@@ -553,6 +553,18 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 		if (sockaddr_parse(withport, &l->udp_advertise, &errstr) < 0)
 			return conf_err(cc, m, "\"%s\": %s",
 			    config_setting_get_string(m), errstr);
+	}
+	if ((m = config_setting_get_member(s, "udp_replies")) != NULL) {
+		const char	*r = config_setting_get_string(m);
+
+		if (l->proto != CONF_PROTO_SOCKS && l->proto != CONF_PROTO_AUTO)
+			return conf_err(cc, m, "only for protocol \"socks5\" "
+			    "or \"auto\"");
+		if (r == NULL || (strcmp(r, "contacted") != 0 &&
+		    strcmp(r, "any") != 0))
+			return conf_err(cc, m, "expected \"contacted\" or "
+			    "\"any\"");
+		l->udp_replies_any = strcmp(r, "any") == 0;
 	}
 	if (conf_transport(cc, s, l) < 0)
 		return -1;

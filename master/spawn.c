@@ -116,7 +116,8 @@ spawn_log_totals(void)
 	    (unsigned long long)t[CTR_UDP_DOWN],
 	    (unsigned long long)(t[CTR_UDP_DROP_INVALID] +
 	    t[CTR_UDP_DROP_RESOLVING] + t[CTR_UDP_DROP_SEND] +
-	    t[CTR_UDP_DROP_TOO_BIG] + t[CTR_UDP_DROP_MODULE]), mods);
+	    t[CTR_UDP_DROP_TOO_BIG] + t[CTR_UDP_DROP_MODULE] +
+	    t[CTR_UDP_DROP_UNSOLICITED]), mods);
 }
 
 /* The draining table the status listener shows. */

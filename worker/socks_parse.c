@@ -347,6 +347,14 @@ socks_fmt_dest(uint8_t *p, const struct sockaddr *sa)
 	if (sa != NULL && sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *sin6 = (const void *)sa;
 
+		/* An IPv4 peer of a dual-stack socket is named as IPv4: an
+		 * IPv4-only client may not read ATYP 4. */
+		if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+			p[0] = SOCKS_ATYP_IPV4;
+			memcpy(p + 1, &sin6->sin6_addr.s6_addr[12], 4);
+			memcpy(p + 5, &sin6->sin6_port, 2);
+			return 1 + 4 + 2;
+		}
 		p[0] = SOCKS_ATYP_IPV6;
 		memcpy(p + 1, &sin6->sin6_addr, 16);
 		memcpy(p + 17, &sin6->sin6_port, 2);

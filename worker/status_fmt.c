@@ -82,6 +82,8 @@ static const struct status_series status_core[] = {
 	  CTR_UDP_DROP_TOO_BIG },
 	{ "udp_datagrams_dropped_total", NULL, NULL, "reason=\"module\"",
 	  CTR_UDP_DROP_MODULE },
+	{ "udp_datagrams_dropped_total", NULL, NULL,
+	  "reason=\"unsolicited\"", CTR_UDP_DROP_UNSOLICITED },
 };
 #define STATUS_NCORE	(sizeof(status_core) / sizeof(status_core[0]))
 

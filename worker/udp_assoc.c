@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "worker/udp_assoc.h"
+#include "worker/accept.h"
 #include "common/counters.h"
 #include "common/log.h"
 #include "worker/dns.h"
@@ -75,6 +76,11 @@
  * nothing is let through unjudged. */
 #define UDP_DEST_CACHE	8
 #define UDP_NAME_MAX	255
+/* Addresses an association remembers having sent to: replies from them
+ * reach the client (udp_replies "contacted"). A client sending to more
+ * at once forgets the least recently used, whose replies are then
+ * dropped until it sends there again. */
+#define UDP_PEERS	32
 
 /* udp_dest.flags */
 #define UDP_DEST_USED		0x01
@@ -137,6 +143,13 @@ struct udp_assoc {
 	bool			 per_datagram;	/* a datagram callback applies */
 	uint32_t		 dest_clock;
 	struct udp_dest		 dests[UDP_DEST_CACHE];
+	/* udp_replies "contacted": the addresses sent to (IPv4 mapped into
+	 * IPv6), when each was last used, and the last one matched. */
+	bool			 replies_any;
+	uint8_t			 npeers, peer_last;
+	uint32_t		 peer_clock;
+	uint32_t		 peer_used[UDP_PEERS];
+	struct in6_addr		 peers[UDP_PEERS];
 	struct loop_task	 reap;		/* back to the pool, later */
 };
 
@@ -468,6 +481,77 @@ udp_remote_fd(struct udp_assoc *a, int family)
 	return fd;
 }
 
+/* ---- contacted addresses ------------------------------------------- */
+
+/* <ss>'s address as IPv6, IPv4 mapped (::ffff:a.b.c.d), so an IPv4 sender
+ * seen on the dual-stack IPv6 socket is the same address. */
+static void
+udp_peer_key(const struct sockaddr_storage *ss, struct in6_addr *key)
+{
+	if (ss->ss_family == AF_INET) {
+		memset(key, 0, 10);
+		memset((char *)key + 10, 0xff, 2);
+		memcpy((char *)key + 12,
+		    &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else
+		*key = ((const struct sockaddr_in6 *)ss)->sin6_addr;
+}
+
+/* The slot of <key>, or -1. The last one matched first: most
+ * associations talk to one or two addresses. */
+static int
+udp_peer_find(struct udp_assoc *a, const struct in6_addr *key)
+{
+	int	 i;
+
+	if (a->npeers > 0 && memcmp(&a->peers[a->peer_last], key,
+	    sizeof(*key)) == 0)
+		return a->peer_last;
+	for (i = 0; i < a->npeers; i++)
+		if (memcmp(&a->peers[i], key, sizeof(*key)) == 0) {
+			a->peer_last = (uint8_t)i;
+			return i;
+		}
+	return -1;
+}
+
+/* A datagram goes to <to>: its address may answer. */
+static void
+udp_peer_note(struct udp_assoc *a, const struct sockaddr_storage *to)
+{
+	struct in6_addr	 key;
+	int		 i, old = 0;
+
+	if (a->replies_any)
+		return;
+	udp_peer_key(to, &key);
+	if ((i = udp_peer_find(a, &key)) < 0) {
+		if (a->npeers < UDP_PEERS)
+			i = a->npeers++;
+		else {
+			for (i = 1; i < UDP_PEERS; i++)
+				if (a->peer_used[i] < a->peer_used[old])
+					old = i;
+			i = old;
+		}
+		a->peers[i] = key;
+		a->peer_last = (uint8_t)i;
+	}
+	a->peer_used[i] = ++a->peer_clock;
+}
+
+/* Whether a datagram from <from> may reach the client. */
+static bool
+udp_peer_known(struct udp_assoc *a, const struct sockaddr_storage *from)
+{
+	struct in6_addr	 key;
+
+	if (a->replies_any)
+		return true;
+	udp_peer_key(from, &key);
+	return udp_peer_find(a, &key) >= 0;
+}
+
 /* Queues one datagram for the remote socket of its family. */
 static void
 udp_queue(struct udp_assoc *a, const struct sockaddr_storage *to,
@@ -476,7 +560,7 @@ udp_queue(struct udp_assoc *a, const struct sockaddr_storage *to,
 	int		 f = udp_family_idx(to->ss_family);
 	unsigned	 k = udp_nout[f];
 
-	(void)a;
+	udp_peer_note(a, to);
 	memcpy(&udp_to[f][k], to, tolen);
 	udp_out_iov[f][k].iov_base = (void *)(uintptr_t)data;
 	udp_out_iov[f][k].iov_len = len;
@@ -570,6 +654,7 @@ udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
 		return;
 	}
 	((struct sockaddr_in *)&to)->sin_port = htons(port);
+	udp_peer_note(a, &to);
 	fd = udp_remote_fd(a, to.ss_family);
 	n = fd < 0 ? -1 : sendto(fd, data, len, MSG_DONTWAIT,
 	    (struct sockaddr *)&to, res->addrs[0].len);
@@ -767,6 +852,10 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		return;
 	a->conn->c_last_active = loop_now();
 	for (i = 0; i < n; i++) {
+		if (!udp_peer_known(a, &udp_from[i])) {
+			udp_drop(a, CTR_UDP_DROP_UNSOLICITED, 1);
+			continue;
+		}
 		hlen = socks5_fmt_udp_header(hdr,
 		    (const struct sockaddr *)&udp_from[i]);
 		/* With our header it must still fit one datagram. */
@@ -823,6 +912,7 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 	a->peer = c->c_req.peer;
 	a->client_port = client_port;
 	a->per_datagram = phase_datagram_applies(c);
+	a->replies_any = c->c_listener->conf->udp_replies_any;
 	a->rio[0].assoc = a->rio[1].assoc = a;
 	a->rio[0].io.fd = a->rio[1].io.fd = -1;
 	len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :

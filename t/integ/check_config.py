@@ -40,6 +40,7 @@ BAD = [
     ("bad_cpu_list", r"cpu_affinity|CPU"),
     ("bad_resolver_servers", r"servers: entry 2 \"127\.0\.0\.1:5x3\""),
     ("bad_response_timeout", r"response_timeout: 0 out of range"),
+    ("bad_udp_replies", r"udp_replies|\"contacted\" or \"any\""),
 ]
 
 

@@ -20,6 +20,11 @@ servers:
   source port of the first datagram; replies go there, never to another
   port of the same address (whose datagrams may be dropped);
 - two associations at once are independent;
+- replies come only from addresses the client sent to (udp_replies
+  "contacted", the default): a datagram from 127.0.0.2 to the relay's
+  outward port is dropped while the contacted origin's reply arrives;
+  with udp_replies = "any" both arrive, the stranger's header naming
+  127.0.0.2;
 - a lookup pending when the control connection closes, or timing out,
   harms nothing;
 - when the control connection closes, the relay forwards nothing more;
@@ -84,6 +89,48 @@ def dropped(echo, before, a, wait=1.0, live=None):
     return True, None
 
 
+def stranger_reply(t, a, mode):
+    """An origin the client sent to, and a stranger (127.0.0.2) that
+    learned the relay's outward port, both send to it: "contacted" lets
+    only the origin's through, "any" both."""
+    origin = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        origin.bind(("127.0.0.1", 0))
+        stranger.bind(("127.0.0.2", 0))
+        origin.settimeout(ptest.bound(3))
+        oport = origin.getsockname()[1]
+        a.send("127.0.0.1", oport, b"hello origin")
+        try:
+            _, outward = origin.recvfrom(100)
+        except OSError as e:
+            t.check(False, "udp_replies %s: the origin got the client's "
+                    "datagram" % mode, ptest.err_kind(e))
+            return
+        # The stranger first: a relay that lets it through shows it
+        # before the origin's reply.
+        stranger.sendto(b"unsolicited", outward)
+        time.sleep(0.05)
+        origin.sendto(b"solicited", outward)
+        got = []
+        r = a.recv(ptest.bound(3))
+        while r is not None and len(got) < 3:
+            got.append((r[1], r[2], r[3]))
+            r = a.recv(0.5)
+        want = [("127.0.0.1", oport, b"solicited")]
+        if mode == "any":
+            want.insert(0, ("127.0.0.2", stranger.getsockname()[1],
+                            b"unsolicited"))
+        t.check(got == want, "udp_replies %s: %s" % (mode, (
+            "the origin's reply arrives, a datagram from 127.0.0.2 to the "
+            "relay's outward port does not" if mode == "contacted" else
+            "the stranger's datagram (header naming 127.0.0.2) and the "
+            "origin's reply both arrive")), "got %r" % (got,))
+    finally:
+        origin.close()
+        stranger.close()
+
+
 def main(t):
     echo = S.udp_echo(t)
     echo2 = S.udp_echo(t)
@@ -91,7 +138,9 @@ def main(t):
     dns = H.dns_server(t, {"udp.test": {"A": ["127.0.0.1"]},
                            "silent.test": "drop"})
     port2 = ptest.free_port()
-    more = [S.listener(port2, extra='udp_advertise = "127.0.0.3";')]
+    port_any = ptest.free_port()
+    more = [S.listener(port2, extra='udp_advertise = "127.0.0.3";'),
+            S.listener(port_any, extra='udp_replies = "any";')]
     port6 = ptest.free_port("::1") if echo6 else None
     if port6:
         more.append(S.listener(port6, host="::1"))
@@ -261,6 +310,14 @@ def main(t):
     t.check(ok and ok2, "both associations relay at the same time",
             "%s / %s" % (why, why2))
     b.close()
+
+    stranger_reply(t, a, "contacted")
+    c = S.Udp(port_any)
+    if c.ok():
+        stranger_reply(t, c, "any")
+    else:
+        t.check(False, "udp_replies \"any\": an association", c.describe())
+    c.close()
 
     # udp_advertise
     c = S.Udp(port2)

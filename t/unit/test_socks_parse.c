@@ -856,33 +856,38 @@ test_socks5_fmt_reply_writes_other_families_as_zero(void)
 }
 
 /* Our UDP header is what the client parses, and the client's is what we
- * parse: the same format both ways, so our parser is the client here. */
+ * parse: the same format both ways, so our parser is the client here.
+ * An IPv4-mapped source (an IPv4 peer of a dual-stack socket) is written
+ * as IPv4. */
 static void
 test_socks5_fmt_udp_header_reads_back(void)
 {
-	static const char *const	 froms[] = {
-		"192.0.2.7:53", "[2001:db8::53]:5353", "[::ffff:1.2.3.4]:1",
+	static const char *const	 froms[][2] = {
+		{ "192.0.2.7:53", "192.0.2.7:53" },
+		{ "[2001:db8::53]:5353", "[2001:db8::53]:5353" },
+		{ "[::ffff:1.2.3.4]:1", "1.2.3.4:1" },
 	};
 	struct socks5_udp_header	 h;
-	struct pt_addr			 from;
+	struct pt_addr			 from, want;
 	uint8_t				*out;
 	size_t				 i, n;
 
 	for (i = 0; i < NELEM(froms); i++) {
 		out = malloc(FMT_MAX + 4);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(out);
-		from = addr_of(froms[i]);
+		from = addr_of(froms[i][0]);
+		want = addr_of(froms[i][1]);
 		n = socks5_fmt_udp_header(out,
 		    (const struct sockaddr *)&from.sa);
-		CHECKF(n == (from.sa.ss_family == AF_INET ? 10u : 22u),
-		    "%s: %zu bytes", froms[i], n);
+		CHECKF(n == (want.sa.ss_family == AF_INET ? 10u : 22u),
+		    "%s: %zu bytes", froms[i][0], n);
 		CHECKF(out[0] == 0 && out[1] == 0 && out[2] == 0,
-		    "%s: RSV or FRAG set", froms[i]);
+		    "%s: RSV or FRAG set", froms[i][0]);
 		memcpy(out + n, "data", 4);
 		CHECKF(socks5_parse_udp(out, n + 4, &h) == PARSE_OK &&
 		    h.len == n && h.frag == 0 &&
-		    sockaddr_equal(&h.dest.addr, &from),
-		    "%s: does not read back", froms[i]);
+		    sockaddr_equal(&h.dest.addr, &want),
+		    "%s: does not read back as %s", froms[i][0], froms[i][1]);
 		free(out);
 	}
 	out = malloc(FMT_MAX);
