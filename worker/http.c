@@ -546,8 +546,6 @@ http_fail_answer(struct pt_conn *c, int status, const char *detail,
 	    worker_self()->stopping)
 		h->close_after = true;
 	flags = h->close_after ? HTTP_HEAD_CLOSE : 0;
-	if (!h->close_after && h->client_version == 10)
-		flags |= HTTP_HEAD_KEEPALIVE;
 	if (status == 407)
 		flags |= HTTP_HEAD_AUTH;
 	if (h->is_head)
@@ -1072,10 +1070,20 @@ http_connect_port_allowed(uint16_t port)
 /*
  * The head of a TRACE reply: the request head as received (RFC 9110
  * 9.3.8), less the fields that were for us (Proxy-Authorization holds
- * the client's credentials; Proxy-* fields are hop-by-hop to the proxy).
- * The head parsed strictly, so it is whole lines ending in LF. Writes to
- * <out> when not NULL; returns the length either way.
+ * the client's credentials; Proxy-* fields are hop-by-hop to the proxy)
+ * and those likely to hold secrets, which 9.3.8 says the last recipient
+ * should leave out (Authorization, Cookie). The head parsed strictly,
+ * so it is whole lines ending in LF. Writes to <out> when not NULL;
+ * returns the length either way.
  */
+static bool
+http_trace_secret(const char *p, size_t l)
+{
+	return (l >= 6 && strncasecmp(p, "proxy-", 6) == 0) ||
+	    (l >= 14 && strncasecmp(p, "authorization:", 14) == 0) ||
+	    (l >= 7 && strncasecmp(p, "cookie:", 7) == 0);
+}
+
 static size_t
 http_trace_copy(const char *head, size_t len, char *out)
 {
@@ -1086,7 +1094,7 @@ http_trace_copy(const char *head, size_t len, char *out)
 	while (p < end) {
 		lf = memchr(p, '\n', (size_t)(end - p));
 		l = lf != NULL ? (size_t)(lf - p) + 1 : (size_t)(end - p);
-		if (first || l < 6 || strncasecmp(p, "proxy-", 6) != 0) {
+		if (first || !http_trace_secret(p, l)) {
 			if (out != NULL)
 				memcpy(out + n, p, l);
 			n += l;
@@ -1105,23 +1113,26 @@ http_answer_locally(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 	struct http_flow	*r = &h->resp;
-	size_t			 len = 0;
+	size_t			 len = 0, dlen;
+	const char		*date;
 	int			 n;
 
 	if ((r->out = buf_get(BUF_LARGE)) == NULL) {
 		conn_close(c, "out of buffers");
 		return;
 	}
+	date = http_date_field(&dlen);
 	if (h->local == HTTP_LOCAL_OPTIONS) {
 		n = snprintf(r->out, buf_size(r->out), "HTTP/1.1 200 OK\r\n"
 		    "Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, "
-		    "TRACE, CONNECT\r\nContent-Length: 0\r\n%s\r\n",
-		    h->keep_client ? "" : "Connection: close\r\n");
+		    "TRACE, CONNECT\r\nContent-Length: 0\r\n%.*s%s\r\n",
+		    (int)dlen, date, h->keep_client ? "" :
+		    "Connection: close\r\n");
 	} else {
 		len = http_trace_copy(h->req.in, h->head_len, NULL);
 		n = snprintf(r->out, buf_size(r->out), "HTTP/1.1 200 OK\r\n"
 		    "Content-Type: message/http\r\nContent-Length: %zu\r\n"
-		    "%s\r\n", len, h->keep_client ? "" :
+		    "%.*s%s\r\n", len, (int)dlen, date, h->keep_client ? "" :
 		    "Connection: close\r\n");
 	}
 	if (n < 0 || (size_t)n + len >= buf_size(r->out)) {
@@ -1308,13 +1319,16 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 	ssize_t			 n;
 
 	h->client_version = m->version;
-	/* RFC 9112 9.3: 1.1 persists unless "close"; 1.0 only on request. */
-	h->keep_client = m->version == 11 ?
-	    !(m->conn_flags & HTTP_CONN_CLOSE) :
-	    (m->conn_flags & HTTP_CONN_KEEPALIVE) != 0;
+	/* RFC 9112 9.3: 1.1 persists unless "close"; and "a proxy server
+	 * MUST NOT maintain a persistent connection with an HTTP/1.0
+	 * client", whatever its Keep-Alive says. */
+	h->keep_client = m->version == 11 &&
+	    !(m->conn_flags & HTTP_CONN_CLOSE);
 	h->is_connect = http_str_ieq(m->method, "CONNECT");
 	h->is_head = http_str_ieq(m->method, "HEAD");
-	h->is_websocket = m->upgrade_websocket &&
+	/* RFC 9110 7.8: Upgrade in an HTTP/1.0 request is ignored (it goes
+	 * on as a plain request, its Upgrade field dropped). */
+	h->is_websocket = m->upgrade_websocket && m->version == 11 &&
 	    (m->conn_flags & HTTP_CONN_UPGRADE) && !h->is_connect;
 	q->body = m->body;
 	q->remaining = m->content_length;
@@ -1336,6 +1350,16 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 		/* A CONNECT body has no defined meaning (RFC 9110 9.3.6):
 		 * whatever follows the head belongs to the tunnel. */
 		q->body = HTTP_BODY_NONE;
+	} else if (m->target_form == HTTP_TARGET_ASTERISK &&
+	    http_str_ieq(m->method, "OPTIONS")) {
+		/* RFC 9110 9.3.7: "OPTIONS *" asks about the server it is
+		 * sent to, us: what we forward, without a phase (no target,
+		 * nothing to judge). */
+		http_set_path(c, m->target);
+		h->local = HTTP_LOCAL_OPTIONS;
+		h->head_len = (uint32_t)m->head_len;
+		http_answer_locally(c);
+		return;
 	} else if (m->target_form != HTTP_TARGET_ABSOLUTE) {
 		http_set_path(c, m->target);
 		http_fail(c, 400, "a proxy needs an absolute URI "
@@ -1575,7 +1599,9 @@ http_established(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 	struct http_flow	*r = &h->resp;
-	static const char	 ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	static const char	 ok[] = "HTTP/1.1 200 Connection established\r\n";
+	const char		*date;
+	size_t			 dlen;
 
 	/* A new socket: dial.c noted what came with the connect (its
 	 * registration is the one http.c would make). */
@@ -1589,9 +1615,13 @@ http_established(struct pt_conn *c)
 			conn_close(c, "out of buffers");
 			return;
 		}
+		/* RFC 9110 6.6.1: a response of ours carries a Date. */
+		date = http_date_field(&dlen);
 		memcpy(r->out, ok, sizeof(ok) - 1);
+		memcpy(r->out + sizeof(ok) - 1, date, dlen);
+		memcpy(r->out + sizeof(ok) - 1 + dlen, "\r\n", 2);
 		r->out_start = 0;
-		r->out_len = sizeof(ok) - 1;
+		r->out_len = (uint32_t)(sizeof(ok) - 1 + dlen + 2);
 		c->c_req.status = 200;
 		h->stage = HS_TUNNEL;
 		http_pump(c);
@@ -1731,7 +1761,17 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 	if (m->status == 101) {
 		flags = HTTP_HEAD_UPGRADE;
 		h->stage = HS_TUNNEL;
+	} else if (m->te_close && h->client_version == 10) {
+		/* A coded body without chunked runs to the close: a 1.1
+		 * client gets its Transfer-Encoding, which a 1.0 client
+		 * must not be sent (RFC 9112 6.1), and without it the
+		 * coded bytes would pass for the content. */
+		http_fail(c, 502, "transfer coding an HTTP/1.0 client cannot "
+		    "take");
+		return;
 	} else {
+		if (m->te_close)
+			flags |= HTTP_HEAD_TE;
 		if (r->body == HTTP_BODY_CHUNKED && h->client_version == 10)
 			r->dechunk = true;
 		/* The client can find the end of this response only if it
@@ -1748,8 +1788,6 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 			flags |= HTTP_HEAD_CHUNKED;
 		if (h->close_after)
 			flags |= HTTP_HEAD_CLOSE;
-		else if (h->client_version == 10)
-			flags |= HTTP_HEAD_KEEPALIVE;
 	}
 	if (http_conf->http.via)
 		flags |= HTTP_HEAD_VIA;

@@ -12,10 +12,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "worker/http_head.h"
 
-#define HTTP_VIA	"Via: 1.1 portico\r\n"
+/* RFC 9110 7.6.3: the protocol of the message as received. */
+#define HTTP_VIA_10	"Via: 1.0 portico\r\n"
+#define HTTP_VIA_11	"Via: 1.1 portico\r\n"
 
 struct head_out {
 	char	*p;
@@ -84,14 +87,14 @@ head_trailer_fields(struct head_out *o, const struct http_msg *m,
     unsigned flags)
 {
 	unsigned	 i, n = 0;
+	size_t		 dlen;
+	const char	*date;
 
 	if (flags & HTTP_HEAD_UPGRADE)
 		head_puts(o, "Connection: upgrade\r\n");
 	else if (flags & HTTP_HEAD_CLOSE)
 		head_puts(o, "Connection: close\r\n");
-	else if (flags & HTTP_HEAD_KEEPALIVE)
-		head_puts(o, "Connection: keep-alive\r\n");
-	if (flags & HTTP_HEAD_CHUNKED) {
+	if (flags & (HTTP_HEAD_CHUNKED | HTTP_HEAD_TE)) {
 		for (i = 0; m != NULL && i < m->nheaders; i++) {
 			if (!http_str_ieq(m->headers[i].name,
 			    "transfer-encoding"))
@@ -99,10 +102,47 @@ head_trailer_fields(struct head_out *o, const struct http_msg *m,
 			head_puts(o, n++ == 0 ? "Transfer-Encoding: " : ", ");
 			head_str(o, m->headers[i].value);
 		}
-		head_puts(o, n > 0 ? "\r\n" : "Transfer-Encoding: chunked\r\n");
+		if (n > 0)
+			head_puts(o, "\r\n");
+		else if (flags & HTTP_HEAD_CHUNKED)
+			head_puts(o, "Transfer-Encoding: chunked\r\n");
+	}
+	if (flags & HTTP_HEAD_DATE) {
+		date = http_date_field(&dlen);
+		head_put(o, date, dlen);
 	}
 	if (flags & HTTP_HEAD_VIA)
-		head_puts(o, HTTP_VIA);
+		head_puts(o, m != NULL && m->version == 10 ? HTTP_VIA_10 :
+		    HTTP_VIA_11);
+}
+
+const char *
+http_date_field(size_t *len_out)
+{
+	static const char *const days[7] = {
+		"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"
+	};
+	static const char *const months[12] = {
+		"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug",
+		"Sep", "Oct", "Nov", "Dec"
+	};
+	static char	 field[48];
+	static size_t	 len;
+	static time_t	 made = -1;
+	time_t		 now = time(NULL);
+	struct tm	 tm;
+	int		 n;
+
+	if (now != made && gmtime_r(&now, &tm) != NULL) {
+		n = snprintf(field, sizeof(field), "Date: %s, %02d %s %04d "
+		    "%02d:%02d:%02d GMT\r\n", days[tm.tm_wday % 7], tm.tm_mday,
+		    months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec);
+		len = n > 0 && (size_t)n < sizeof(field) ? (size_t)n : 0;
+		made = now;
+	}
+	*len_out = len;
+	return field;
 }
 
 /* "Content_Length" is a valid field name, and some servers read it as
@@ -123,17 +163,34 @@ head_is_framing_lookalike(struct pt_str name)
 	    http_str_ieq(name, "host") || http_str_ieq(name, "connection");
 }
 
+/* What head_copy_fields leaves out besides hop-by-hop fields and Host. */
+#define HEAD_SKIP_LENGTH	0x01	/* every Content-Length (1xx, 204) */
+#define HEAD_SKIP_EXPECT	0x02	/* Expect (an HTTP/1.0 request) */
+
 /* Copies the end-to-end fields of <m>, minus Host and, unless
- * upgrading, Upgrade. */
-static void
+ * upgrading, Upgrade; Content-Length once (the parser made sure every
+ * copy agrees: RFC 9110 8.6 lets one stand for them). Returns whether
+ * <m> has a Date field. */
+static bool
 head_copy_fields(struct head_out *o, const struct http_msg *m,
-    unsigned flags, bool rewrite_max_forwards)
+    unsigned flags, bool rewrite_max_forwards, unsigned skip)
 {
 	const struct http_header	*h;
 	unsigned			 i;
+	bool				 length = false, date = false;
 
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
+		if (h->name.len == 14 &&
+		    http_str_ieq(h->name, "content-length")) {
+			if (length || (skip & HEAD_SKIP_LENGTH))
+				continue;
+			length = true;
+		} else if (h->name.len == 4 && http_str_ieq(h->name, "date"))
+			date = true;
+		else if ((skip & HEAD_SKIP_EXPECT) && h->name.len == 6 &&
+		    http_str_ieq(h->name, "expect"))
+			continue;
 		if ((flags & HTTP_HEAD_UPGRADE) &&
 		    http_str_ieq(h->name, "upgrade")) {
 			head_str(o, h->name);
@@ -157,6 +214,7 @@ head_copy_fields(struct head_out *o, const struct http_msg *m,
 		head_str(o, h->value);
 		head_puts(o, "\r\n");
 	}
+	return date;
 }
 
 ssize_t
@@ -171,13 +229,22 @@ http_head_request(char *out, size_t cap, const struct http_msg *m,
 	mf = m->max_forwards > 0 && (http_str_ieq(m->method, "TRACE") ||
 	    http_str_ieq(m->method, "OPTIONS"));
 	head_str(&o, m->method);
-	head_puts(&o, u->path.ptr[0] == '?' ? " /" : " ");
-	head_str(&o, u->path);
+	/* RFC 9112 3.2.4: OPTIONS to an authority with no path asks about
+	 * the server itself: "*" to the origin. */
+	if (u->path_empty && http_str_ieq(m->method, "OPTIONS"))
+		head_puts(&o, " *");
+	else {
+		head_puts(&o, u->path.ptr[0] == '?' ? " /" : " ");
+		head_str(&o, u->path);
+	}
 	head_puts(&o, " HTTP/1.1\r\nHost: ");
 	head_str(&o, u->authority);
 	head_puts(&o, "\r\n");
-	head_copy_fields(&o, m, flags, mf);
-	head_trailer_fields(&o, m, flags);
+	/* RFC 9110 10.1.1: an HTTP/1.0 request's 100-continue is ignored,
+	 * so the origin does not wait on it either. */
+	head_copy_fields(&o, m, flags, mf,
+	    m->version == 10 ? HEAD_SKIP_EXPECT : 0);
+	head_trailer_fields(&o, m, flags & ~(unsigned)HTTP_HEAD_DATE);
 	return head_done(&o);
 }
 
@@ -197,7 +264,11 @@ http_head_response(char *out, size_t cap, const struct http_msg *m,
 	head_put(&o, line, sizeof(line) - 1);
 	head_str(&o, m->reason);
 	head_puts(&o, "\r\n");
-	head_copy_fields(&o, m, flags, false);
+	/* RFC 9110 8.6: no Content-Length in a 1xx or 204. RFC 9110 6.6.1:
+	 * a proxy adds the Date an origin left out. */
+	if (!head_copy_fields(&o, m, flags, false, m->status < 200 ||
+	    m->status == 204 ? HEAD_SKIP_LENGTH : 0))
+		flags |= HTTP_HEAD_DATE;
 	head_trailer_fields(&o, m, flags);
 	return head_done(&o);
 }
@@ -266,6 +337,7 @@ http_head_error(char *out, size_t cap, int status, const char *detail,
 	if (n < 0 || (size_t)n >= sizeof(body))
 		n = (int)sizeof(body) - 1;
 	head_printf(&o, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
+	flags |= HTTP_HEAD_DATE;
 	head_puts(&o, "Content-Type: text/plain\r\n");
 	head_printf(&o, "Content-Length: %d\r\n", n);
 	if (flags & HTTP_HEAD_AUTH)

@@ -8,13 +8,15 @@
 
 #include "worker/http_parse.h"
 
-#define HTTP_HEAD_VIA		0x01	/* add Via: 1.1 portico */
+#define HTTP_HEAD_VIA		0x01	/* add Via: 1.x portico */
 #define HTTP_HEAD_UPGRADE	0x02	/* keep Upgrade, send Connection: upgrade */
 #define HTTP_HEAD_CHUNKED	0x04	/* send Transfer-Encoding: chunked */
 #define HTTP_HEAD_CLOSE		0x08	/* send Connection: close */
-#define HTTP_HEAD_KEEPALIVE	0x10	/* send Connection: keep-alive (1.0) */
 #define HTTP_HEAD_AUTH		0x20	/* 407: send Proxy-Authenticate */
 #define HTTP_HEAD_NOBODY	0x40	/* answer to HEAD: head only */
+#define HTTP_HEAD_TE		0x80	/* pass the Transfer-Encoding list of a
+					 * coded body that runs to the close */
+#define HTTP_HEAD_DATE		0x100	/* add Date (ours, or the origin sent none) */
 
 /* ---- worker/http_head.c ---------------------------------------------- */
 
@@ -29,7 +31,8 @@ ssize_t	 http_head_request(char *out, size_t cap, const struct http_msg *m,
 	    const struct http_uri *u, unsigned flags);
 /* Writes the response head to send the client for <m>: status line in
  * HTTP/1.1, hop-by-hop fields dropped, framing and connection fields as
- * <flags> say. Length or -1. */
+ * <flags> say, one Content-Length (none for 1xx and 204), a Date when the
+ * origin sent none (RFC 9110 6.6.1). Length or -1. */
 ssize_t	 http_head_response(char *out, size_t cap, const struct http_msg *m,
 	    unsigned flags);
 /* Writes a complete response of our own: <status>, a one-line text body
@@ -40,6 +43,8 @@ ssize_t	 http_head_response(char *out, size_t cap, const struct http_msg *m,
 ssize_t	 http_head_error(char *out, size_t cap, int status,
 	    const char *detail, unsigned flags, const char *realm,
 	    uint32_t retry_after);
+/* "Date: <IMF-fixdate>\r\n" for now, made once a second. */
+const char *http_date_field(size_t *len_out);
 /* The reason phrase for <status> ("Bad Gateway"). */
 const char *http_reason(int status);
 

@@ -294,6 +294,7 @@ msg_reset(struct http_msg *m)
 	m->conn_flags = 0;
 	m->upgrade_websocket = false;
 	m->expect_continue = false;
+	m->te_close = false;
 	m->host_count = 0;
 	m->host = none;
 	m->max_forwards = -1;
@@ -406,6 +407,7 @@ http_parse_absolute_uri(struct pt_str target, struct http_uri *out)
 			port = 443;
 	}
 	out->port = (uint16_t)port;
+	out->path_empty = e == n;
 	if (e == n) {
 		out->path = (struct pt_str){ http_slash, 1 };
 		return 0;
@@ -428,6 +430,7 @@ http_parse_authority(struct pt_str target, struct http_uri *out)
 		return -1;
 	out->scheme = (struct pt_str){ http_empty, 0 };
 	out->path = (struct pt_str){ http_empty, 0 };
+	out->path_empty = true;
 	out->authority = target;
 	out->port = (uint16_t)port;
 	return 0;
@@ -765,9 +768,16 @@ head_parse(const char *buf, size_t len, size_t max_head, bool request,
 		 * too large head is refused the same way however it was
 		 * split. */
 		lf = pos < limit ? memchr(buf + pos, '\n', limit - pos) : NULL;
+		if (lf == NULL && len < max_head)
+			return PARSE_AGAIN;
+		/* RFC 9112 3: a request-target too long is 414, a method
+		 * longer than any we know 501; the rest of a head 431. */
+		if (lf == NULL && request && !started)
+			return memchr(buf + pos, ' ', limit - pos) == NULL ?
+			    msg_fail(m, 501, "method too long") :
+			    msg_fail(m, 414, "request-target too long");
 		if (lf == NULL)
-			return len >= max_head ?
-			    msg_fail(m, 431, "head too large") : PARSE_AGAIN;
+			return msg_fail(m, 431, "head too large");
 		eol = (size_t)(lf - buf);
 		if (eol == pos || buf[eol - 1] != '\r')
 			return msg_fail(m, 400, "bare LF");
@@ -882,6 +892,7 @@ resp_finish(struct http_msg *m, const struct http_frame *f,
 			return msg_fail(m, 502, why);
 		m->body = f->te_last_chunked ? HTTP_BODY_CHUNKED :
 		    HTTP_BODY_CLOSE;
+		m->te_close = !f->te_last_chunked;
 	} else if (f->cl_bad)
 		return msg_fail(m, 502, f->cl_why);
 	else if (f->cl_seen) {

@@ -68,6 +68,10 @@ struct http_msg {
 	unsigned		 conn_flags;	/* HTTP_CONN_* */
 	bool			 upgrade_websocket; /* Upgrade: websocket */
 	bool			 expect_continue;   /* Expect: 100-continue */
+	/* Response: Transfer-Encoding without chunked last, so the body
+	 * runs to the close and is still coded (RFC 9112 6.3 rule 4 for
+	 * responses): the coding list must go on with it. */
+	bool			 te_close;
 	int			 host_count;	/* Host fields seen */
 	struct pt_str		 host;		/* the Host value, if one */
 	int			 max_forwards;	/* -1: absent */
@@ -88,6 +92,7 @@ struct http_uri {
 					 * "?query" when only the path is
 					 * empty (the writer adds "/") */
 	struct pt_str	 authority;	/* host[:port] exactly as sent */
+	bool		 path_empty;	/* no path and no query at all */
 };
 
 /*

@@ -32,6 +32,7 @@
 #include "common/counters.h"
 #include "common/conf_types.h"
 #include "worker/buf.h"
+#include "worker/http_head.h"
 #include "worker/http_parse.h"
 #include "worker/phase.h"
 #include "worker/req.h"
@@ -55,7 +56,7 @@ struct status_state {
 	bool			 close_after;
 	bool			 head_only;	/* HEAD */
 	bool			 txn_logged;	/* the last one ran LOG */
-	char			 head[256];
+	char			 head[384];
 	size_t			 head_len;
 	struct status_out	 body;
 	size_t			 sent;		/* of head + body */
@@ -194,7 +195,8 @@ status_answer(struct pt_conn *c, int status, const char *type,
     const char *extra)
 {
 	struct status_state	*st = status_st(c);
-	const char		*reason;
+	const char		*reason, *date;
+	size_t			 dlen;
 	int			 n;
 
 	switch (status) {
@@ -214,10 +216,12 @@ status_answer(struct pt_conn *c, int status, const char *type,
 		conn_close(c, "out of memory");
 		return;
 	}
+	/* RFC 9110 6.6.1: a server with a clock sends Date. */
+	date = http_date_field(&dlen);
 	n = snprintf(st->head, sizeof(st->head), "HTTP/1.1 %d %s\r\n"
 	    "Content-Type: %s\r\nContent-Length: %zu\r\n"
-	    "Cache-Control: no-store\r\n%s%s\r\n", status, reason, type,
-	    st->body.len, extra != NULL ? extra : "",
+	    "Cache-Control: no-store\r\n%.*s%s%s\r\n", status, reason, type,
+	    st->body.len, (int)dlen, date, extra != NULL ? extra : "",
 	    st->close_after ? "Connection: close\r\n" : st->msg.version == 10 ?
 	    "Connection: keep-alive\r\n" : "");
 	st->head_len = (size_t)n < sizeof(st->head) ? (size_t)n :

@@ -13,7 +13,9 @@
  * - carry no hop-by-hop field (the fixed list, or one the original's
  *   Connection named) but the ones the flags ask for, and no Host but the
  *   one from the URI;
- * - keep every end-to-end field, in order, with its value;
+ * - keep every end-to-end field, in order, with its value, but for one
+ *   Content-Length (none in a 1xx or 204) and no Expect from an HTTP/1.0
+ *   request; a response gains a Date when it had none;
  * - be written the same into a buffer of exactly its size, and refused
  *   (-1) by one a byte shorter, never writing past either.
  */
@@ -31,6 +33,10 @@
 #define CHOICE_CLIENT10	0x04
 
 static struct http_msg	 in, out;
+/* What the rewriter leaves out of <in> besides hop-by-hop fields: every
+ * Content-Length but the first (all of them: no_length), Expect. */
+static unsigned		 first_length;
+static bool		 no_length, no_expect;
 
 static const char *const hop_fixed[] = {
 	"connection", "keep-alive", "proxy-connection", "proxy-authorization",
@@ -81,7 +87,38 @@ skipped(unsigned flags, const struct http_header *h)
 {
 	if ((flags & HTTP_HEAD_UPGRADE) && http_str_ieq(h->name, "upgrade"))
 		return false;
+	if (http_str_ieq(h->name, "content-length"))
+		return no_length || h != &in.headers[first_length];
+	if (no_expect && http_str_ieq(h->name, "expect"))
+		return true;
 	return dropped(&in, h->name);
+}
+
+/* Sets first_length, no_length, no_expect for <in>. */
+static void
+note_skips(bool length, bool expect)
+{
+	unsigned	 i;
+
+	no_length = !length;
+	no_expect = !expect;
+	first_length = in.nheaders;
+	for (i = 0; i < in.nheaders; i++)
+		if (http_str_ieq(in.headers[i].name, "content-length")) {
+			first_length = i;
+			break;
+		}
+}
+
+static bool
+has_field(const struct http_msg *m, const char *name)
+{
+	unsigned	 i;
+
+	for (i = 0; i < m->nheaders; i++)
+		if (http_str_ieq(m->headers[i].name, name))
+			return true;
+	return false;
 }
 
 static bool
@@ -139,8 +176,11 @@ wrap_response(char *o, size_t cap, const void *m, const void *u,
 static void
 check_fields(unsigned flags, bool request, struct pt_str authority)
 {
-	unsigned	 i = 0, j = 0, nconn = 0, nte = 0, nvia = 0;
-	struct pt_str	 name;
+	unsigned	 i = 0, j = 0, nconn = 0, nte = 0, nvia = 0, ndate = 0;
+	struct pt_str	 name, via = in.version == 10 ?
+			    (struct pt_str){ "1.0 portico", 11 } :
+			    (struct pt_str){ "1.1 portico", 11 };
+	bool		 date = !request && !has_field(&in, "date");
 
 	if (request) {
 		FUZZ_CHECK(out.nheaders > 0 && http_str_ieq(out.headers[0].name,
@@ -169,8 +209,10 @@ check_fields(unsigned flags, bool request, struct pt_str authority)
 		else if (http_str_ieq(name, "transfer-encoding"))
 			nte++;
 		else if (http_str_ieq(name, "via") && same_str(
-		    out.headers[j].value, (struct pt_str){ "1.1 portico", 11 }))
+		    out.headers[j].value, via))
 			nvia++;
+		else if (http_str_ieq(name, "date") && date)
+			ndate++;
 		else
 			FUZZ_CHECK(false, "field %u (%.*s) is not the "
 			    "original's next one nor ours", j,
@@ -180,10 +222,11 @@ check_fields(unsigned flags, bool request, struct pt_str authority)
 		i++;
 	FUZZ_CHECK(i == in.nheaders, "original field %u (%.*s) lost", i,
 	    (int)in.headers[i].name.len, in.headers[i].name.ptr);
-	FUZZ_CHECK(nconn == ((flags & (HTTP_HEAD_UPGRADE | HTTP_HEAD_CLOSE |
-	    HTTP_HEAD_KEEPALIVE)) != 0), "%u Connection fields", nconn);
-	FUZZ_CHECK(nte == ((flags & HTTP_HEAD_CHUNKED) != 0),
+	FUZZ_CHECK(nconn == ((flags & (HTTP_HEAD_UPGRADE | HTTP_HEAD_CLOSE))
+	    != 0), "%u Connection fields", nconn);
+	FUZZ_CHECK(nte == ((flags & (HTTP_HEAD_CHUNKED | HTTP_HEAD_TE)) != 0),
 	    "%u Transfer-Encoding fields", nte);
+	FUZZ_CHECK(ndate == (date ? 1u : 0u), "%u Date fields added", ndate);
 	FUZZ_CHECK(nvia == ((flags & HTTP_HEAD_VIA) != 0), "%u Via fields",
 	    nvia);
 	/* Hop-by-hop: only what the flags ask for. */
@@ -198,7 +241,7 @@ check_fields(unsigned flags, bool request, struct pt_str authority)
 			continue;
 		FUZZ_CHECK(http_str_ieq(name, "connection") ||
 		    (http_str_ieq(name, "transfer-encoding") &&
-		    (flags & HTTP_HEAD_CHUNKED)) ||
+		    (flags & (HTTP_HEAD_CHUNKED | HTTP_HEAD_TE))) ||
 		    (http_str_ieq(name, "upgrade") &&
 		    (flags & HTTP_HEAD_UPGRADE)), "hop-by-hop field %.*s "
 		    "forwarded", (int)name.len, name.ptr);
@@ -206,7 +249,7 @@ check_fields(unsigned flags, bool request, struct pt_str authority)
 }
 
 /*
- * The rewriter adds up to three fields (Host, Via, Connection or
+ * The rewriter adds up to four fields (Host, Via, Date, Connection or
  * Transfer-Encoding) and drops others, so a head that had close to
  * HTTP_MAX_HEADERS fields may come out with more than this parser takes
  * (a second portico would answer 431). Known and reported, not checked
@@ -217,7 +260,7 @@ over_field_limit(int rc, const struct http_msg *o)
 {
 	return rc == PARSE_BAD && o->error != NULL &&
 	    strcmp(o->error, "too many header fields") == 0 &&
-	    in.nheaders + 3 > HTTP_MAX_HEADERS;
+	    in.nheaders + 4 > HTTP_MAX_HEADERS;
 }
 
 static void
@@ -236,7 +279,9 @@ check_request(uint8_t choice, const char *head, size_t len)
 	    !http_str_ieq(u.scheme, "http"))
 		return;
 	/* As http_request_head() in worker/http.c decides. */
-	ws = in.upgrade_websocket && (in.conn_flags & HTTP_CONN_UPGRADE);
+	ws = in.upgrade_websocket && in.version == 11 &&
+	    (in.conn_flags & HTTP_CONN_UPGRADE);
+	note_skips(true, in.version == 11);
 	flags = (choice & CHOICE_VIA ? HTTP_HEAD_VIA : 0) |
 	    (ws ? HTTP_HEAD_UPGRADE : 0) |
 	    (in.body == HTTP_BODY_CHUNKED ? HTTP_HEAD_CHUNKED : 0);
@@ -249,8 +294,10 @@ check_request(uint8_t choice, const char *head, size_t len)
 	FUZZ_CHECK(rc == PARSE_OK && out.head_len == wlen, "the rewritten "
 	    "request does not parse (rc %d: %s) or is not all head", rc,
 	    rc == PARSE_BAD ? out.error : "");
-	FUZZ_CHECK(out.target_form == HTTP_TARGET_ORIGIN && out.version == 11,
-	    "not an origin-form HTTP/1.1 request");
+	FUZZ_CHECK(out.target_form == (u.path_empty &&
+	    http_str_ieq(in.method, "OPTIONS") ? HTTP_TARGET_ASTERISK :
+	    HTTP_TARGET_ORIGIN) && out.version == 11,
+	    "not an origin-form (or OPTIONS *) HTTP/1.1 request");
 	FUZZ_CHECK(same_str(out.method, in.method), "method changed");
 	FUZZ_CHECK(out.body == in.body && out.content_length ==
 	    in.content_length, "framing changed: body %d/%llu, was %d/%llu",
@@ -282,18 +329,22 @@ check_response(uint8_t choice, const char *head, size_t len)
 		flags = 0;
 	else if (in.status == 101)
 		flags = HTTP_HEAD_UPGRADE;
+	else if (in.te_close && (choice & CHOICE_CLIENT10))
+		return;		/* a 502: nothing is rewritten */
 	else {
 		dechunk = in.body == HTTP_BODY_CHUNKED &&
 		    (choice & CHOICE_CLIENT10);
+		/* An HTTP/1.0 client's connection never persists. */
 		close_after = in.body == HTTP_BODY_CLOSE || dechunk ||
-		    (choice & CHOICE_CLOSE);
+		    (choice & (CHOICE_CLOSE | CHOICE_CLIENT10));
+		if (in.te_close)
+			flags |= HTTP_HEAD_TE;
 		if (in.body == HTTP_BODY_CHUNKED && !dechunk)
 			flags |= HTTP_HEAD_CHUNKED;
 		if (close_after)
 			flags |= HTTP_HEAD_CLOSE;
-		else if (choice & CHOICE_CLIENT10)
-			flags |= HTTP_HEAD_KEEPALIVE;
 	}
+	note_skips(in.status >= 200 && in.status != 204, true);
 	if (choice & CHOICE_VIA)
 		flags |= HTTP_HEAD_VIA;
 	w = write_exact(wrap_response, &in, NULL, flags, &wlen);

@@ -130,7 +130,7 @@ def main(t):
              *["X-Pad-%d: %s" % (i, "p" * 100) for i in range(200)])),
         ("one field line over max_header_size", (431,),
          req("GET %s?id=s30 HTTP/1.1" % url, "X-Long: " + "l" * 20000)),
-        ("a request line over max_header_size", (431,),
+        ("a request line over max_header_size (RFC 9112 3: 414)", (414,),
          req("GET %s?id=s31&pad=%s HTTP/1.1" % (url, "u" * 20000))),
     ]
     bad = []

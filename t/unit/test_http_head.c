@@ -102,7 +102,7 @@ test_http_head_response_keeps_every_coding(void)
 {
 	static const char	 in[] = "HTTP/1.1 200 OK\r\n"
 	    "Transfer-Encoding: gzip\r\nX-A: b\r\n"
-	    "Transfer-Encoding: chunked\r\n\r\n";
+	    "Transfer-Encoding: chunked\r\nDate: x\r\n\r\n";
 	static struct http_msg	 m, again;
 	char			 buf[1024];
 	ssize_t			 n;
@@ -113,11 +113,147 @@ test_http_head_response_keeps_every_coding(void)
 	n = http_head_response(buf, sizeof(buf), &m, HTTP_HEAD_CHUNKED);
 	CU_ASSERT_FATAL(n > 0);
 	buf[n] = '\0';
-	CHECKF(strcmp(buf, "HTTP/1.1 200 OK\r\nX-A: b\r\n"
+	CHECKF(strcmp(buf, "HTTP/1.1 200 OK\r\nX-A: b\r\nDate: x\r\n"
 	    "Transfer-Encoding: gzip, chunked\r\n\r\n") == 0, "wrote %s", buf);
 	CU_ASSERT(http_parse_response(buf, (size_t)n, 4096,
 	    (struct pt_str){ "GET", 3 }, &again) == PARSE_OK &&
 	    again.body == HTTP_BODY_CHUNKED);
+}
+
+/* Parses response <in> (to a GET), rewrites it with <flags> into <buf>. */
+static ssize_t
+rewrite_response(const char *in, unsigned flags, char *buf, size_t cap,
+    struct http_msg *m)
+{
+	ssize_t	 n;
+
+	if (http_parse_response(in, strlen(in), 4096,
+	    (struct pt_str){ "GET", 3 }, m) != PARSE_OK)
+		return -2;
+	n = http_head_response(buf, cap - 1, m, flags);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* RFC 9110 6.6.1: a Date the origin left out is added, in IMF-fixdate,
+ * once; one the origin sent is kept and none added. RFC 9110 8.6: one
+ * Content-Length for several equal ones, none in a 204. RFC 9110 7.6.3:
+ * Via names the protocol the message came in. */
+static void
+test_http_head_response_date_length_via(void)
+{
+	static struct http_msg	 m;
+	char			 buf[1024], *d;
+	ssize_t			 n;
+
+	n = rewrite_response("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "Content-Length: 2\r\n\r\n", HTTP_HEAD_VIA, buf, sizeof(buf), &m);
+	CU_ASSERT_FATAL(n > 0);
+	d = strstr(buf, "\r\nDate: ");
+	CHECKF(d != NULL && strstr(d + 1, "\r\nDate: ") == NULL &&
+	    strlen(d) > 39 && d[11] == ',' && memcmp(d + 33, " GMT\r\n", 6)
+	    == 0, "one IMF-fixdate Date: %s", buf);
+	CHECKF(strstr(buf, "Content-Length: 2\r\n") != NULL &&
+	    strstr(strstr(buf, "Content-Length") + 1, "Content-Length") ==
+	    NULL, "one Content-Length: %s", buf);
+	CHECKF(strstr(buf, "\r\nVia: 1.1 portico\r\n") != NULL, "%s", buf);
+	n = rewrite_response("HTTP/1.0 200 OK\r\nDate: Mon, 30 Nov 2026 "
+	    "10:00:00 GMT\r\nContent-Length: 2\r\n\r\n", HTTP_HEAD_VIA, buf,
+	    sizeof(buf), &m);
+	CU_ASSERT_FATAL(n > 0);
+	CHECKF(strstr(buf, "Date: Mon, 30 Nov 2026 10:00:00 GMT\r\n") != NULL
+	    && strstr(strstr(buf, "Date: ") + 1, "Date: ") == NULL,
+	    "the origin's Date only: %s", buf);
+	CHECKF(strstr(buf, "\r\nVia: 1.0 portico\r\n") != NULL,
+	    "Via of an HTTP/1.0 response: %s", buf);
+	n = rewrite_response("HTTP/1.1 204 No Content\r\nContent-Length: 5"
+	    "\r\nDate: x\r\n\r\n", 0, buf, sizeof(buf), &m);
+	CU_ASSERT_FATAL(n > 0);
+	CHECKF(strstr(buf, "Content-Length") == NULL,
+	    "no Content-Length in a 204: %s", buf);
+}
+
+/* A coded body without chunked runs to the close: its Transfer-Encoding
+ * goes on with it (HTTP_HEAD_TE), or the coded bytes would pass for the
+ * content (found by an RFC audit: "gzip" was dropped). */
+static void
+test_http_head_response_close_coding_kept(void)
+{
+	static struct http_msg	 m, again;
+	char			 buf[1024];
+	ssize_t			 n;
+
+	n = rewrite_response("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n"
+	    "Date: x\r\n\r\n", HTTP_HEAD_TE | HTTP_HEAD_CLOSE, buf,
+	    sizeof(buf), &m);
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT(m.body == HTTP_BODY_CLOSE && m.te_close);
+	CHECKF(strstr(buf, "\r\nTransfer-Encoding: gzip\r\n") != NULL,
+	    "wrote %s", buf);
+	CU_ASSERT(http_parse_response(buf, (size_t)n, 4096,
+	    (struct pt_str){ "GET", 3 }, &again) == PARSE_OK &&
+	    again.body == HTTP_BODY_CLOSE && again.te_close);
+}
+
+/* Parses request <in>, rewrites it into <buf>. */
+static ssize_t
+rewrite_request(const char *in, char *buf, size_t cap, struct http_msg *m)
+{
+	struct http_uri	 u;
+	ssize_t		 n;
+
+	if (http_parse_request(in, strlen(in), 4096, m) != PARSE_OK ||
+	    http_parse_absolute_uri(m->target, &u) != 0)
+		return -2;
+	n = http_head_request(buf, cap - 1, m, &u, HTTP_HEAD_VIA);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* RFC 9112 3.2.4: OPTIONS to an authority with no path becomes
+ * "OPTIONS *"; "/" stays "/". RFC 9110 10.1.1: an HTTP/1.0 request's
+ * Expect is not passed on; Via says 1.0. */
+static void
+test_http_head_request_options_expect_via(void)
+{
+	static struct http_msg	 m;
+	char			 buf[1024];
+
+	CU_ASSERT_FATAL(rewrite_request("OPTIONS http://o.test:81 HTTP/1.1"
+	    "\r\nHost: o.test:81\r\n\r\n", buf, sizeof(buf), &m) > 0);
+	CHECKF(strncmp(buf, "OPTIONS * HTTP/1.1\r\n", 20) == 0, "%s", buf);
+	CU_ASSERT_FATAL(rewrite_request("OPTIONS http://o.test/ HTTP/1.1"
+	    "\r\nHost: o.test\r\n\r\n", buf, sizeof(buf), &m) > 0);
+	CHECKF(strncmp(buf, "OPTIONS / HTTP/1.1\r\n", 20) == 0, "%s", buf);
+	CU_ASSERT_FATAL(rewrite_request("GET http://o.test HTTP/1.1"
+	    "\r\nHost: o.test\r\n\r\n", buf, sizeof(buf), &m) > 0);
+	CHECKF(strncmp(buf, "GET / HTTP/1.1\r\n", 16) == 0, "%s", buf);
+	CU_ASSERT_FATAL(rewrite_request("POST http://o.test/p HTTP/1.0\r\n"
+	    "Expect: 100-continue\r\nContent-Length: 1\r\n\r\n", buf,
+	    sizeof(buf), &m) > 0);
+	CHECKF(strstr(buf, "Expect") == NULL && strstr(buf,
+	    "\r\nVia: 1.0 portico\r\n") != NULL &&
+	    strstr(buf, "Content-Length: 1\r\n") != NULL, "%s", buf);
+	CU_ASSERT_FATAL(rewrite_request("POST http://o.test/p HTTP/1.1\r\n"
+	    "Host: o.test\r\nExpect: 100-continue\r\nContent-Length: 1\r\n"
+	    "\r\n", buf, sizeof(buf), &m) > 0);
+	CHECKF(strstr(buf, "Expect: 100-continue\r\n") != NULL &&
+	    strstr(buf, "\r\nVia: 1.1 portico\r\n") != NULL, "%s", buf);
+}
+
+/* Ours carry a Date too. */
+static void
+test_http_head_error_has_date(void)
+{
+	char	 buf[1024];
+	ssize_t	 n;
+
+	n = head_of(buf, sizeof(buf) - 1, 400, 0, NULL, 0);
+	CU_ASSERT_FATAL(n > 0);
+	buf[n] = '\0';
+	CHECKF(strstr(buf, "\r\nDate: ") != NULL, "%s", buf);
 }
 
 void
@@ -133,4 +269,11 @@ register_http_head_suite(void)
 	    test_http_head_error_retry_after_only_when_set);
 	CU_add_test(s, "response_keeps_every_coding",
 	    test_http_head_response_keeps_every_coding);
+	CU_add_test(s, "response_date_length_via",
+	    test_http_head_response_date_length_via);
+	CU_add_test(s, "response_close_coding_kept",
+	    test_http_head_response_close_coding_kept);
+	CU_add_test(s, "request_options_expect_via",
+	    test_http_head_request_options_expect_via);
+	CU_add_test(s, "error_has_date", test_http_head_error_has_date);
 }

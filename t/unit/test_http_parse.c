@@ -440,6 +440,12 @@ static const struct req_case req_cases[] = {
 	    .max_head = 30, BAD(431, "head too large") },
 	{ S("GET / HTTP/1.1\r\nHost: a\r\nX: y\n"), .max_head = 30,
 	    BAD(400, "bare LF") },
+	/* RFC 9112 3: the request line itself too long: 414 for the
+	 * target, 501 for a method longer than any known. */
+	{ S("GET http://a/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+	    .max_head = 30, BAD(414, "request-target too long") },
+	{ S("GETGETGETGETGETGETGETGETGETGETGETGETGET"),
+	    .max_head = 30, BAD(501, "method too long") },
 	/* An error inside the first max_head bytes wins over the size. */
 	{ S("GET / HTTP/1.1\r\nX : a\r\nHost: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
 	    .max_head = 30, BAD(400, "whitespace before colon") },
