@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "worker/conn.h"
+#include "worker/linger.h"
 #include "common/counters.h"
 #include "common/log.h"
 #include "common/sockaddr.h"
@@ -391,6 +392,18 @@ conn_side_abort(struct conn_side *s)
 	    queued > 0)
 		(void)setsockopt(s->io.fd, SOL_SOCKET, SO_LINGER, &rst,
 		    sizeof(rst));
+}
+
+void
+conn_close_linger(struct pt_conn *c, const char *why)
+{
+	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
+
+	/* A transport (TLS) writes its own close; a reset socket is gone. */
+	if (c->c_state != CONN_CLOSED && c->c_transport == NULL &&
+	    !s->reset && s->io.fd >= 0)
+		(void)linger_take(&s->io);
+	conn_close(c, why);
 }
 
 void

@@ -231,6 +231,10 @@ void		 conn_close(struct pt_conn *c, const char *why);
  * stop): a socket still holding bytes its peer has not taken is reset
  * rather than left to linger as an orphan (conn.c). */
 void		 conn_abort(struct pt_conn *c, const char *why);
+/* conn_close for a client answered while it may still be sending (the
+ * answer all written): its plain socket lingers (worker/linger.c), so
+ * the unread bytes do not turn the close into a reset. */
+void		 conn_close_linger(struct pt_conn *c, const char *why);
 /*
  * The current transaction ends: sets end_ms, marks it logged, counts it
  * (by protocol and status class, and its duration) and runs LOG. The

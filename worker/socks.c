@@ -710,7 +710,14 @@ socks_advance(struct pt_conn *c)
 		s->out_start = s->out_len = 0;
 		switch (s->next) {
 		case SN_CLOSE:
-			conn_close(c, NULL);
+			/* A refusal to a client that sent data behind its
+			 * request (a pipelining client's first bytes) lingers:
+			 * closing on unread bytes is a reset, which may cost
+			 * the client the reply. */
+			if (s->in_len > 0)
+				conn_close_linger(c, NULL);
+			else
+				conn_close(c, NULL);
 			return;
 		case SN_TUNNEL:
 			socks_tunnel(c);

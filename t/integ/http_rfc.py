@@ -22,7 +22,11 @@ answers with fixed bytes:
   Authorization out of its echo (RFC 9110 9.3.8);
 - "OPTIONS *" is asked of the proxy itself: 200 with Allow, and the
   connection goes on (RFC 9110 9.3.7);
-- a request-target longer than max_header_size is a 414 (RFC 9112 3).
+- a request-target longer than max_header_size is a 414 (RFC 9112 3);
+- a head of 300 KB, far over max_header_size, sent whole: the 431 arrives
+  and then a FIN, not a reset (the proxy drops what it did not read
+  before closing, RFC 9112 9.6's half-close), and the client's send of
+  the rest completes.
 """
 import os
 import socket
@@ -265,6 +269,41 @@ def main(t):
     t.check(got.startswith(b"HTTP/1.1 414"),
             "a request-target over max_header_size: 414",
             lambda: [got[:300], how])
+
+    # -- a close that lingers ----------------------------------------------
+    big = req("GET", "/big", [("X-Pad-%d" % i, "p" * 1000)
+                              for i in range(300)])
+    c = socket.create_connection(("127.0.0.1", port))
+    c.settimeout(ptest.bound(10))
+    sent = []
+
+    def push():
+        try:
+            c.sendall(big)
+            sent.append("all")
+        except OSError as e:
+            sent.append(ptest.err_kind(e))
+    th = threading.Thread(target=push, daemon=True)
+    th.start()
+    got, how = b"", "timeout"
+    try:
+        while True:
+            d = c.recv(65536)
+            if not d:
+                how = "eof"
+                break
+            got += d
+    except socket.timeout:
+        pass
+    except OSError as e:
+        how = ptest.err_kind(e)
+    th.join(ptest.bound(10))
+    c.close()
+    t.check(got.startswith(b"HTTP/1.1 431") and got.endswith(b"\n") and
+            how == "eof" and sent == ["all"],
+            "a 300 KB head (max_header_size 8192): the 431, then a FIN, not "
+            "a reset; all %d bytes could be sent" % len(big),
+            lambda: [got[:200], how, sent])
 
     H.finish(t, p, w0)
 

@@ -13,7 +13,8 @@ SOCKS replies byte by byte, with a raw client:
   (TCP to a multicast address, refused by the kernel), unknown command
   0x07,
   BIND 0x07, unknown ATYP 0x08; SOCKS4: closed port, BIND and an unknown
-  4a name answer 0x5B;
+  4a name answer 0x5B; a refusal to a client with 100 KB of data behind
+  its request ends with a FIN, not a reset;
 - a first byte that is neither 4 nor 5 (and a wrong version in the
   request) closes the connection at once without a byte; a client that
   stalls or trickles (empty, mid-greeting, mid-request, after the method
@@ -243,6 +244,16 @@ def plain(t, dns):
     # failures
     dead = ptest.free_port()
     fail_check(t, port, "CONNECT to a closed port", 0x05, "127.0.0.1", dead)
+    # A client that sent data behind its request (100 KB, more than the
+    # proxy reads before the reply): the refusal, then a FIN, not a reset
+    # (the close lingers), so no stack can drop the reply.
+    r, c = S.connect5(port, "127.0.0.1", dead, early=b"e" * 100000)
+    data, how, _ = S.ending(c, ptest.bound(5))
+    c.close()
+    t.check(isinstance(r, S.Reply) and r.rep == 0x05 and how == "eof",
+            "CONNECT to a closed port with 100 KB of data behind the "
+            "request: 0x05, then a FIN, not a reset",
+            "reply %r, then %s" % (r, how))
     fail_check(t, port, "CONNECT to an unknown name (NXDOMAIN)", 0x04,
                "nx.test", echo.port)
     t0 = time.monotonic()
