@@ -124,8 +124,9 @@ fuzz_http_sane(const char *buf, size_t len, int rc, const struct http_msg *m,
 		    "PARSE_BAD without a reason");
 		if (request)
 			FUZZ_CHECK(m->error_status == 400 || m->error_status ==
-			    431 || m->error_status == 501 || m->error_status ==
-			    505, "request error status %d", m->error_status);
+			    414 || m->error_status == 431 || m->error_status ==
+			    501 || m->error_status == 505,
+			    "request error status %d", m->error_status);
 		else
 			FUZZ_CHECK(m->error_status == 502,
 			    "response error status %d", m->error_status);
