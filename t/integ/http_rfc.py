@@ -100,24 +100,28 @@ class Scripted(ptest._Server):
             return [h for h in self.heads if needle in h.split("\r\n")[0]]
 
 
+def read_to_end(c):
+    """What <c> receives until EOF: (bytes, 'eof'|'timeout'|the error)."""
+    got = b""
+    try:
+        while True:
+            d = c.recv(65536)
+            if not d:
+                return got, "eof"
+            got += d
+    except socket.timeout:
+        return got, "timeout"
+    except OSError as e:
+        return got, ptest.err_kind(e)
+
+
 def exchange(port, data, timeout=None):
     """Sends <data> on a new connection, reads until EOF (or timeout):
     (bytes, how)."""
     c = socket.create_connection(("127.0.0.1", port))
     c.settimeout(timeout or ptest.bound(5))
     c.sendall(data)
-    got, how = b"", "timeout"
-    try:
-        while True:
-            d = c.recv(65536)
-            if not d:
-                how = "eof"
-                break
-            got += d
-    except socket.timeout:
-        pass
-    except OSError:
-        how = "reset"
+    got, how = read_to_end(c)
     c.close()
     return got, how
 
@@ -185,21 +189,9 @@ def main(t):
             lambda: [got[:400], how])
 
     # -- HTTP/1.0 clients -------------------------------------------------
-    c = socket.create_connection(("127.0.0.1", port))
-    c.settimeout(ptest.bound(5))
-    c.sendall(req("GET", "/dated?ka", [("Connection", "keep-alive")],
-                  version="HTTP/1.0"))
-    got, how = b"", "timeout"
-    try:
-        while True:
-            d = c.recv(65536)
-            if not d:
-                how = "eof"
-                break
-            got += d
-    except OSError:
-        pass
-    c.close()
+    got, how = exchange(port, req("GET", "/dated?ka",
+                                  [("Connection", "keep-alive")],
+                                  version="HTTP/1.0"))
     t.check(got.startswith(b"HTTP/1.1 200") and got.endswith(b"ok") and
             "close" in [v.lower() for v in named(got, "connection")] and
             how == "eof",
@@ -285,18 +277,7 @@ def main(t):
             sent.append(ptest.err_kind(e))
     th = threading.Thread(target=push, daemon=True)
     th.start()
-    got, how = b"", "timeout"
-    try:
-        while True:
-            d = c.recv(65536)
-            if not d:
-                how = "eof"
-                break
-            got += d
-    except socket.timeout:
-        pass
-    except OSError as e:
-        how = ptest.err_kind(e)
+    got, how = read_to_end(c)
     th.join(ptest.bound(10))
     c.close()
     t.check(got.startswith(b"HTTP/1.1 431") and got.endswith(b"\n") and
