@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	FUZZ_CHECK(socks5_parse_udp((const uint8_t *)q, h.len - 1, &h2) ==
 	    PARSE_BAD, "header one byte short");
 	free(q);
-	if (h.dest.atyp != SOCKS_ATYP_DOMAIN) {
+	if (h.dest.atyp == SOCKS_ATYP_IPV6 && IN6_IS_ADDR_V4MAPPED(
+	    &((const struct sockaddr_in6 *)&h.dest.addr.sa)->sin6_addr)) {
+		/* An IPv4-mapped address is written as IPv4 (ATYP 1): the
+		 * address's last four bytes, the port. */
+		n = socks5_fmt_udp_header(fmt,
+		    (const struct sockaddr *)&h.dest.addr.sa);
+		FUZZ_CHECK(n == 10 && fmt[2] == 0 && fmt[3] == SOCKS_ATYP_IPV4 &&
+		    memcmp(fmt + 4, enc + 4 + 12, 4) == 0 &&
+		    memcmp(fmt + 8, enc + 20, 2) == 0,
+		    "an IPv4-mapped address written as IPv4");
+	} else if (h.dest.atyp != SOCKS_ATYP_DOMAIN) {
 		n = socks5_fmt_udp_header(fmt,
 		    (const struct sockaddr *)&h.dest.addr.sa);
 		FUZZ_CHECK(n == h.len && fmt[2] == 0 && memcmp(fmt + 3,
