@@ -1977,7 +1977,12 @@ http_pump_response(struct pt_conn *c)
 			return 1;
 	}
 	if (http_flow_frame(r, false) < 0) {
-		conn_close(c, "bad chunked response from the origin");
+		/* Nothing of the response sent yet (its head came with the
+		 * bad chunk): the client can still be told, 502. */
+		if (!h->resp_started)
+			http_fail(c, 502, "bad chunked response from the origin");
+		else
+			conn_close(c, "bad chunked response from the origin");
 		return -1;
 	}
 	return 1;

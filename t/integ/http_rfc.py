@@ -23,6 +23,8 @@ answers with fixed bytes:
 - "OPTIONS *" is asked of the proxy itself: 200 with Allow, and the
   connection goes on (RFC 9110 9.3.7);
 - a request-target longer than max_header_size is a 414 (RFC 9112 3);
+- an origin whose head comes with a malformed chunk size: 502, since no
+  byte of the response had gone to the client;
 - a head of 300 KB, far over max_header_size, sent whole: the 431 arrives
   and then a FIN, not a reset (the proxy drops what it did not read
   before closing, RFC 9112 9.6's half-close), and the client's send of
@@ -49,8 +51,10 @@ ANSWERS = {
     "/gzip": b"HTTP/1.1 200 OK\r\n" + DATE +
     b"Transfer-Encoding: gzip\r\n\r\nGZDATA",
     "/v10": b"HTTP/1.0 200 OK\r\n" + DATE + b"Content-Length: 2\r\n\r\nok",
+    "/badchunk": b"HTTP/1.1 200 OK\r\n" + DATE +
+    b"Transfer-Encoding: chunked\r\n\r\nzz\r\nbad\r\n",
 }
-CLOSES = {"/gzip"}
+CLOSES = {"/gzip", "/badchunk"}
 
 
 class Scripted(ptest._Server):
@@ -255,6 +259,11 @@ def main(t):
             rest.startswith(b"HTTP/1.1 200") and rest.endswith(b"ok"),
             "OPTIONS * to the proxy: 200 with Allow, then the next request "
             "on the connection", lambda: [got[:600], how])
+
+    got, how = exchange(port, req("GET", "/badchunk"))
+    t.check(got.startswith(b"HTTP/1.1 502") and b"zz" not in got,
+            "a response head arriving with a malformed chunk size: 502 (no "
+            "byte of it had been sent)", lambda: [got[:300], how])
 
     # -- 414 --------------------------------------------------------------
     got, how = exchange(port, req("GET", "/" + "u" * 10000))
