@@ -121,3 +121,19 @@ socks_check_stream(const char *what, socks_check_fn fn, const uint8_t *data,
 	free(whole.enc);
 	return whole.rc;
 }
+
+bool
+socks_check_fmt_dest(const uint8_t *got, size_t n, const uint8_t *enc,
+    size_t enc_n)
+{
+	static const uint8_t	 mapped[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+	};
+
+	if (enc_n == 1 + 16 + 2 && enc[0] == SOCKS_ATYP_IPV6 &&
+	    memcmp(enc + 1, mapped, 12) == 0)
+		return n == 1 + 4 + 2 && got[0] == SOCKS_ATYP_IPV4 &&
+		    memcmp(got + 1, enc + 13, 4) == 0 &&
+		    memcmp(got + 5, enc + 17, 2) == 0;
+	return n == enc_n && memcmp(got, enc, n) == 0;
+}

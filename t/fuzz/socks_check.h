@@ -8,6 +8,7 @@
 #ifndef PT_T_FUZZ_SOCKS_CHECK_H
 #define PT_T_FUZZ_SOCKS_CHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,5 +32,13 @@ int	socks_check_stream(const char *what, socks_check_fn fn,
 	    const uint8_t *data, size_t len, size_t *used);
 /* ATYP DST.ADDR DST.PORT of <d> at <p>; the length written. */
 size_t	socks_check_enc_dest(uint8_t *p, const struct socks_dest *d);
+/*
+ * Whether <got> (<n> bytes: ATYP ADDR PORT as socks_fmt_dest writes it)
+ * names the address encoded at <enc> (<enc_n> bytes, from
+ * socks_check_enc_dest): the same bytes, but for an IPv4-mapped IPv6
+ * address, which is written as IPv4 (ATYP 1, its last four bytes).
+ */
+bool	socks_check_fmt_dest(const uint8_t *got, size_t n,
+	    const uint8_t *enc, size_t enc_n);
 
 #endif
