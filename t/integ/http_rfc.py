@@ -70,12 +70,9 @@ class Scripted(ptest._Server):
         c.settimeout(ptest.bound(10))
         buf = b""
         while True:
-            while b"\r\n\r\n" not in buf:
-                d = c.recv(65536)
-                if not d:
-                    return
-                buf += d
-            head, buf = buf.split(b"\r\n\r\n", 1)
+            head, buf = H.next_head(c, buf)
+            if head is None:
+                return
             text = head.decode("latin-1")
             with self.lock:
                 self.heads.append(text)

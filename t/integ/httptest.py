@@ -920,6 +920,19 @@ def raw_exchange(port, data, timeout=None, half_close=False, pause=None):
         conn.close()
 
 
+def next_head(sock, buf):
+    """For a scripted origin: reads from <sock> until <buf> holds a
+    whole head. Returns (head without its blank line, the bytes after
+    it), or (None, buf) when the peer closed first."""
+    while b"\r\n\r\n" not in buf:
+        d = sock.recv(65536)
+        if not d:
+            return None, buf
+        buf += d
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    return head, rest
+
+
 def split_response(data):
     """(head text, body bytes) of the first response in raw <data>."""
     i = data.find(b"\r\n\r\n")

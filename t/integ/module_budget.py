@@ -35,6 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
+import httptest  # noqa: E402
 import sockstest  # noqa: E402
 
 MiB = 1024 * 1024
@@ -141,12 +142,9 @@ class Origin(ptest._Server):
             # Keep-alive: one body per request until the client leaves.
             buf = b""
             while True:
-                while b"\r\n\r\n" not in buf:
-                    data = c.recv(4096)
-                    if not data:
-                        return
-                    buf += data
-                buf = buf.split(b"\r\n\r\n", 1)[1]
+                head, buf = httptest.next_head(c, buf)
+                if head is None:
+                    return
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
                           b"\r\n" % self.nbytes)
                 send_payload(c, self.nbytes)

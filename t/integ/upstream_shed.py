@@ -40,12 +40,9 @@ class SlowOrigin(ptest._Server):
     def handle(self, c):
         buf = b""
         while True:
-            while b"\r\n\r\n" not in buf:
-                d = c.recv(65536)
-                if not d:
-                    return
-                buf += d
-            buf = buf.split(b"\r\n\r\n", 1)[1]
+            head, buf = H.next_head(c, buf)
+            if head is None:
+                return
             time.sleep(DELAY)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 
