@@ -1901,6 +1901,11 @@ http_origin_gone(struct pt_conn *c, const char *why)
 		target_resolve(c);
 		return;
 	}
+	/* Before a final head, what reached the client can only be whole
+	 * interim responses (a 100 Continue), which a final 502 may follow
+	 * (RFC 9110 15.2). */
+	if (!http_flow_has_output(&h->resp))
+		h->resp_started = false;
 	http_fail(c, 502, why);
 }
 

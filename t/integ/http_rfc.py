@@ -24,7 +24,9 @@ answers with fixed bytes:
   connection goes on (RFC 9110 9.3.7);
 - a request-target longer than max_header_size is a 414 (RFC 9112 3);
 - an origin whose head comes with a malformed chunk size: 502, since no
-  byte of the response had gone to the client;
+  byte of the response had gone to the client; one that sends 100
+  Continue and closes: the 100, then a 502 (a final response may follow
+  an interim one);
 - a head of 300 KB, far over max_header_size, sent whole: the 431 arrives
   and then a FIN, not a reset (the proxy drops what it did not read
   before closing, RFC 9112 9.6's half-close), and the client's send of
@@ -53,8 +55,9 @@ ANSWERS = {
     "/v10": b"HTTP/1.0 200 OK\r\n" + DATE + b"Content-Length: 2\r\n\r\nok",
     "/badchunk": b"HTTP/1.1 200 OK\r\n" + DATE +
     b"Transfer-Encoding: chunked\r\n\r\nzz\r\nbad\r\n",
+    "/continue-then-close": b"HTTP/1.1 100 Continue\r\n\r\n",
 }
-CLOSES = {"/gzip", "/badchunk"}
+CLOSES = {"/gzip", "/badchunk", "/continue-then-close"}
 
 
 class Scripted(ptest._Server):
@@ -261,6 +264,14 @@ def main(t):
     t.check(got.startswith(b"HTTP/1.1 502") and b"zz" not in got,
             "a response head arriving with a malformed chunk size: 502 (no "
             "byte of it had been sent)", lambda: [got[:300], how])
+
+    got, how = exchange(port, req("POST", "/continue-then-close",
+                                  [("Expect", "100-continue")], body=b"x"))
+    first, _, rest = got.partition(b"\r\n\r\n")
+    t.check(first.startswith(b"HTTP/1.1 100") and
+            rest.startswith(b"HTTP/1.1 502"),
+            "an origin that sends 100 Continue and closes: the 100, then a "
+            "502", lambda: [got[:300], how])
 
     # -- 414 --------------------------------------------------------------
     got, how = exchange(port, req("GET", "/" + "u" * 10000))
