@@ -525,7 +525,13 @@ socks_parse_one(struct pt_conn *c)
 		if (rc == PARSE_AGAIN)
 			return false;
 		if (rc == PARSE_BAD) {
-			conn_close(c, "bad username/password message");
+			/* RFC 1929: a failure status, then the close; a
+			 * pipelining client also gets the method choice held
+			 * for it (rather than no byte at all). */
+			b[0] = 1;
+			b[1] = 1;
+			c->c_req.error = "bad username/password message";
+			socks_reply(c, b, 2, SN_CLOSE);
 			return false;
 		}
 		memcpy(s->cred, up.user.ptr, up.user.len);

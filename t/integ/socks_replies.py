@@ -14,7 +14,8 @@ SOCKS replies byte by byte, with a raw client:
   0x07,
   BIND 0x07, unknown ATYP 0x08; SOCKS4: closed port, BIND and an unknown
   4a name answer 0x5B; a refusal to a client with 100 KB of data behind
-  its request ends with a FIN, not a reset;
+  its request ends with a FIN, not a reset; a malformed RFC 1929 message
+  pipelined behind the greeting gets the method choice and 01 01;
 - a first byte that is neither 4 nor 5 (and a wrong version in the
   request) closes the connection at once without a byte; a client that
   stalls or trickles (empty, mid-greeting, mid-request, after the method
@@ -391,6 +392,15 @@ def with_hookrec(t):
     t.check(m == 2 and st == (1, 0) and ok,
             "an AUTH hook: 0x00 and 0x02 offered, 0x02 chosen, 01 00, "
             "the CONNECT works", "method %r, status %r, %s" % (m, st, why))
+    # A malformed RFC 1929 message (version 5), sent in one write with
+    # the greeting: the method choice, a failure status, the close.
+    c = S.Client.to(port)
+    c.send(b"\x05\x01\x02" + b"\x05\x05alice\x06secret")
+    data, how, dt = S.ending(c, ptest.bound(5))
+    c.close()
+    t.check(data == b"\x05\x02\x01\x01" and how == "eof",
+            "greeting and a malformed RFC 1929 message in one write: 05 02, "
+            "01 01, then a FIN", "got %r, %s" % (data, how))
     t.stop_portico(p)
 
     mods, rec = S.hookrec(t, "deny-auth", deny="AUTH")
