@@ -225,6 +225,8 @@ conn_handshake_step(struct pt_conn *c)
 	}
 	pt_timer_stop(&c->c_timer);
 	loop_io_set(&s->io, 0);
+	/* A transaction may start now (conn_start). */
+	c->c_logged = false;
 	c->c_on_ready(c);
 }
 
@@ -250,6 +252,11 @@ conn_start(struct pt_conn *c, void (*ready)(struct pt_conn *))
 		return;
 	}
 	c->c_on_ready = ready;
+	/* Until the handshake is done there is no transaction: a probe, a
+	 * health check or a failed handshake is the error log's (the
+	 * transport says why), not a line in the access log, as a plain
+	 * listener logs no connection that sent no request. */
+	c->c_logged = true;
 	if (loop_io_start(&s->io, s->io.fd, EPOLLIN, conn_on_handshake_io) < 0) {
 		conn_close(c, "epoll_ctl");
 		return;

@@ -27,13 +27,15 @@ portico and HTTP proxy requests inside it.
   whether the kernel took the record layer (ktls=tx,rx) or not
   (ktls=off, this kernel without its tls module);
 - plaintext HTTP sent to the TLS port gets no HTTP answer and is closed
-  at once, and the origin never hears of it;
+  at once, and the origin never hears of it; the access log (JSON) has a
+  line for the requests made over TLS and none for a failed handshake;
 - a client that stops in the middle of its ClientHello, and one that
   sends nothing, are closed at header_timeout (2 s) while other clients
   are served meanwhile;
 - the master's totals count handshakes and failed ones; no worker died.
 """
 import hashlib
+import json
 import os
 import socket
 import ssl
@@ -44,6 +46,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 import tlstest as T  # noqa: E402
+
+ACCESSLOG_SO = os.path.join(ptest.BUILDDIR, "modules", "accesslog",
+                            ".libs", "accesslog.so")
 
 HEADER_TIMEOUT = 2
 TEN_MIB = 10 * ptest.MiB
@@ -438,7 +443,9 @@ def main(t):
         T.listener(suites, cert, key, name="suites",
                    extra='ciphersuites = "TLS_CHACHA20_POLY1305_SHA256";')]),
         workers=2, limits="header_timeout = %d;" % HEADER_TIMEOUT,
-        log_level="debug")
+        log_level="debug", modules_extra=', { name = "accesslog"; path = '
+        '"%s"; logs = ( { file = "%s"; format = "json"; } ); }' % (
+            ACCESSLOG_SO, t.path("access.log")))
     conf = conf.replace("header_timeout = 10;", "")
     p = t.portico(conf)
     w0 = p.workers()
@@ -461,6 +468,18 @@ def main(t):
         for kv in ln.split("totals: ", 1)[1].split():
             k, _, v = kv.partition("=")
             tot[k] = int(v) if v.isdigit() else v
+    recs = []
+    with open(t.path("access.log")) as f:
+        for line in f:
+            recs.append(json.loads(line))
+    hs = [r for r in recs if (r.get("error") or "").startswith(
+        "transport handshake")]
+    t.check(not hs and any(r.get("status") == 200 and r.get("proto") ==
+                           "http" for r in recs),
+            "the access log has the requests made over TLS, and no line for "
+            "a connection whose handshake failed or stalled (the error log "
+            "says why)", lambda: ["%d records, %d of failed handshakes: %r" %
+                                  (len(recs), len(hs), hs[:2])])
     t.check(tot.get("tls_handshakes", 0) >= 15 and
             tot.get("tls_handshake_failed", 0) >= 4,
             "the totals count handshakes and failed ones "
