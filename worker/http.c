@@ -508,6 +508,15 @@ http_upstream_close(struct pt_conn *c)
 	s->rd_eof = s->wr_shut = s->hup = s->reset = false;
 }
 
+/* The head's length in a response of ours (head and body in <p>). */
+static int32_t
+http_head_length(const char *p, size_t n)
+{
+	const char	*e = memmem(p, n, "\r\n\r\n", 4);
+
+	return e != NULL ? (int32_t)(e + 4 - p) : (int32_t)n;
+}
+
 /*
  * Answers the current request with <status> (one of ours), unless part of
  * a response already went out, in which case all that is left is to
@@ -568,6 +577,7 @@ http_fail_answer(struct pt_conn *c, int status, const char *detail,
 	r->out_start = 0;
 	r->out_len = (uint32_t)n;
 	r->head_done = r->body_done = true;
+	c->c_req.resp_head += http_head_length(r->out, (size_t)n);
 	h->stage = HS_REPLY;
 	http_timer(c, http_conf->limits.idle_timeout_ms);
 	http_pump(c);
@@ -1158,6 +1168,7 @@ http_answer_locally(struct pt_conn *c)
 		http_trace_copy(h->req.in, h->head_len, r->out + n);
 	r->out_start = 0;
 	r->out_len = (uint32_t)((size_t)n + len);
+	c->c_req.resp_head += n;
 	r->head_done = r->body_done = true;
 	c->c_req.status = 200;
 	h->close_after = !h->keep_client || h->req.body != HTTP_BODY_NONE;
@@ -1637,6 +1648,7 @@ http_established(struct pt_conn *c)
 		memcpy(r->out + sizeof(ok) - 1 + dlen, "\r\n", 2);
 		r->out_start = 0;
 		r->out_len = (uint32_t)(sizeof(ok) - 1 + dlen + 2);
+		c->c_req.resp_head += (int32_t)r->out_len;
 		c->c_req.status = 200;
 		h->stage = HS_TUNNEL;
 		http_pump(c);
@@ -1755,6 +1767,7 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 				return;
 			}
 			r->out_len += (uint32_t)n;
+			c->c_req.resp_head += (int32_t)n;
 		}
 		http_flow_shift(r);
 		return;
@@ -1817,6 +1830,7 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 		return;
 	}
 	r->out_len += (uint32_t)n;
+	c->c_req.resp_head += (int32_t)n;
 }
 
 /* Reads and parses the response head. 1 when the head is complete, 0 when
@@ -2211,6 +2225,7 @@ http_next_request(struct pt_conn *c)
 	c->c_req.port = 0;
 	c->c_req.status = 0;
 	c->c_req.bytes_in = c->c_req.bytes_out = 0;
+	c->c_req.resp_head = 0;
 	c->c_req.error = NULL;
 	c->c_req.start_ms = loop_now();
 	c->c_start_us = counters_now_us();

@@ -160,7 +160,11 @@ struct pt_req {
 	 * TCP session and UDP association is one transaction. */
 	uint64_t		 txn;
 	int32_t			 listener_idx;	/* index in `listeners` */
-	int32_t			 reserved_i;
+	/* ---- 1.4, in what was a reserved slot ---- */
+	/* HTTP: the bytes of response heads in bytes_out (interim ones and
+	 * the CONNECT or 101 answer included), so bytes_out - resp_head is
+	 * the body, or the tunnel's bytes; 0 for the other protocols. */
+	int32_t			 resp_head;
 	void			*reserved[1];
 };
 

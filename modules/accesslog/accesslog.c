@@ -69,6 +69,9 @@ al_rec_from(struct al_rec *r, struct pt_conn *conn, const struct pt_req *req,
 	r->status = req->status;
 	r->bytes_in = req->bytes_in;
 	r->bytes_out = req->bytes_out;
+	r->body_out = req->resp_head > 0 && req->bytes_out >
+	    (uint64_t)req->resp_head ? req->bytes_out - (uint64_t)req->resp_head :
+	    req->resp_head > 0 ? 0 : req->bytes_out;
 	r->duration_ms = req->end_ms > req->start_ms ?
 	    req->end_ms - req->start_ms : 0;
 	r->txn = req->txn;

@@ -829,8 +829,8 @@ al_combined(const struct al_fmt_opts *fo, const struct al_rec *r,
 status:
 	al_put_status(o, st);
 	al_putc(o, ' ');
-	if (r->bytes_out > 0)
-		al_put_u64(o, r->bytes_out);
+	if (r->body_out > 0)
+		al_put_u64(o, r->body_out);
 	else
 		al_putc(o, '-');
 	al_puts(o, " \"");

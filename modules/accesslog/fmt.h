@@ -57,6 +57,9 @@ struct al_rec {
 	int				 status;
 	uint64_t			 bytes_in;	/* from the client */
 	uint64_t			 bytes_out;	/* to the client */
+	/* Of bytes_out, the bodies (and a tunnel's bytes), without the
+	 * response heads: combined's size field, as Apache's %b. */
+	uint64_t			 body_out;
 	uint64_t			 duration_ms;
 	uint64_t			 txn;
 	int				 worker;

@@ -67,6 +67,7 @@ t_get(void)
 	r.status = 200;
 	r.bytes_in = 120;
 	r.bytes_out = 1312;
+	r.body_out = 1024;
 	r.duration_ms = 89;
 	r.txn = 42;
 	r.worker = 1;
@@ -313,9 +314,9 @@ test_accesslog_combined_get(void)
 
 	CU_ASSERT_STRING_EQUAL(t_fmt(AL_FMT_COMBINED, &r, true),
 	    "192.0.2.7 - alice [01/Dec/2026:10:36:13 +0000] \"GET "
-	    "http://example.org/a/b?q=1 HTTP/1.1\" 200 1312 "
+	    "http://example.org/a/b?q=1 HTTP/1.1\" 200 1024 "
 	    "\"http://ref.example/\" \"curl/8.0\"\n");
-	r.bytes_out = 0;
+	r.bytes_out = r.body_out = 0;
 	r.user = t_s(NULL);
 	r.ua = t_s(NULL);
 	r.referer = t_s(NULL);

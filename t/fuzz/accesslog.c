@@ -507,6 +507,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	o.query = num(data, len, 5, 1) & 2;
 	r.bytes_in = num(data, len, 6, 3);
 	r.bytes_out = num(data, len, 9, 3);
+	r.body_out = r.bytes_out - (r.bytes_out >> 3);
 	r.duration_ms = num(data, len, 12, 2);
 	r.wall_ms = 1796121373045ULL + num(data, len, 14, 2) * 997;
 	r.worker = (int)(num(data, len, 5, 1) >> 4);

@@ -149,12 +149,13 @@ def main(t):
     t.check(m is not None and g["host"] == "127.0.0.1" and
             g["user"] == "-" and
             g["request"] == "GET %s HTTP/1.1" % url.decode() and
-            g["status"] == "200" and g["bytes"] == str(got) and
+            g["status"] == "200" and g["bytes"] == "1000" and
             g["referer"] == "http://ref.example/page" and
             g["agent"] == "pt-test/1.0 (x)" and
             g["time"].endswith(" +0000"),
-            "combined line: client, request line, status, bytes, Referer, "
-            "User-Agent, time in UTC", lambda: [str(cl)])
+            "combined line: client, request line, status, the body's 1000 "
+            "bytes (Apache's %b: no headers), Referer, User-Agent, time in "
+            "UTC", lambda: [str(cl)])
     q = AL.wait_json(qlog, lambda rs: len(rs) >= 1)
     t.check(len(q) == 1 and q[0].get("target") ==
             "http://127.0.0.1:%d/len?" % origin.port,
