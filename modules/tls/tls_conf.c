@@ -155,6 +155,49 @@ tls_on_servername(SSL *ssl, int *alert, void *arg)
 	return SSL_TLSEXT_ERR_OK;
 }
 
+/*
+ * RFC 6066 3: a session must not resume under another server name. The
+ * session context OpenSSL compares when it resumes (a TLS 1.2 session or
+ * ticket, a TLS 1.3 PSK) becomes, for each handshake, the listener's
+ * (sid_ctx) hashed with this ClientHello's SNI name (lower case, without
+ * a trailing dot; "" for none). It is set here, before OpenSSL looks the
+ * session up, and the servername callback's SSL_set_SSL_CTX keeps it
+ * (OpenSSL only replaces a context that is still the old SSL_CTX's): a
+ * session made under another name fails the comparison and the
+ * handshake goes on in full, while the same name resumes as before.
+ */
+static int
+tls_on_client_hello(SSL *ssl, int *alert, void *arg)
+{
+	const struct tls_lconf	*lc = arg;
+	const unsigned char	*p;
+	unsigned char		 buf[sizeof(lc->sid_ctx) + 256], sid[32];
+	size_t			 len, n, nl, i;
+	unsigned		 slen = 0;
+
+	memcpy(buf, lc->sid_ctx, sizeof(lc->sid_ctx));
+	n = sizeof(lc->sid_ctx);
+	/* server_name: list length (2), type (1), name length (2), name. */
+	if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p,
+	    &len) == 1 && len >= 5 && p[2] == TLSEXT_NAMETYPE_host_name) {
+		nl = (size_t)p[3] << 8 | p[4];
+		if (nl <= 255 && 5 + nl <= len) {
+			for (i = 0; i < nl; i++)
+				buf[n++] = (unsigned char)(p[5 + i] >= 'A' &&
+				    p[5 + i] <= 'Z' ? p[5 + i] + 32 : p[5 + i]);
+			if (nl > 0 && buf[n - 1] == '.')
+				n--;
+		}
+	}
+	if (EVP_Digest(buf, n, sid, &slen, EVP_sha256(), NULL) != 1 ||
+	    slen != sizeof(sid) || SSL_set_session_id_context(ssl, sid,
+	    slen) != 1) {
+		*alert = SSL_AD_INTERNAL_ERROR;
+		return SSL_CLIENT_HELLO_ERROR;
+	}
+	return SSL_CLIENT_HELLO_SUCCESS;
+}
+
 /* ALPN: the proxy speaks HTTP/1.1 inside TLS. A client that offers only
  * other protocols (h2) gets no ALPN answer rather than an alert, the
  * lenient choice RFC 7301 allows for a server that can still serve. */
@@ -367,6 +410,7 @@ tls_ctx_new(struct pt_modconf *mc, const struct tls_opts *o,
 		SSL_CTX_free(ctx);
 		return NULL;
 	}
+	SSL_CTX_set_client_hello_cb(ctx, tls_on_client_hello, lc);
 	SSL_CTX_set_tlsext_servername_callback(ctx, tls_on_servername);
 	SSL_CTX_set_tlsext_servername_arg(ctx, lc);
 	SSL_CTX_set_alpn_select_cb(ctx, tls_on_alpn, NULL);

@@ -15,7 +15,11 @@ checked with openssl s_client -servername and with curl.
 - curl --proxy https://a.test:PORT (resolved to 127.0.0.1) verifies
   a.test's certificate and gets its GET through;
 - a client that accepts only ECDSA signatures gets the ECDSA certificate
-  and one that accepts only RSA gets the RSA one, from one listener.
+  and one that accepts only RSA gets the RSA one, from one listener;
+- RFC 6066 3: a session resumes only under the name it was made for, in
+  TLS 1.2 and 1.3: a session of "a.test" resumes with "a.test" and "A.TEST",
+  and not with "x.wild.test", another name of the same certificate's
+  listener, or without SNI.
 """
 import os
 import re
@@ -75,6 +79,26 @@ def main(t):
     t.check(p.log_lines(r"tls: TLSv1\.3 \S+ sni=a\.test$"),
             "the debug log names the SNI name of the handshake",
             lambda: p.log_lines(r"tls: TLS"))
+
+    req = ("GET %s/echo?id=resume HTTP/1.1\r\nHost: x\r\nConnection: "
+           "close\r\n\r\n" % o.url)
+    for version, flag in (("TLSv1.2", "-tls1_2"), ("TLSv1.3", "-tls1_3")):
+        sess = t.path("sni-%s.pem" % version)
+        rc, out = T.s_client(port, ca.pem, servername="a.test", data=req,
+                             extra=["-ign_eof", flag, "-sess_out", sess])
+        hows = {}
+        for name in ("a.test", "A.TEST", "x.wild.test", "unknown.test",
+                     None):
+            rc, out = T.s_client(port, ca.pem, servername=name, data=req,
+                                 extra=["-ign_eof", flag, "-sess_in", sess])
+            m = re.search(r"^(New|Reused), TLSv", out, re.M)
+            hows[name] = m.group(1) if m else "?"
+        t.check(hows == {"a.test": "Reused", "A.TEST": "Reused",
+                         "x.wild.test": "New", "unknown.test": "New",
+                         None: "New"},
+                "%s: a session made for a.test resumes under a.test (any "
+                "case) only; another name, or none, gets a full handshake "
+                "(RFC 6066 3)" % version, repr(hows))
 
     for sigalgs, bits, kind, cn in (
             ("ecdsa_secp256r1_sha256", "256", "ECDSA", "dual-ec"),
