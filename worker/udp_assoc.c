@@ -834,7 +834,7 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 	struct udp_assoc	*a = r->assoc;
 	struct mmsghdr		 out[UDP_BATCH];
 	struct iovec		 iov[UDP_BATCH];
-	uint8_t			 hdr[UDP_HDR_MAX];
+	uint8_t			 hdr[UDP_HDR_MAX], hl[UDP_BATCH];
 	char			*data;
 	size_t			 hlen;
 	uint64_t		 bytes, paid = 0;
@@ -877,6 +877,8 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 		out[k].msg_hdr.msg_iov = &iov[k];
 		out[k].msg_hdr.msg_iovlen = 1;
+		out[k].msg_len = 0;
+		hl[k] = (uint8_t)hlen;
 		paid += udp_in[i].msg_len;
 		k++;
 	}
@@ -885,7 +887,12 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		loop_io_set(io, 0);
 	if (k > 0) {
 		lost = 0;
-		bytes = udp_send_batch(a->cio.fd, out, (unsigned)k, &lost);
+		(void)udp_send_batch(a->cio.fd, out, (unsigned)k, &lost);
+		/* Payloads, as the other way counts them: not our headers. */
+		bytes = 0;
+		for (i = 0; i < k; i++)
+			if (out[i].msg_len > hl[i])
+				bytes += out[i].msg_len - hl[i];
 		a->conn->c_req.bytes_out += bytes;
 		counters_add(CTR_BYTES_OUT, (int64_t)bytes);
 		counters_add(CTR_UDP_DOWN, (unsigned)k - lost);
