@@ -220,6 +220,10 @@ conn_handshake_step(struct pt_conn *c)
 		return;
 	}
 	if (rc < 0) {
+		/* What the transport answered (tls: a plain 400 to plain
+		 * HTTP) must not be lost to a reset over the unread rest. */
+		if (!s->reset)
+			(void)linger_take(&s->io);
 		conn_close(c, "transport handshake failed");
 		return;
 	}

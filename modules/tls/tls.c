@@ -123,6 +123,31 @@ tls_ktls_fmt(SSL *ssl)
 	return (SSL_get_options(ssl) & SSL_OP_ENABLE_KTLS) ? " ktls=off" : "";
 }
 
+/*
+ * A client that spoke plain HTTP to the TLS port (a proxy URL written
+ * http:// for an https:// listener): OpenSSL recognises the request
+ * line. The client cannot read an alert, so it gets what nginx sends in
+ * that case, a plain 400 that says what is wrong, in one non-blocking
+ * send on a socket that has sent nothing yet (the core then lingers, so
+ * the request bytes left unread do not turn the close into a reset).
+ */
+static void
+tls_plain_http_answer(int fd)
+{
+	static const char	 body[] = "400 Bad Request: plain HTTP was "
+	    "sent to a TLS listener (an https:// proxy)\n";
+	char			 msg[256];
+	int			 n, reason = ERR_GET_REASON(ERR_peek_error());
+
+	if (reason != SSL_R_HTTP_REQUEST && reason != SSL_R_HTTPS_PROXY_REQUEST)
+		return;
+	n = snprintf(msg, sizeof(msg), "HTTP/1.1 400 Bad Request\r\n"
+	    "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+	    "Connection: close\r\n\r\n%s", sizeof(body) - 1, body);
+	if (n > 0 && (size_t)n < sizeof(msg))
+		(void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static int
 tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 {
@@ -166,6 +191,8 @@ tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 	rc = tls_map(c, t, rc, err, want, "handshake");
 	if (rc == 0)
 		rc = -ECONNRESET;	/* the client closed in the middle */
+	if (rc == -EPROTO)
+		tls_plain_http_answer(fd);
 	if (rc != -EAGAIN) {
 		why = rc == -EPROTO ?
 		    ERR_reason_error_string(ERR_peek_error()) : strerror(-rc);
