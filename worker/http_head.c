@@ -178,15 +178,20 @@ head_copy_fields(struct head_out *o, const struct http_msg *m,
 	const struct http_header	*h;
 	unsigned			 i;
 	bool				 length = false, date = false;
+	char				 c0;
 
 	for (i = 0; i < m->nheaders; i++) {
 		h = &m->headers[i];
-		if (h->name.len == 14 &&
+		/* Length and first letter first: most fields are none of
+		 * these, and "Host" has Date's length. */
+		c0 = (char)(h->name.ptr[0] | 0x20);
+		if (h->name.len == 14 && c0 == 'c' &&
 		    http_str_ieq(h->name, "content-length")) {
 			if (length || (skip & HEAD_SKIP_LENGTH))
 				continue;
 			length = true;
-		} else if (h->name.len == 4 && http_str_ieq(h->name, "date"))
+		} else if (h->name.len == 4 && c0 == 'd' &&
+		    http_str_ieq(h->name, "date"))
 			date = true;
 		else if ((skip & HEAD_SKIP_EXPECT) && h->name.len == 6 &&
 		    http_str_ieq(h->name, "expect"))

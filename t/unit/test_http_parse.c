@@ -1204,6 +1204,59 @@ test_http_str_ieq_folds_ascii_only(void)
 	CU_ASSERT_FALSE(http_str_ieq((struct pt_str){ "\xc9", 1 }, "\xe9"));
 }
 
+/* The byte-at-a-time definition http_mem_ieq must agree with. */
+static bool
+ieq_reference(const unsigned char *a, const unsigned char *b, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		if ((a[i] >= 'A' && a[i] <= 'Z' ? a[i] | 0x20 : a[i]) !=
+		    (b[i] >= 'A' && b[i] <= 'Z' ? b[i] | 0x20 : b[i]))
+			return false;
+	return true;
+}
+
+/* http_mem_ieq folds eight bytes at a time: every pair of bytes in every
+ * position of a word, and random strings of 0 to 40 bytes with their
+ * letters' case flipped or one byte changed, agree with the definition. */
+static void
+test_http_mem_ieq_words_agree_with_bytes(void)
+{
+	unsigned char	 a[48], b[48];
+	unsigned	 x, y, seed = 12345;
+	size_t		 pos, n, i, k;
+	int		 bad = 0;
+
+	for (pos = 0; pos < 9 && !bad; pos++)
+		for (x = 0; x < 256; x++)
+			for (y = 0; y < 256; y++) {
+				memset(a, 'q', 9);
+				memset(b, 'Q', 9);
+				a[pos] = (unsigned char)x;
+				b[pos] = (unsigned char)y;
+				if (http_mem_ieq((char *)a, (char *)b, 9) !=
+				    ieq_reference(a, b, 9) && bad++ == 0)
+					CHECKF(false, "bytes 0x%02x 0x%02x at %zu",
+					    x, y, pos);
+			}
+	for (k = 0; k < 20000 && !bad; k++) {
+		n = k % 41;
+		for (i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			a[i] = (unsigned char)(seed >> 16);
+			b[i] = (unsigned char)((a[i] >= 'a' && a[i] <= 'z') ||
+			    (a[i] >= 'A' && a[i] <= 'Z') ? a[i] ^ 0x20 : a[i]);
+		}
+		if (n > 0 && k % 3 == 0)
+			b[(seed >> 8) % n] ^= (unsigned char)(1u << (seed % 8));
+		if (http_mem_ieq((char *)a, (char *)b, n) !=
+		    ieq_reference(a, b, n) && bad++ == 0)
+			CHECKF(false, "random string %zu of %zu bytes", k, n);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
 void
 register_http_parse_suite(void)
 {
@@ -1237,4 +1290,6 @@ register_http_parse_suite(void)
 	    test_http_hop_fields_include_connection_names);
 	CU_add_test(s, "str_ieq_folds_ascii_only",
 	    test_http_str_ieq_folds_ascii_only);
+	CU_add_test(s, "mem_ieq_words_agree_with_bytes",
+	    test_http_mem_ieq_words_agree_with_bytes);
 }
