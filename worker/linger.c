@@ -30,12 +30,12 @@ struct linger_slot {
 	struct loop_io		 io;		/* first: epoll hands it back */
 	struct pt_timer		 timer;
 	size_t			 dropped;
-	struct linger_slot		*next_free;
+	struct linger_slot	*next_free;
 };
 
 static struct linger_slot	 linger_slots[LINGER_MAX];
 static struct linger_slot	*linger_free;
-static bool		 linger_ready;
+static bool			 linger_ready;
 
 static void
 linger_init(void)
@@ -69,9 +69,9 @@ linger_on_timer(struct pt_timer *t, void *arg)
 static void
 linger_on_event(struct loop_io *io, uint32_t events)
 {
-	static char	 sink[16384];
+	static char		 sink[16384];
 	struct linger_slot	*l = (struct linger_slot *)io;
-	ssize_t		 n;
+	ssize_t			 n;
 
 	(void)events;
 	for (;;) {
