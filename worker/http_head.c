@@ -236,7 +236,8 @@ http_head_request(char *out, size_t cap, const struct http_msg *m,
 	head_str(&o, m->method);
 	/* RFC 9112 3.2.4: OPTIONS to an authority with no path asks about
 	 * the server itself: "*" to the origin. */
-	if (u->path_empty && http_str_ieq(m->method, "OPTIONS"))
+	if (u->path_empty && m->method.len == 7 &&
+	    memcmp(m->method.ptr, "OPTIONS", 7) == 0)	/* case matters */
 		head_puts(&o, " *");
 	else {
 		head_puts(&o, u->path.ptr[0] == '?' ? " /" : " ");

@@ -224,6 +224,11 @@ test_http_head_request_options_expect_via(void)
 	CU_ASSERT_FATAL(rewrite_request("OPTIONS http://o.test:81 HTTP/1.1"
 	    "\r\nHost: o.test:81\r\n\r\n", buf, sizeof(buf), &m) > 0);
 	CHECKF(strncmp(buf, "OPTIONS * HTTP/1.1\r\n", 20) == 0, "%s", buf);
+	/* Methods are case-sensitive (RFC 9110 9.1): "options" is another
+	 * method, whose empty path is "/" (found by t/fuzz/http_head). */
+	CU_ASSERT_FATAL(rewrite_request("options http://o.test:81 HTTP/1.1"
+	    "\r\nHost: o.test:81\r\n\r\n", buf, sizeof(buf), &m) > 0);
+	CHECKF(strncmp(buf, "options / HTTP/1.1\r\n", 20) == 0, "%s", buf);
 	CU_ASSERT_FATAL(rewrite_request("OPTIONS http://o.test/ HTTP/1.1"
 	    "\r\nHost: o.test\r\n\r\n", buf, sizeof(buf), &m) > 0);
 	CHECKF(strncmp(buf, "OPTIONS / HTTP/1.1\r\n", 20) == 0, "%s", buf);
