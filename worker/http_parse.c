@@ -625,8 +625,21 @@ te_note(struct pt_str v, struct http_frame *f)
 {
 	struct pt_str	 e, name;
 	size_t		 pos = 0, i, j;
+	bool		 quoted = false;
 
 	f->te_seen = true;
+	/* A quoted string that never closes (a parameter's value) would,
+	 * once the writer joins the fields into one list, swallow what
+	 * follows it, chunked included: the next hop would frame the body
+	 * otherwise than we do (found by t/fuzz/http_head). */
+	for (i = 0; i < v.len; i++) {
+		if (quoted && v.ptr[i] == '\\')
+			i++;
+		else if (v.ptr[i] == '"')
+			quoted = !quoted;
+	}
+	if (quoted)
+		f->te_bad = true;
 	while (list_next(v, &pos, &e)) {
 		for (i = 0; i < e.len && cls_is(e.ptr[i], C_TCHAR); i++)
 			;

@@ -430,6 +430,11 @@ static const struct req_case req_cases[] = {
 	    BAD(400, "Connection") },
 	{ S("GET / HTTP/1.1\r\nHost: a\r\nConnection: a b\r\n\r\n"),
 	    BAD(400, "Connection") },
+	/* A quoted string left open in a coding's parameter would swallow
+	 * the chunked of a later line once the lines are joined. */
+	{ S("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: x;p=\"v, y"
+	    "\r\nTransfer-Encoding: chunked\r\n\r\n"),
+	    BAD(400, "Transfer-Encoding") },
 
 	/* Size. */
 	{ S("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), .max_head = 27,
