@@ -237,21 +237,31 @@ pt_timer_start(struct pt_timer *t, uint64_t after_ms, pt_timer_fn fn,
 {
 	struct pt_timer	**grown;
 	unsigned	 cap;
-	uint64_t	 old = t->when;
+	uint64_t	 old = t->when, when = loop_now_ms + after_ms;
 
 	t->fn = fn;
 	t->arg = arg;
-	t->when = loop_now_ms + after_ms;
 	if (t->heap_idx != 0) {
-		/* Moving an armed timer (a connection's one timer changes
-		 * owner several times per setup): one sift from where it
-		 * is, not a removal and an insertion. */
-		if (t->when < old)
+		/* A connection's one timer is re-armed several times per
+		 * request, mostly to a later deadline: that only notes how
+		 * much later (the heap keeps the old key, and the timer
+		 * takes its real place when the old one comes up, in
+		 * loop_run_timers), so a keep-alive request costs no sift
+		 * for it. Earlier: one sift up from where it is. */
+		if (when >= old && when - old <= UINT32_MAX) {
+			t->later = (uint32_t)(when - old);
+			return;
+		}
+		t->when = when;
+		t->later = 0;
+		if (when < old)
 			loop_heap_up(t->heap_idx);
 		else
 			loop_heap_down(t->heap_idx);
 		return;
 	}
+	t->when = when;
+	t->later = 0;
 	if (loop_heap_len + 1 >= loop_heap_cap) {
 		/* Grows to the high-water mark once; steady state reuses it.
 		 * Failing to grow would lose a timeout, which is worse than
@@ -276,6 +286,12 @@ loop_run_timers(void)
 
 	while (loop_heap_len > 0 && loop_heap[1]->when <= loop_now_ms) {
 		t = loop_heap[1];
+		if (t->later != 0) {	/* re-armed later: to its place */
+			t->when += t->later;
+			t->later = 0;
+			loop_heap_down(1);
+			continue;
+		}
 		pt_timer_stop(t);
 		t->fn(t, t->arg);
 		n++;

@@ -408,6 +408,7 @@ typedef void (*pt_timer_fn)(struct pt_timer *t, void *arg);
 struct pt_timer {
 	uint64_t	 when;		/* private to the core */
 	unsigned	 heap_idx;	/* private; 0 = not armed */
+	uint32_t	 later;		/* private (was padding, 1.4 layout) */
 	pt_timer_fn	 fn;
 	void		*arg;
 };

@@ -179,6 +179,74 @@ test_loop_timers_moved_while_armed_keep_order(void)
 	check_fire_order(2500, 0x0badf00du, true);
 }
 
+/*
+ * Timers re-armed while the clock moves, as a connection's timer is at
+ * every step of every request: mostly later than the heap's key (kept
+ * lazily, loop.c), sometimes earlier. Each must fire exactly once, at the
+ * first run on or after its last deadline, never at an older one;
+ * loop_run_timers counts only what fired.
+ */
+static void
+test_loop_timers_rearmed_as_clock_moves_fire_at_last_deadline(void)
+{
+	struct rec_timer	*r = rec_array(MANY);
+	uint32_t		 seed = 0x7e57ab1eu;
+	uint64_t		 now, prev, end = T0 + 4 * SPAN_MS;
+	unsigned		 i, armed;
+	int			 ran, first, k;
+
+	loop_reset();
+	for (i = 0; i < MANY; i++)
+		rec_start(&r[i], (int)i, 1 + rng_next(&seed) % SPAN_MS);
+	prev = T0;
+	for (now = T0 + 1; now <= end; now += 1 + rng_next(&seed) % 37) {
+		loop_set_time(now);
+		first = fire_n;
+		ran = loop_run_timers();
+		CHECKF(ran == fire_n - first, "run_timers said %d, %d fired",
+		    ran, fire_n - first);
+		for (k = first; k < fire_n; k++) {
+			struct rec_timer *f = &r[fire_log[k]];
+
+			CHECKF(f->deadline <= now && f->deadline > prev,
+			    "timer %d (deadline %llu) fired at %llu, last run "
+			    "%llu", f->id, (unsigned long long)f->deadline,
+			    (unsigned long long)now, (unsigned long long)prev);
+		}
+		for (i = 0, armed = 0; i < MANY; i++) {
+			if (r[i].t.heap_idx != 0)
+				armed++;
+			CHECKF(r[i].t.heap_idx != 0 || r[i].deadline <= now,
+			    "timer %u (deadline %llu) not armed at %llu", i,
+			    (unsigned long long)r[i].deadline,
+			    (unsigned long long)now);
+		}
+		CHECKF(loop_timer_count() == armed, "%u timers counted, %u "
+		    "armed", loop_timer_count(), armed);
+		/* A few armed timers re-armed: three in four later than
+		 * before, the others anywhere from now on. */
+		for (i = rng_next(&seed) % 7; i < MANY && now < end - SPAN_MS;
+		    i += 1 + rng_next(&seed) % 13) {
+			if (r[i].t.heap_idx == 0)
+				continue;
+			if (rng_next(&seed) % 4 != 0)
+				rec_start(&r[i], (int)i, r[i].deadline - now +
+				    rng_next(&seed) % 300);
+			else
+				rec_start(&r[i], (int)i,
+				    1 + rng_next(&seed) % SPAN_MS);
+		}
+		prev = now;
+	}
+	loop_set_time(end + SPAN_MS);
+	loop_run_timers();
+	for (i = 0; i < MANY; i++)
+		CHECKF(r[i].fired == 1, "timer %u fired %d times", i,
+		    r[i].fired);
+	CU_ASSERT_EQUAL(loop_timer_count(), 0);
+	free(r);
+}
+
 static void
 test_loop_timer_does_not_fire_before_deadline(void)
 {
@@ -518,6 +586,8 @@ register_loop_suite(void)
 	    test_loop_stop_on_unarmed_timer_is_noop);
 	CU_add_test(s, "timers_moved_while_armed_keep_order",
 	    test_loop_timers_moved_while_armed_keep_order);
+	CU_add_test(s, "timers_rearmed_as_clock_moves_fire_at_last_deadline",
+	    test_loop_timers_rearmed_as_clock_moves_fire_at_last_deadline);
 	CU_add_test(s, "restart_rearms_with_new_deadline",
 	    test_loop_restart_rearms_with_new_deadline);
 	CU_add_test(s, "callback_can_arm_another_timer",
