@@ -19,6 +19,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "modules/accesslog/fmt.h"
 
 static const char al_hex[] = "0123456789abcdef";
@@ -38,7 +42,7 @@ al_put_cut(struct al_out *o, const char *s, size_t len)
 
 /* The common case first, with <len> as the caller has it: a literal's
  * length stays a constant, so its copy is a few moves in place. */
-static inline void
+static inline __attribute__((always_inline)) void
 al_put(struct al_out *o, const char *s, size_t len)
 {
 	if (__builtin_expect(len > o->cap - 1 - o->len, 0)) {
@@ -86,7 +90,7 @@ static const char al_pairs[201] =
     "6869707172737475767778798081828384858687888990919293949596979899";
 
 /* The number of decimal digits of <v>. */
-static unsigned
+static inline __attribute__((always_inline)) unsigned
 al_ndigits(uint64_t v)
 {
 	unsigned	 n = 1;
@@ -108,28 +112,14 @@ al_ndigits(uint64_t v)
 	}
 }
 
-/* Written in place, from the last digit back, two digits a step (half
- * the divisions of the plain loop); a record has a dozen numbers. */
-static void
-al_put_u64(struct al_out *o, uint64_t v)
+/* The digits of <v> written backwards, ending just before <e>, two a
+ * step (half the divisions of the plain loop). */
+static inline __attribute__((always_inline)) void
+al_digits_back(char *e, uint64_t v)
 {
-	char		 buf[20], *e;
-	unsigned	 n, d;
+	unsigned	 d;
 	uint32_t	 w;
-	bool		 room;
 
-	if (v < 100 && o->cap - 1 - o->len >= 2) {	/* ports, octets */
-		if (v < 10)
-			o->p[o->len++] = (char)('0' + v);
-		else {
-			memcpy(o->p + o->len, al_pairs + v * 2, 2);
-			o->len += 2;
-		}
-		return;
-	}
-	n = al_ndigits(v);
-	room = o->cap - 1 - o->len >= n;
-	e = (room ? o->p + o->len : buf) + n;
 	while (v > UINT32_MAX) {
 		d = (unsigned)(v % 100) * 2;
 		v /= 100;
@@ -145,15 +135,35 @@ al_put_u64(struct al_out *o, uint64_t v)
 		*--e = al_pairs[d];
 	}
 	if (w >= 10) {
-		d = w * 2;
-		*--e = al_pairs[d + 1];
-		*--e = al_pairs[d];
+		e -= 2;
+		memcpy(e, al_pairs + w * 2, 2);
 	} else
 		*--e = (char)('0' + w);
-	if (room)
-		o->len += n;
-	else
-		al_put(o, buf, n);	/* cut at the end of the buffer */
+}
+
+/* A number that reaches the end of the buffer: what fits of it. */
+static void __attribute__((noinline))
+al_put_u64_cut(struct al_out *o, uint64_t v)
+{
+	char		 buf[20];
+	unsigned	 n = al_ndigits(v);
+
+	al_digits_back(buf + n, v);
+	al_put(o, buf, n);
+}
+
+/* In place (a record has a dozen numbers): no buffer, no copy. */
+static void
+al_put_u64(struct al_out *o, uint64_t v)
+{
+	unsigned	 n = al_ndigits(v);
+
+	if (__builtin_expect(n > o->cap - 1 - o->len, 0)) {
+		al_put_u64_cut(o, v);
+		return;
+	}
+	al_digits_back(o->p + o->len + n, v);
+	o->len += n;
 }
 
 static void
@@ -205,7 +215,7 @@ static const unsigned char al_safe[256] = {
 #define AL_HIGHS	0x8080808080808080ULL
 #define AL_HAS_BELOW(x, n)	(((x) - AL_ONES * (n)) & ~(x) & AL_HIGHS)
 #define AL_HAS_BYTE(x, c)	AL_HAS_BELOW((x) ^ (AL_ONES * (c)), 1)
-static bool
+static inline __attribute__((always_inline)) bool
 al_word_safe(uint64_t x, unsigned safe, bool space_unsafe)
 {
 	uint64_t	 bad = (x & AL_HIGHS) | AL_HAS_BYTE(x, 0x7f);
@@ -220,21 +230,69 @@ al_word_safe(uint64_t x, unsigned safe, bool space_unsafe)
 	return bad == 0;
 }
 
+#ifdef __SSE2__
+/* The bytes of the 16 at <p> that the class <safe> (and, with
+ * <space_unsafe>, the space) refuses, one bit each. A signed compare
+ * finds the controls and every byte >= 0x80 at once. */
+static inline __attribute__((always_inline)) unsigned
+al_vec_bad(const unsigned char *p, unsigned safe, bool space_unsafe)
+{
+	__m128i	 v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i	 bad;
+
+	bad = _mm_cmplt_epi8(v, _mm_set1_epi8(safe == AL_SAFE_JSON ?
+	    0x20 : 0x21));
+	bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
+	if (safe == AL_SAFE_JSON) {
+		bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+		bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v,
+		    _mm_set1_epi8('\\')));
+	}
+	if (space_unsafe)
+		bad = _mm_or_si128(bad, _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')));
+	return (unsigned)_mm_movemask_epi8(bad);
+}
+#endif
+
 /* The length of the run of bytes from <i> that the class <safe> accepts
  * (and, with <space_unsafe>, that are not a space): eight at a time
  * while a whole word is safe, then one by one. */
-static size_t
+static inline __attribute__((always_inline)) size_t
 al_run(const unsigned char *u, size_t i, size_t len, unsigned safe,
     bool space_unsafe)
 {
 	size_t		 j = i;
 	uint64_t	 x;
+#ifdef __SSE2__
+	unsigned	 m;
 
+	/* Sixteen at a time; the first refused byte is the mask's lowest
+	 * bit. A tail under 16 after whole blocks: the last 16 bytes, less
+	 * those already known safe. */
+	while (len - j >= 16) {
+		if ((m = al_vec_bad(u + j, safe, space_unsafe)) != 0)
+			return j + (size_t)__builtin_ctz(m) - i;
+		j += 16;
+	}
+	if (j > i && j < len) {
+		m = al_vec_bad(u + len - 16, safe, space_unsafe) &
+		    (0xffffu << (j - (len - 16)));
+		return (m == 0 ? len : len - 16 + (size_t)__builtin_ctz(m)) -
+		    i;
+	}
+#endif
 	while (len - j >= 8) {
 		memcpy(&x, u + j, 8);
 		if (!al_word_safe(x, safe, space_unsafe))
 			break;
 		j += 8;
+	}
+	/* A tail under eight bytes after safe words: the last eight bytes
+	 * as one word (it overlaps the safe ones before j). */
+	if (j > i && j < len && len - j < 8) {
+		memcpy(&x, u + len - 8, 8);
+		if (al_word_safe(x, safe, space_unsafe))
+			return len - i;
 	}
 	if (space_unsafe)
 		while (j < len && (al_safe[u[j]] & safe) && u[j] != ' ')
@@ -341,8 +399,17 @@ al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
 	char			 esc[8];
 	const char		*piece;
 
+	/* Most fields are one safe run that fits: one copy. */
+	n = al_run(u, 0, len, AL_SAFE_JSON, false);
+	if (n == len && len <= budget && len <= o->cap - 1 - o->len) {
+		memcpy(o->p + o->len, s, len);
+		o->len += len;
+		return;
+	}
 	while (i < len) {
-		if ((n = al_run(u, i, len, AL_SAFE_JSON, false)) > 0) {
+		if (i > 0)
+			n = al_run(u, i, len, AL_SAFE_JSON, false);
+		if (n > 0) {
 			if (al_put_run(o, start, budget, s + i, n, i + n == len) <
 			    n)
 				break;
@@ -403,6 +470,12 @@ al_put_escaped(struct al_out *o, const char *s, size_t len, size_t budget,
 	size_t			 start = o->len, i, n, k, w = strlen(lead) + 2;
 	char			 hex[2];
 
+	if (al_run(u, 0, len, safe, space_unsafe) == len && len <= budget &&
+	    len <= o->cap - 1 - o->len) {
+		memcpy(o->p + o->len, s, len);	/* one safe run that fits */
+		o->len += len;
+		return;
+	}
 	for (i = 0; i < len; i++) {
 		if ((n = al_run(u, i, len, safe, space_unsafe)) > 0) {
 			k = al_put_run(o, start, budget, s + i, n, i + n == len);
@@ -436,13 +509,13 @@ al_put_squid(struct al_out *o, const char *s, size_t len, size_t budget)
 	al_put_escaped(o, s, len, budget, AL_SAFE_SQUID, false, "%");
 }
 
-/* Per thread, so the LOG hook pays for gmtime_r/localtime_r once a
- * second rather than once a record. */
+/* Cached (one thread at a time, as al_fmt), so the LOG hook pays for
+ * gmtime_r/localtime_r once a second rather than once a record. */
 void
 al_time(time_t sec, bool local, struct tm *tm_out, long *gmtoff_out)
 {
-	static __thread time_t		 cached[2] = { -1, -1 };
-	static __thread struct tm	 tms[2];
+	static time_t		 cached[2] = { -1, -1 };
+	static struct tm	 tms[2];
 
 	if (cached[local] != sec) {
 		if (local)
@@ -526,13 +599,25 @@ al_is_denied(const struct al_rec *r)
 	return st == 403 || st == 407;
 }
 
+/* The last addresses written, as text: a record has two
+ * (client and origin) and a worker sees the same ones again and again.
+ * Direct-mapped on the last octet; len 0 is an empty slot. */
+#define AL_V4_CACHE	8
+static struct {
+	uint32_t	 key;
+	uint8_t		 len;
+	char		 txt[15];
+} al_v4_cache[AL_V4_CACHE];
+
 /* Dotted quad without inet_ntop, which goes through sprintf; in place
  * when the 15 bytes it may take fit. */
 static void
 al_put_v4(struct al_out *o, const unsigned char *b)
 {
-	char	*p;
-	int	 i;
+	char		*p;
+	int		 i;
+	uint32_t	 key;
+	unsigned	 slot = b[3] % AL_V4_CACHE;
 
 	if (o->cap - 1 - o->len < 15) {
 		for (i = 0; i < 4; i++) {
@@ -543,6 +628,12 @@ al_put_v4(struct al_out *o, const unsigned char *b)
 		return;
 	}
 	p = o->p + o->len;
+	memcpy(&key, b, 4);
+	if (al_v4_cache[slot].len != 0 && al_v4_cache[slot].key == key) {
+		memcpy(p, al_v4_cache[slot].txt, 15);	/* 15 fit: see above */
+		o->len += al_v4_cache[slot].len;
+		return;
+	}
 	for (i = 0; i < 4; i++) {
 		if (i > 0)
 			*p++ = '.';
@@ -556,6 +647,9 @@ al_put_v4(struct al_out *o, const unsigned char *b)
 		} else
 			*p++ = (char)('0' + b[i]);
 	}
+	al_v4_cache[slot].key = key;
+	al_v4_cache[slot].len = (uint8_t)(p - (o->p + o->len));
+	memcpy(al_v4_cache[slot].txt, o->p + o->len, 15);
 	o->len = (size_t)(p - o->p);
 }
 
@@ -613,6 +707,14 @@ al_path(const struct al_fmt_opts *o, const struct al_rec *r)
 	return p;
 }
 
+/* Whether the target is a URI (else host:port). */
+static bool
+al_is_http(enum pt_proto p)
+{
+	return p == PT_PROTO_HTTP || p == PT_PROTO_WEBSOCKET ||
+	    p == PT_PROTO_STATUS;
+}
+
 /*
  * The target in raw bytes, before escaping: the URI of an HTTP request
  * ("http://host[:port]/path"), host:port for everything else. Written
@@ -626,9 +728,7 @@ al_target(const struct al_fmt_opts *o, const struct al_rec *r, char *buf,
 	struct pt_str	 path = al_path(o, r);
 	bool		 v6 = memchr(r->host.ptr != NULL ? r->host.ptr : "",
 			    ':', r->host.len) != NULL;
-	bool		 http = r->proto == PT_PROTO_HTTP ||
-			    r->proto == PT_PROTO_WEBSOCKET ||
-			    r->proto == PT_PROTO_STATUS;
+	bool		 http = al_is_http(r->proto);
 
 	if (http && path.len > 0 && path.ptr[0] != '/') {
 		al_put(&t, path.ptr, path.len);	/* OPTIONS * */
@@ -746,14 +846,14 @@ al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_puts(o, " -");
 }
 
-/* [10/Oct/2000:13:55:36 -0700], made once a second per thread. */
+/* [10/Oct/2000:13:55:36 -0700], made once a second. */
 static void
 al_clf_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
     struct al_out *o)
 {
-	static __thread time_t	 sec[2] = { -1, -1 };
-	static __thread char	 text[2][40];
-	static __thread size_t	 tlen[2];
+	static time_t	 sec[2] = { -1, -1 };
+	static char	 text[2][40];
+	static size_t	 tlen[2];
 	time_t			 now = (time_t)(wall_ms / 1000);
 	int			 l = fo->local_time;
 	struct tm		 tm;
@@ -848,16 +948,17 @@ status:
 }
 
 /* 2026-12-01T10:36:13.123Z, or with the local offset (+01:00); all but
- * the milliseconds made once a second per thread. */
+ * the milliseconds made once a second. */
 static void
 al_iso_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
     struct al_out *o)
 {
-	static __thread time_t	 sec[2] = { -1, -1 };
-	static __thread char	 head[2][64], tail[2][16];
-	static __thread size_t	 hlen[2], tlen[2];
+	static time_t	 sec[2] = { -1, -1 };
+	static char	 head[2][32], tail[2][8];
+	static size_t	 hlen[2], tlen[2];
 	time_t			 now = (time_t)(wall_ms / 1000);
 	int			 l = fo->local_time, n;
+	unsigned		 ms;
 	struct tm		 tm;
 	long			 off, a;
 
@@ -867,7 +968,7 @@ al_iso_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
 		    "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
 		    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 		    tm.tm_sec);
-		hlen[l] = n > 0 ? (size_t)n : 0;
+		hlen[l] = n > 0 && (size_t)n < sizeof(head[l]) ? (size_t)n : 0;
 		a = off < 0 ? -off : off;
 		if (!fo->local_time)
 			n = snprintf(tail[l], sizeof(tail[l]), "Z");
@@ -875,12 +976,25 @@ al_iso_time(const struct al_fmt_opts *fo, uint64_t wall_ms,
 			n = snprintf(tail[l], sizeof(tail[l]), "%c%02ld:%02ld",
 			    off < 0 ? '-' : '+', (a / 3600) % 100,
 			    (a / 60) % 60);
-		tlen[l] = n > 0 ? (size_t)n : 0;
+		tlen[l] = n > 0 && (size_t)n < sizeof(tail[l]) ? (size_t)n : 0;
 		sec[l] = now;
 	}
-	al_put(o, head[l], hlen[l]);
-	al_put_digits(o, (unsigned)(wall_ms % 1000), 3);
-	al_put(o, tail[l], tlen[l]);
+	if (o->cap - 1 - o->len < sizeof(head[l]) + 3 + sizeof(tail[l])) {
+		al_put(o, head[l], hlen[l]);
+		al_put_digits(o, (unsigned)(wall_ms % 1000), 3);
+		al_put(o, tail[l], tlen[l]);
+		return;
+	}
+	/* Whole arrays copied (constant sizes: a few moves, no memcpy
+	 * call), the length advanced by what they hold. */
+	ms = (unsigned)(wall_ms % 1000);
+	memcpy(o->p + o->len, head[l], sizeof(head[l]));
+	o->len += hlen[l];
+	o->p[o->len] = (char)('0' + ms / 100);
+	memcpy(o->p + o->len + 1, al_pairs + (ms % 100) * 2, 2);
+	o->len += 3;
+	memcpy(o->p + o->len, tail[l], sizeof(tail[l]));
+	o->len += tlen[l];
 }
 
 /* A string field: ,"key": then the value quoted, or null. Inlined at
@@ -904,12 +1018,49 @@ al_json_field(struct al_out *o, const char *key, size_t klen, const char *s,
 	al_json_field((o), ",\"" key "\":", sizeof(",\"" key "\":") - 1,	\
 	    (s), (len), (budget))
 
+/*
+ * ,"target":"..." straight from the record when it is an HTTP URI whose
+ * host (a name or IPv4 address) and path are each one run that JSON
+ * takes as it is and that fits the budget: no copy into a buffer, no
+ * second scan. Anything else is built whole by al_target and escaped
+ * as one field (one budget, one cut).
+ */
+static void
+al_json_target(const struct al_fmt_opts *fo, const struct al_rec *r,
+    struct al_out *o)
+{
+	char		 tbuf[AL_MAX_TARGET * 2];
+	struct pt_str	 path = al_path(fo, r);
+	const unsigned char *h = (const unsigned char *)r->host.ptr;
+	size_t		 tlen;
+
+	if (al_is_http(r->proto) && r->host.len > 0 && path.len > 0 &&
+	    path.ptr[0] == '/' &&
+	    r->host.len + path.len + sizeof("http://:65535") <=
+	    AL_MAX_TARGET &&
+	    r->host.len + path.len + 32 <= o->cap - 1 - o->len &&
+	    memchr(h, ':', r->host.len) == NULL &&
+	    al_run(h, 0, r->host.len, AL_SAFE_JSON, false) == r->host.len &&
+	    al_run((const unsigned char *)path.ptr, 0, path.len, AL_SAFE_JSON,
+	    false) == path.len) {
+		al_puts(o, ",\"target\":\"http://");
+		al_put(o, r->host.ptr, r->host.len);
+		if (r->port != 80) {
+			al_putc(o, ':');
+			al_put_u64(o, r->port);
+		}
+		al_put(o, path.ptr, path.len);
+		al_putc(o, '"');
+		return;
+	}
+	tlen = al_target(fo, r, tbuf, sizeof(tbuf));
+	al_json_str(o, "target", tbuf, tlen, AL_MAX_TARGET);
+}
+
 static void
 al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
     struct al_out *o)
 {
-	char		 tbuf[AL_MAX_TARGET * 2];
-	size_t		 tlen = al_target(fo, r, tbuf, sizeof(tbuf));
 	struct al_out	 a;
 	char		 abuf[INET6_ADDRSTRLEN + 2];
 
@@ -927,7 +1078,7 @@ al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_putc(o, '"');
 	al_json_str(o, "method", r->method.ptr, r->method.len,
 	    AL_MAX_METHOD);
-	al_json_str(o, "target", tbuf, tlen, AL_MAX_TARGET);
+	al_json_target(fo, r, o);
 	al_puts(o, ",\"status\":");
 	al_put_int(o, r->status);
 	al_puts(o, ",\"bytes_in\":");

@@ -75,7 +75,10 @@ struct al_out {
 
 /*
  * Formats <r> as one line in <o>'s format, '\n' included, into <out>
- * (<cap> >= AL_REC_MAX bytes). Returns its length. Any thread.
+ * (<cap> >= AL_REC_MAX bytes). Returns its length. One thread at a
+ * time: the time texts and addresses it caches are the process's (a
+ * worker formats on its loop only; its writer thread never formats),
+ * which spares a TLS lookup per use in a loaded module.
  */
 size_t		 al_fmt(const struct al_fmt_opts *o, const struct al_rec *r,
 		    char *out, size_t cap);

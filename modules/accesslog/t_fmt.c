@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -563,6 +564,98 @@ test_accesslog_local_time(void)
 	CU_ASSERT(strstr(buf, "[01/Dec/2026:16:06:14 +0530]") != NULL);
 }
 
+/* What each escaper must write for one byte, the slow way. JSON's is
+ * for ASCII only (UTF-8 sequences have their own test above). */
+static size_t
+t_ref_escape(char *out, unsigned char c, int kind, bool space)
+{
+	static const char	 hex[] = "0123456789abcdef";
+
+	if (kind == 0) {		/* json */
+		if (c == '"' || c == '\\')
+			return (size_t)sprintf(out, "\\%c", c);
+		if (c == '\n' || c == '\r' || c == '\t')
+			return (size_t)sprintf(out, "\\%c", c == '\n' ? 'n' :
+			    c == '\r' ? 'r' : 't');
+		if (c < 0x20 || c == 0x7f)
+			return (size_t)sprintf(out, "\\u00%c%c", hex[c >> 4],
+			    hex[c & 15]);
+		out[0] = (char)c;
+		return 1;
+	}
+	if (kind == 1) {		/* quoted */
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' &&
+		    !(space && c == ' ')) {
+			out[0] = (char)c;
+			return 1;
+		}
+		return (size_t)sprintf(out, "\\x%c%c", hex[c >> 4], hex[c & 15]);
+	}
+	if (c > 0x20 && c < 0x7f) {	/* squid */
+		out[0] = (char)c;
+		return 1;
+	}
+	return (size_t)sprintf(out, "%%%c%c", hex[c >> 4], hex[c & 15]);
+}
+
+/*
+ * The escapers find runs of bytes to copy 8 or 16 at a time (fmt.c's
+ * al_run): every length from 0 to 70, with one to three bytes to escape
+ * at every position (and none), must come out as the byte-at-a-time
+ * reference says, for the three escapers.
+ */
+static void
+test_accesslog_escapers_match_bytewise_reference(void)
+{
+	static const unsigned char	 odd[] = { '"', '\\', '\n', 0x01, 0x7f,
+					    ' ', 0x1f, 0x80, 0xff, 0xc3 };
+	unsigned char	 in[80];
+	char		 got[800], want[800];
+	struct al_out	 o;
+	size_t		 len, pos, k, w;
+	unsigned	 seed = 12345, kind, v;
+	int		 bad = 0;
+
+	for (len = 0; len <= 70; len++)
+		for (pos = 0; pos <= len; pos++)
+			for (v = 0; v < 3; v++)
+				for (kind = 0; kind < 4; kind++) {
+					for (k = 0; k < len; k++) {
+						seed = seed * 1103515245u + 12345u;
+						in[k] = (unsigned char)(0x21 +
+						    (seed >> 16) % 94);
+					}
+					if (pos < len)
+						in[pos] = odd[(pos + v) % (kind == 0 ?
+						    7 : sizeof(odd))];
+					if (v == 2 && len > 0)
+						in[len - 1 - pos % len] = odd[v];
+					if (v == 1 && pos + 17 < len)
+						in[pos + 17] = ' ';
+					o = (struct al_out){ got, 0, sizeof(got) };
+					if (kind == 0)
+						al_put_json(&o, (char *)in, len, 700);
+					else if (kind == 3)
+						al_put_squid(&o, (char *)in, len, 700);
+					else
+						al_put_quoted(&o, (char *)in, len, 700,
+						    kind == 2);
+					for (k = 0, w = 0; k < len; k++)
+						w += t_ref_escape(want + w, in[k],
+						    kind == 3 ? 2 : kind == 0 ? 0 : 1,
+						    kind == 2);
+					if (o.len != w || memcmp(got, want, w) != 0)
+						bad++;
+					if (bad == 1 && (o.len != w ||
+					    memcmp(got, want, w) != 0))
+						CHECKF(0, "escaper %u, length %zu, "
+						    "byte at %zu: %.*s, want %.*s",
+						    kind, len, pos, (int)o.len, got,
+						    (int)w, want);
+				}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
 void	register_accesslog_fmt_suite(void);
 
 void
@@ -583,4 +676,6 @@ register_accesslog_fmt_suite(void)
 	CU_add_test(s, "addresses", test_accesslog_addresses);
 	CU_add_test(s, "dropped_line", test_accesslog_dropped_line);
 	CU_add_test(s, "local_time", test_accesslog_local_time);
+	CU_add_test(s, "escapers_match_bytewise_reference",
+	    test_accesslog_escapers_match_bytewise_reference);
 }
