@@ -99,6 +99,35 @@ rec_array(size_t n)
 }
 
 /*
+ * Moves the clock to <now> and runs the timers: each one that fires must
+ * have come due since the run at <prev>, none before one that fired
+ * earlier (*last, updated), and loop_run_timers must count just those.
+ */
+static void
+run_and_check(const struct rec_timer *r, uint64_t now, uint64_t prev,
+    uint64_t *last)
+{
+	int	 k, ran, first = fire_n;
+
+	loop_set_time(now);
+	ran = loop_run_timers();
+	CHECKF(ran == fire_n - first, "run_timers said %d, %d fired", ran,
+	    fire_n - first);
+	for (k = first; k < fire_n; k++) {
+		const struct rec_timer *f = &r[fire_log[k]];
+
+		CHECKF(f->deadline <= now && f->deadline > prev,
+		    "timer %d (deadline %llu) fired at %llu, last run %llu",
+		    f->id, (unsigned long long)f->deadline,
+		    (unsigned long long)now, (unsigned long long)prev);
+		CHECKF(f->deadline >= *last, "timer %d (deadline %llu) fired "
+		    "after one due at %llu", f->id,
+		    (unsigned long long)f->deadline, (unsigned long long)*last);
+		*last = f->deadline;
+	}
+}
+
+/*
  * Arms <n> timers with pseudo-random deadlines (with <moved>, then moves
  * every armed timer to another one, earlier or later, in place), then
  * walks the clock forward in uneven steps and checks each step fires
@@ -110,7 +139,6 @@ check_fire_order(unsigned n, uint32_t seed, bool moved)
 	struct rec_timer	*r = rec_array(n);
 	uint64_t		 now, prev, last_deadline = 0;
 	unsigned		 i, due;
-	int			 k, ran, first;
 
 	loop_reset();
 	for (i = 0; i < n; i++)
@@ -121,24 +149,7 @@ check_fire_order(unsigned n, uint32_t seed, bool moved)
 
 	prev = T0 - 1;
 	for (now = T0; now <= T0 + SPAN_MS; now += 1 + rng_next(&seed) % 53) {
-		loop_set_time(now);
-		first = fire_n;
-		ran = loop_run_timers();
-		CHECKF(ran == fire_n - first, "run_timers said %d, %d fired",
-		    ran, fire_n - first);
-		for (k = first; k < fire_n; k++) {
-			struct rec_timer *f = &r[fire_log[k]];
-
-			CHECKF(f->deadline <= now && f->deadline > prev,
-			    "timer %d (deadline %llu) fired at %llu, after "
-			    "%llu", f->id, (unsigned long long)f->deadline,
-			    (unsigned long long)now, (unsigned long long)prev);
-			CHECKF(f->deadline >= last_deadline,
-			    "timer %d (deadline %llu) fired after one due at "
-			    "%llu", f->id, (unsigned long long)f->deadline,
-			    (unsigned long long)last_deadline);
-			last_deadline = f->deadline;
-		}
+		run_and_check(r, now, prev, &last_deadline);
 		for (i = 0, due = 0; i < n; i++)
 			if (r[i].deadline <= now)
 				due++;
@@ -191,28 +202,15 @@ test_loop_timers_rearmed_as_clock_moves_fire_at_last_deadline(void)
 {
 	struct rec_timer	*r = rec_array(MANY);
 	uint32_t		 seed = 0x7e57ab1eu;
-	uint64_t		 now, prev, end = T0 + 4 * SPAN_MS;
+	uint64_t		 now, prev, end = T0 + 4 * SPAN_MS, last = 0;
 	unsigned		 i, armed;
-	int			 ran, first, k;
 
 	loop_reset();
 	for (i = 0; i < MANY; i++)
 		rec_start(&r[i], (int)i, 1 + rng_next(&seed) % SPAN_MS);
 	prev = T0;
 	for (now = T0 + 1; now <= end; now += 1 + rng_next(&seed) % 37) {
-		loop_set_time(now);
-		first = fire_n;
-		ran = loop_run_timers();
-		CHECKF(ran == fire_n - first, "run_timers said %d, %d fired",
-		    ran, fire_n - first);
-		for (k = first; k < fire_n; k++) {
-			struct rec_timer *f = &r[fire_log[k]];
-
-			CHECKF(f->deadline <= now && f->deadline > prev,
-			    "timer %d (deadline %llu) fired at %llu, last run "
-			    "%llu", f->id, (unsigned long long)f->deadline,
-			    (unsigned long long)now, (unsigned long long)prev);
-		}
+		run_and_check(r, now, prev, &last);
 		for (i = 0, armed = 0; i < MANY; i++) {
 			if (r[i].t.heap_idx != 0)
 				armed++;
