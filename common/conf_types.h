@@ -64,6 +64,10 @@ struct conf_listener {
 	struct pt_addr	 to_addr;	/* tcp: resolved by the master */
 	int		 backlog;
 	int		 line;
+	/* IPv6 only (IPV6_V6ONLY). "[::]:port" takes IPv4 clients too
+	 * unless `ipv6only = true` or the configuration also has
+	 * "*:port"; a specific IPv6 address is IPv6 only. */
+	bool		 v6only;
 	/* socks5: the address UDP ASSOCIATE replies advertise (NAT), or
 	 * family 0 for the relay socket's own. */
 	struct pt_addr	 udp_advertise;

@@ -58,7 +58,7 @@ static const char *const conf_resolver_keys[] = {
 };
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
-	"udp_replies", "name", NULL
+	"udp_replies", "name", "ipv6only", NULL
 };
 static const char *const conf_limits_keys[] = {
 	"max_connections", "header_timeout", "connect_timeout",
@@ -537,6 +537,16 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	if (conf_int(cc, s, "backlog", 1, 65535, 4096, &v) < 0)
 		return -1;
 	l->backlog = (int)v;
+	if ((m = config_setting_get_member(s, "ipv6only")) != NULL) {
+		if (l->addr.sa.ss_family != AF_INET6)
+			return conf_err(cc, m, "only for an IPv6 address");
+		if (config_setting_type(m) != CONFIG_TYPE_BOOL)
+			return conf_err(cc, m, "expected true or false");
+		l->v6only = config_setting_get_bool(m);
+	} else
+		l->v6only = l->addr.sa.ss_family == AF_INET6 &&
+		    !IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)
+		    &l->addr.sa)->sin6_addr);
 	if ((m = config_setting_get_member(s, "udp_advertise")) != NULL) {
 		char	 withport[128];
 
@@ -569,6 +579,47 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	if (conf_transport(cc, s, l) < 0)
 		return -1;
 	return conf_listener_modules(cc, s, l);
+}
+
+/* The port of "*:port" (any IPv4 address), or -1. */
+static int
+conf_any4_port(const struct conf_listener *l)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)&l->addr.sa;
+
+	if (l->addr.sa.ss_family != AF_INET ||
+	    sin->sin_addr.s_addr != htonl(INADDR_ANY))
+		return -1;
+	return ntohs(sin->sin_port);
+}
+
+/*
+ * "[::]:port" is dual-stack, as the kernel's default and most proxies
+ * have it (IPv4 clients arrive as ::ffff:a.b.c.d, which everything
+ * judges as IPv4), except where the operator split the families: with
+ * "*:port" in the configuration too, it is IPv6 only, so both can bind.
+ * An explicit `ipv6only` decides alone.
+ */
+static void
+conf_dual_stack(struct pt_config *conf, const config_setting_t *list)
+{
+	struct conf_listener	*l;
+	const struct sockaddr_in6 *sin6;
+	int			 i, j;
+
+	for (i = 0; i < conf->nlisteners; i++) {
+		l = &conf->listeners[i];
+		sin6 = (const struct sockaddr_in6 *)&l->addr.sa;
+		if (l->addr.sa.ss_family != AF_INET6 ||
+		    !IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr) ||
+		    config_setting_get_member(config_setting_get_elem(list,
+		    (unsigned)i), "ipv6only") != NULL)
+			continue;
+		for (j = 0; j < conf->nlisteners; j++)
+			if (conf_any4_port(&conf->listeners[j]) ==
+			    ntohs(sin6->sin6_port))
+				l->v6only = true;
+	}
 }
 
 static int
@@ -611,6 +662,7 @@ conf_listeners(struct conf_ctx *cc, const config_setting_t *root)
 				    conf->listeners[j].line);
 		}
 	}
+	conf_dual_stack(conf, s);
 	return 0;
 }
 

@@ -34,6 +34,7 @@ struct listen_inherited {
 	int		 fd;
 	int		 slot;
 	struct pt_addr	 addr;		/* getsockname: the kernel's word */
+	bool		 v6only;	/* IPV6_V6ONLY, for AF_INET6 */
 	bool		 adopted;
 };
 
@@ -43,7 +44,7 @@ static int			 listen_ninh;
 static int
 listen_bind_one(const struct conf_listener *l)
 {
-	int	 fd, one = 1, err;
+	int	 fd, one = 1, zero = 0, err;
 
 	fd = socket(l->addr.sa.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -56,10 +57,10 @@ listen_bind_one(const struct conf_listener *l)
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		goto fail;
-	/* "[::]:port" must not take the IPv4 port too: an operator who wants
-	 * both lists both. */
+	/* Set either way: the sysctl net.ipv6.bindv6only must not decide
+	 * (conf.c says which "[::]:port" is dual-stack). */
 	if (l->addr.sa.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6,
-	    IPV6_V6ONLY, &one, sizeof(one)) < 0)
+	    IPV6_V6ONLY, l->v6only ? &one : &zero, sizeof(one)) < 0)
 		goto fail;
 	if (bind(fd, (const struct sockaddr *)&l->addr.sa, l->addr.len) < 0 ||
 	    listen(fd, l->backlog) < 0)
@@ -80,7 +81,8 @@ listen_find(const struct pt_config *conf, const struct conf_listener *l)
 	if (conf == NULL)
 		return -1;
 	for (i = 0; i < conf->nlisteners; i++)
-		if (sockaddr_equal(&conf->listeners[i].addr, &l->addr))
+		if (sockaddr_equal(&conf->listeners[i].addr, &l->addr) &&
+		    conf->listeners[i].v6only == l->v6only)
 			return i;
 	return -1;
 }
@@ -131,16 +133,18 @@ listen_adopt(const struct conf_listener *l, int slot)
 
 	for (i = 0; i < listen_ninh; i++)
 		if (!listen_inh[i].adopted && listen_inh[i].slot == slot &&
-		    listen_same_addr(&listen_inh[i].addr, &l->addr)) {
+		    listen_same_addr(&listen_inh[i].addr, &l->addr) &&
+		    listen_inh[i].v6only == l->v6only) {
 			listen_inh[i].adopted = true;
 			return listen_inh[i].fd;
 		}
 	return -1;
 }
 
-/* A listening TCP socket of ours to take: its address, or -errno. */
+/* A listening TCP socket of ours to take: its address and IPv6-only
+ * flag, or -errno. */
 static int
-listen_inherit_check(int fd, struct pt_addr *out)
+listen_inherit_check(int fd, struct pt_addr *out, bool *v6only)
 {
 	int		 v = 0;
 	socklen_t	 vl = sizeof(v);
@@ -160,6 +164,12 @@ listen_inherit_check(int fd, struct pt_addr *out)
 	out->len = sizeof(out->sa);
 	if (getsockname(fd, (struct sockaddr *)&out->sa, &out->len) < 0)
 		return -errno;
+	v = 0;
+	vl = sizeof(v);
+	if (out->sa.ss_family == AF_INET6 && getsockopt(fd, IPPROTO_IPV6,
+	    IPV6_V6ONLY, &v, &vl) < 0)
+		return -errno;
+	*v6only = v != 0;
 	/* Ours now: not for the processes this binary starts, unless a
 	 * later upgrade hands it over again. */
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
@@ -199,7 +209,8 @@ listen_inherit(const char *spec)
 			return -ENOMEM;
 		listen_inh = grown;
 		e = &listen_inh[listen_ninh];
-		if ((rc = listen_inherit_check((int)fd, &e->addr)) < 0) {
+		if ((rc = listen_inherit_check((int)fd, &e->addr,
+		    &e->v6only)) < 0) {
 			pt_log_err(PT_LOG_WARNING, -rc, "PORTICO_LISTENERS: "
 			    "descriptor %ld (%.*s)", fd, (int)(last - colon - 1),
 			    colon + 1);

@@ -929,6 +929,18 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 	    SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		goto fail;
+	/* An IPv4 client of a dual-stack listener: its relay socket binds
+	 * the same ::ffff:a.b.c.d, which net.ipv6.bindv6only must not
+	 * refuse. */
+	if (addr.ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(
+	    &((struct sockaddr_in6 *)&addr)->sin6_addr) &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &(int){ 0 },
+	    sizeof(int)) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		goto fail;
+	}
 	if (bind(fd, (struct sockaddr *)&addr, len) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&bound_out->sa, &len) < 0 ||
 	    loop_io_start(&a->cio, fd, EPOLLIN, udp_on_client) < 0) {

@@ -41,6 +41,7 @@ BAD = [
     ("bad_resolver_servers", r"servers: entry 2 \"127\.0\.0\.1:5x3\""),
     ("bad_response_timeout", r"response_timeout: 0 out of range"),
     ("bad_udp_replies", r"udp_replies|\"contacted\" or \"any\""),
+    ("bad_ipv6only", r"only for an IPv6 address"),
 ]
 
 
