@@ -133,15 +133,24 @@ acl_q_host(struct acl_query *q)
 	return q->hlen >= 0;
 }
 
+/*
+ * Whether one of <v> holds <a>. A destination is also judged by the IPv4
+ * address its IPv6 form carries (<embedded>: NAT64, 6to4, IPv4-
+ * compatible reach that address); a source is the address the client
+ * has, IPv4-mapped ones already unmapped (net_addr_from), as auth's
+ * no_auth_from and limits judge it.
+ */
 static bool
-acl_nets_have(const struct net_prefix *v, size_t n, const struct net_addr *a)
+acl_nets_have(const struct net_prefix *v, size_t n, const struct net_addr *a,
+    bool embedded)
 {
 	size_t	 i;
 
 	if (a->family == 0)
 		return false;
 	for (i = 0; i < n; i++)
-		if (net_prefix_has_any(&v[i], a))
+		if (embedded ? net_prefix_has_any(&v[i], a) :
+		    net_prefix_has(&v[i], a))
 			return true;
 	return false;
 }
@@ -260,9 +269,11 @@ acl_rule_matches(const struct acl_rule *r, struct acl_query *q,
 	if ((has & ACL_C_LISTENER) &&
 	    !acl_listeners_have(r, req->listener_idx))
 		return 0;
-	if ((has & ACL_C_SRC) && !acl_nets_have(r->src, r->nsrc, acl_q_src(q)))
+	if ((has & ACL_C_SRC) &&
+	    !acl_nets_have(r->src, r->nsrc, acl_q_src(q), false))
 		return 0;
-	if ((has & ACL_C_DST) && !acl_nets_have(r->dst, r->ndst, q->target))
+	if ((has & ACL_C_DST) &&
+	    !acl_nets_have(r->dst, r->ndst, q->target, true))
 		return 0;
 	if ((has & ACL_C_METHOD) &&
 	    !acl_names_have(r->methods, r->nmethods, &req->method))
@@ -331,7 +342,8 @@ acl_block_start(const struct acl_block *b, struct acl_query *q)
 	for (i = 0; i < b->nv6; i++)
 		if (b->v6[i].rule < first && net_prefix_has(&b->v6[i].net, a))
 			first = b->v6[i].rule;
-	if (net_addr_embedded_v4(a, &v4) && (f = acl_v4_first(b, &v4)) < first)
+	if (b->kind == ACL_C_DST && net_addr_embedded_v4(a, &v4) &&
+	    (f = acl_v4_first(b, &v4)) < first)
 		first = f;
 	return first;
 }

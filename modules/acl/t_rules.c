@@ -339,6 +339,31 @@ test_acl_rules_dst_waits_for_dial(void)
 	    "2002:c633:6407::1");
 	CU_ASSERT(t_judge(ac, &r, NULL) == 'D');
 
+	acl_conf_free(ac);
+	/* A source is the address the client has: only its IPv4-mapped
+	 * form is its IPv4 address, not an IPv6 one carrying it (6to4,
+	 * NAT64, compatible), as auth's no_auth_from reads it. */
+	ac = t_parse("rules = ( { name = \"lan\"; action = \"allow\"; "
+	    "src = \"10.0.0.0/8\"; } );");
+	CU_ASSERT_FATAL(ac != NULL);
+	r = t_req(PT_PROTO_HTTP, "ok.test", 80, "::ffff:10.1.2.3", 0, "GET", 0,
+	    "192.0.2.7");
+	CU_ASSERT(t_judge(ac, &r, NULL) == 'A');
+	r = t_req(PT_PROTO_HTTP, "ok.test", 80, "2002:a01:203::1", 0, "GET", 0,
+	    "192.0.2.7");
+	CU_ASSERT(t_judge(ac, &r, NULL) == 'D');
+	r = t_req(PT_PROTO_HTTP, "ok.test", 80, "64:ff9b::a01:203", 0, "GET",
+	    0, "192.0.2.7");
+	CU_ASSERT(t_judge(ac, &r, NULL) == 'D');
+	r = t_req(PT_PROTO_HTTP, "ok.test", 80, "::10.1.2.3", 0, "GET", 0,
+	    "192.0.2.7");
+	CU_ASSERT(t_judge(ac, &r, NULL) == 'D');
+	acl_conf_free(ac);
+	ac = t_parse("rules = ( { action = \"deny\"; host = \"bad.test\"; },\n"
+	    "{ name = \"lan\"; action = \"deny\"; dst = \"198.51.100.0/24\"; },\n"
+	    "{ name = \"all\"; action = \"allow\"; } );");
+	CU_ASSERT_FATAL(ac != NULL);
+
 	/* A UDP association knows no destination: only a rule without
 	 * destination conditions decides it. */
 	r = t_req(PT_PROTO_UDP, "0.0.0.0", 0, 0, 0, NULL, 1, NULL);

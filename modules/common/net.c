@@ -57,6 +57,16 @@ net_prefix_parse(const char *s, struct net_prefix *n, const char **why)
 			*why = "host bits set after the prefix";
 			return -1;
 		}
+	/* ::ffff:a.b.c.d/96+ is an IPv4 network: addresses are compared
+	 * unmapped (net_addr_from), so written mapped it would never
+	 * match. */
+	if (n->family == AF_INET6 && n->prefix >= 96 &&
+	    IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)(const void *)n->b)) {
+		n->family = AF_INET;
+		n->prefix -= 96;
+		memmove(n->b, n->b + 12, 4);
+		memset(n->b + 4, 0, 12);
+	}
 	return 0;
 }
 

@@ -74,6 +74,20 @@ test_acl_net_parse(void)
 	    n.family == AF_INET && n.prefix == 8);
 	CU_ASSERT(net_prefix_parse("::1", &n, &why) == 0 &&
 	    n.family == AF_INET6 && n.prefix == 128);
+	/* Written IPv4-mapped, a network is the IPv4 one (addresses are
+	 * compared unmapped, so the mapped form would never match). */
+	CU_ASSERT(net_prefix_parse("::ffff:127.0.0.0/104", &n, &why) == 0 &&
+	    n.family == AF_INET && n.prefix == 8 && n.b[0] == 127 &&
+	    n.b[1] == 0 && n.b[4] == 0);
+	CU_ASSERT(net_prefix_parse("::ffff:192.0.2.7", &n, &why) == 0 &&
+	    n.family == AF_INET && n.prefix == 32 && n.b[3] == 7);
+	CU_ASSERT(t_in("::ffff:127.0.0.0/104", "127.0.0.2") &&
+	    t_in("::ffff:127.0.0.0/104", "::ffff:127.9.9.9") &&
+	    !t_in("::ffff:127.0.0.0/104", "128.0.0.1"));
+	CU_ASSERT(net_prefix_parse("::ffff:0.0.0.0/96", &n, &why) == 0 &&
+	    n.family == AF_INET && n.prefix == 0);
+	CU_ASSERT(net_prefix_parse("::/95", &n, &why) == 0 &&
+	    n.family == AF_INET6 && n.prefix == 95);
 }
 
 static void

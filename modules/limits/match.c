@@ -36,10 +36,13 @@ limits_match(const struct limits_class *c, const struct pt_req *req)
 			return false;
 	}
 	if (c->nsrc > 0) {
+		/* The address the client has (IPv4-mapped unmapped), not one
+		 * its IPv6 address may carry: as acl's src and auth's
+		 * no_auth_from judge it. */
 		net_addr_from((const struct sockaddr *)&req->peer, &a);
 		ok = false;
 		for (i = 0; !ok && i < c->nsrc; i++)
-			ok = net_prefix_has_any(&c->src[i], &a);
+			ok = net_prefix_has(&c->src[i], &a);
 		if (!ok)
 			return false;
 	}
