@@ -398,6 +398,16 @@ socks_on_auth(struct pt_conn *c, enum pt_verdict v)
 	socks_reply_then(c, ok, sizeof(ok), SN_READ, SS_REQUEST);
 }
 
+/* SOCKS4 where credentials are needed: it carries none, so it is
+ * refused (0x5B) once the AUTH hooks have seen it, whatever they said. */
+static void
+socks4_on_auth(struct pt_conn *c, enum pt_verdict v)
+{
+	(void)v;
+	socks_st(c)->in_auth = false;
+	socks_fail(c, SOCKS5_FAILURE, "SOCKS4 has no password");
+}
+
 /* Fills c_req from a parsed destination: copies, since the bytes it
  * points into are about to be consumed. */
 static void
@@ -475,18 +485,25 @@ socks_parse_one(struct pt_conn *c)
 				return false;
 			s->v4 = true;
 			c->c_req.proto = PT_PROTO_SOCKS4;
-			if (rc == PARSE_BAD || r4.cmd != 1 || auth) {
+			if (rc == PARSE_BAD || r4.cmd != 1) {
 				socks_fail(c, SOCKS5_FAILURE, rc == PARSE_BAD ?
-				    "bad SOCKS4 request" : auth ?
-				    "SOCKS4 has no password" :
+				    "bad SOCKS4 request" :
 				    "SOCKS4 command not supported");
 				return false;
 			}
 			/* The USERID is the client's claim, checked by
-			 * nothing (a listener whose module checks
-			 * credentials refuses SOCKS4 above): no user. */
+			 * nothing: no user. */
 			socks_take_dest(c, &r4.dest);
 			socks_consume(s, r4.len);
+			if (auth) {
+				/* Refused below whatever AUTH says; its
+				 * modules see it first, so the failure is
+				 * theirs to log and count (fail2ban). */
+				s->stage = SS_WAIT;
+				s->in_auth = true;
+				phase_run(c, PT_PHASE_AUTH, socks4_on_auth);
+				return false;
+			}
 			socks_request(c);
 			return false;
 		}

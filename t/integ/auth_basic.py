@@ -16,7 +16,8 @@ SHA-512-crypt (mkpasswd).
 - curl --proxy-user with three requests on one keep-alive connection:
   three 200s, one connection, one verification (one "verified" line);
 - SOCKS5 through curl --socks5 user:pass@: right 200, wrong refused with
-  a failure line proto=socks5; SOCKS4 refused, the origin never sees it;
+  a failure line proto=socks5; SOCKS4 refused, the origin never sees it,
+  and a failure line reason=socks4;
 - no_auth_from 127.0.0.1/32: 200 without credentials (HTTP and SOCKS5);
   no_auth_from 10.0.0.0/8 from 127.0.0.1: 407; required = false: 200;
 - the counters in the master's totals match what happened;
@@ -150,8 +151,16 @@ def main(t):
                            ptest.bound(5)),
             "its failure line says proto=socks5", A.failures(p))
     rc, st = A.curl_socks(ports["socks"], url % "s4", v4=True)
+    fails += 1
     t.check(rc != 0 and not o.reqs_for("/auth/s4"),
             "SOCKS4 where auth applies: refused", (rc, st))
+    t.check(ptest.wait_for(lambda: any(x.get("proto") == "socks4" and
+                                       x.get("reason") == "socks4" and
+                                       x.get("listener") == "socks"
+                                       for x in A.failures(p)),
+                           ptest.bound(5)),
+            "and logged as a failure, reason=socks4 (portico-auth(8))",
+            A.failures(p))
 
     # Where auth applies.
     st, head = A.curl_head(ports["lan"], url % "lan")
