@@ -9,9 +9,14 @@
  * - Reload: the new configuration is loaded and its new sockets bound
  *   before anything running is touched; any failure leaves the running
  *   generation exactly as it was. Then the new generation is forked on
- *   the carried-over sockets, and only after that is the old one told to
- *   drain. The kernel queues of carried-over sockets are shared by both,
- *   so no connection is refused or reset in between.
+ *   the carried-over sockets, and only once all its workers accept is the
+ *   old one told to drain: until then both serve, sharing the kernel
+ *   queues of carried-over sockets, so no connection is refused or reset
+ *   in between, and a new generation that cannot start (a module failing
+ *   in its workers, which -t cannot see) leaves the old one serving.
+ * - Stop: the master closes its copies of the listening sockets, so once
+ *   the workers have taken what was queued and closed theirs, new clients
+ *   are refused at once instead of waiting in a queue nobody reads.
  * - Readiness: each worker writes its pid to a pipe once it watches its
  *   listeners. A generation is up when every slot's current worker has
  *   said so; that is when systemd hears READY=1 (at start and after a
@@ -61,11 +66,13 @@ enum spawn_wait {
 	SPAWN_WAIT_RELOAD,	/* READY=1 after RELOADING=1 */
 };
 
-/* A worker of an older generation, draining. */
+/* A worker of an older generation: serving on until the new generation
+ * is ready (told false), then draining. */
 struct spawn_old {
 	pid_t		 pid;
-	uint64_t	 kill_at;
+	uint64_t	 kill_at;	/* UINT64_MAX until told */
 	uint64_t	 kept;		/* listen_kept_mask of its slot */
+	bool		 told;		/* SIGQUIT sent: draining */
 	struct counters_worker	 rec;	/* as the status listener shows it */
 };
 
@@ -187,6 +194,7 @@ spawn_old_add(int slot, pid_t pid, uint64_t kill_at, uint64_t kept)
 	spawn_olds[spawn_nolds].pid = pid;
 	spawn_olds[spawn_nolds].kill_at = kill_at;
 	spawn_olds[spawn_nolds].kept = kept;
+	spawn_olds[spawn_nolds].told = false;
 	memset(&spawn_olds[spawn_nolds].rec, 0, sizeof(struct counters_worker));
 	if (m != NULL)
 		spawn_olds[spawn_nolds].rec = m->w[slot];
@@ -247,6 +255,18 @@ spawn_schedule_respawn(int slot)
 		s->respawn_at = 1;
 }
 
+/* Whether old workers still serve, waiting for this generation. */
+static bool
+spawn_olds_serving(void)
+{
+	int	 i;
+
+	for (i = 0; i < spawn_nolds; i++)
+		if (!spawn_olds[i].told)
+			return true;
+	return false;
+}
+
 static void
 spawn_reap(void)
 {
@@ -267,6 +287,11 @@ spawn_reap(void)
 		if (spawn_stopping)
 			continue;
 		spawn_describe_exit(i, pid, status);
+		if (!spawn_slots[i].ready && spawn_olds_serving())
+			pt_log(PT_LOG_ERR, "generation %d is not up (worker %d "
+			    "died starting): the previous generation keeps "
+			    "serving until it is, or until a reload",
+			    spawn_generation, i);
 		spawn_schedule_respawn(i);
 	}
 }
@@ -306,13 +331,34 @@ spawn_signal_all(int sig)
  * (graceful stop, the master's death) means none is kept.
  */
 static void
-spawn_quit_old(const struct spawn_old *o)
+spawn_quit_old(struct spawn_old *o)
 {
 	union sigval	 v;
 
 	v.sival_ptr = (void *)(uintptr_t)o->kept;
 	if (sigqueue(o->pid, SIGQUIT, v) < 0 && errno != ESRCH)
 		kill(o->pid, SIGQUIT);
+	o->told = true;
+	o->kill_at = spawn_now() + spawn_conf->shutdown_timeout_ms +
+	    SPAWN_KILL_GRACE_MS;
+}
+
+/* The new generation accepts in every slot: the old workers still
+ * serving since the reload drain now. */
+static void
+spawn_drain_olds(void)
+{
+	int	 i, n = 0;
+
+	for (i = 0; i < spawn_nolds; i++)
+		if (!spawn_olds[i].told) {
+			spawn_quit_old(&spawn_olds[i]);
+			n++;
+		}
+	if (n > 0 || spawn_waiting == SPAWN_WAIT_RELOAD)
+		pt_log(PT_LOG_NOTICE, "reloaded %s: generation %d, %d workers "
+		    "accepting, %d old ones draining", spawn_conf->file,
+		    spawn_generation, spawn_conf->workers, n);
 }
 
 /* The running generation serves on: systemd hears it is ready again,
@@ -340,11 +386,14 @@ spawn_on_ready(void)
 			for (i = 0; i < CONF_MAX_WORKERS; i++)
 				if (spawn_slots[i].pid == pids[j])
 					spawn_slots[i].ready = true;
-	if (spawn_waiting == SPAWN_WAIT_NONE || spawn_stopping)
+	if (spawn_stopping)
 		return;
 	for (i = 0; i < spawn_conf->workers; i++)
 		if (spawn_slots[i].pid <= 0 || !spawn_slots[i].ready)
 			return;
+	spawn_drain_olds();
+	if (spawn_waiting == SPAWN_WAIT_NONE)
+		return;
 	pt_log(PT_LOG_NOTICE, "generation %d ready: %d workers accepting",
 	    spawn_generation, spawn_conf->workers);
 	notify_send("READY=1\nSTATUS=%s: generation %d, %d workers, %d "
@@ -361,7 +410,6 @@ spawn_reload(void)
 	struct pt_config	*conf;
 	struct listen_set	 ls;
 	char			 err[CONF_ERRSZ];
-	uint64_t		 kill_at;
 	int			 i;
 
 	pt_log(PT_LOG_NOTICE, "reloading %s", spawn_conf->file);
@@ -392,12 +440,13 @@ spawn_reload(void)
 	log_set_level(conf->log_level);
 
 	/* Old workers first become "old", then the new ones are forked on
-	 * the same sockets, and only then are the old ones told to drain. */
-	kill_at = spawn_now() + spawn_conf->shutdown_timeout_ms +
-	    SPAWN_KILL_GRACE_MS;
+	 * the same sockets, and the old ones are told to drain when the new
+	 * ones all accept (spawn_on_ready). Workers of an earlier reload's
+	 * generation that never got that far (still starting, or failing
+	 * to) become old too, and drain with the rest. */
 	for (i = 0; i < CONF_MAX_WORKERS; i++) {
 		if (spawn_slots[i].pid > 0)
-			spawn_old_add(i, spawn_slots[i].pid, kill_at,
+			spawn_old_add(i, spawn_slots[i].pid, UINT64_MAX,
 			    listen_kept_mask(&spawn_ls, &ls, i));
 		if (spawn_slots[i].pid > 0 || spawn_slots[i].respawn_at != 0)
 			counters_m_worker(i, 0, 0, -1, WSTATE_NONE);
@@ -414,10 +463,8 @@ spawn_reload(void)
 	counters_m_generation(spawn_generation, conf->workers);
 	counters_m_reload(true);
 	spawn_all();
-	for (i = 0; i < spawn_nolds; i++)
-		spawn_quit_old(&spawn_olds[i]);
-	pt_log(PT_LOG_NOTICE, "reloaded %s: generation %d, %d workers",
-	    conf->file, spawn_generation, conf->workers);
+	pt_log(PT_LOG_NOTICE, "generation %d starting: %d workers",
+	    spawn_generation, conf->workers);
 	spawn_log_totals();
 }
 
@@ -449,6 +496,9 @@ spawn_stop(bool graceful)
 		notify_send("STOPPING=1\nSTATUS=%s",
 		    graceful ? "draining" : "stopping");
 	spawn_stopping = true;
+	/* The workers take what is queued and close theirs (accept_stop);
+	 * with ours closed too, the next client is refused at once. */
+	listen_close(&spawn_ls);
 	if (graceful) {
 		pt_log(PT_LOG_NOTICE, "shutting down gracefully");
 		grace = spawn_conf->shutdown_timeout_ms + SPAWN_KILL_GRACE_MS;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """
 SIGQUIT is a graceful stop: a long transfer in progress completes
-byte-exact, then the master exits with status 0 and removes its pid file.
+byte-exact, then the master exits with status 0 and removes its pid file;
+meanwhile new clients are refused.
 SIGTERM is a fast stop: the master exits promptly even with a connection
 open. `portico -s stop` and `-s quit` find the master through the pid file.
 """
@@ -54,6 +55,13 @@ def main(t):
     t.check(p.running() and not x.done.is_set(),
             "SIGQUIT: the master waits for the transfer in progress",
             lambda: ["master exit %s" % p.proc.poll(), x.describe()])
+    # Nobody accepts any more: a new client is refused at once rather
+    # than left in a queue until the master exits (the master closed
+    # its copies of the listening sockets too).
+    t.check(ptest.try_connect(port) == "refused",
+            "SIGQUIT: while it drains, a new client is refused",
+            lambda: [ptest.try_connect(port), "listening: %s" %
+                     ptest.listening(port)])
     release.set()
     x.wait(ptest.bound(20))
     t.check(x.ok(), "SIGQUIT: the %d MiB transfer completes byte-exact, "
