@@ -531,10 +531,34 @@ conn_drain_all(void)
 }
 
 void
+conn_cut(struct pt_conn *c, const char *why)
+{
+	static const struct linger	 rst = { 1, 0 };
+	int				 i;
+
+	if (c->c_state == CONN_CLOSED)
+		return;
+	/* A FIN after the last byte would read as the natural end of a
+	 * tunnel or of a body that runs to the close, cut or not. */
+	c->c_cut = true;
+	for (i = 0; i < 2; i++)
+		if (c->c_side[i].io.fd >= 0 && !c->c_side[i].reset)
+			(void)setsockopt(c->c_side[i].io.fd, SOL_SOCKET,
+			    SO_LINGER, &rst, sizeof(rst));
+	conn_close(c, why);
+}
+
+bool
+pt_conn_cut(const struct pt_conn *c)
+{
+	return c->c_cut;
+}
+
+void
 conn_close_all(const char *why)
 {
 	while (conn_live != NULL)
-		conn_abort(conn_live, why);
+		conn_cut(conn_live, why);
 }
 
 /* The client leg may be wrapped by a module's transport (tls); the

@@ -142,6 +142,8 @@ struct pt_conn {
 	bool				 c_waited;
 	bool				 c_logged;
 	bool				 c_reap_queued;
+	/* Cut short by the proxy (conn_cut): reset, not ended. */
+	bool				 c_cut;
 	/* SOCKS5 asks for credentials: the listener's default, or what an
 	 * ACCEPT hook said (pt_conn_need_credentials). */
 	bool				 c_need_creds;
@@ -231,6 +233,10 @@ void		 conn_close(struct pt_conn *c, const char *why);
  * stop): a socket still holding bytes its peer has not taken is reset
  * rather than left to linger as an orphan (conn.c). */
 void		 conn_abort(struct pt_conn *c, const char *why);
+/* Closes <c> mid-transaction on the proxy's own account (shutdown_timeout,
+ * fast stop): both sockets are reset and a transport writes no close of
+ * its own (pt_conn_cut), so neither end takes the cut for an end. */
+void		 conn_cut(struct pt_conn *c, const char *why);
 /* conn_close for a client answered while it may still be sending (the
  * answer all written): its plain socket lingers (worker/linger.c), so
  * the unread bytes do not turn the close into a reset. */

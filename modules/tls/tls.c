@@ -292,9 +292,10 @@ tls_free(struct pt_conn *c, void *tctx)
 	 * The end of a connection the core closes without a half-close (an
 	 * HTTP keep-alive connection, a timeout): one attempt at a
 	 * close_notify so the client can tell it from a truncation; a full
-	 * socket just loses it.
+	 * socket just loses it. None when the core cuts it short: the
+	 * reset says so, and a close_notify would say the data ended.
 	 */
-	if (t->done && !t->broken && !t->shut &&
+	if (t->done && !t->broken && !t->shut && !pt_conn_cut(c) &&
 	    !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN)) {
 		ERR_clear_error();
 		SSL_shutdown(t->ssl);

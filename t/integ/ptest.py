@@ -861,14 +861,18 @@ class Held:
 
     def closed_by_peer(self, timeout):
         """True when the proxy side closes (EOF or reset) within timeout."""
+        return self.ending(timeout) in ("eof", "reset")
+
+    def ending(self, timeout):
+        """How the proxy side ends the connection within <timeout>: 'eof'
+        (a FIN), 'reset', 'data' (bytes came instead) or another failure
+        name."""
         self.sock.settimeout(timeout)
         try:
             d = self.sock.recv(1)
-            return d == b""
-        except ConnectionResetError:
-            return True
-        except Exception:
-            return False
+            return "eof" if d == b"" else "data"
+        except Exception as e:
+            return err_kind(e)
 
     def close(self):
         try:

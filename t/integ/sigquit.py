@@ -5,7 +5,8 @@ SIGQUIT is a graceful stop: a long transfer in progress completes
 byte-exact, then the master exits with status 0 and removes its pid file;
 meanwhile new clients are refused.
 SIGTERM is a fast stop: the master exits promptly even with a connection
-open. `portico -s stop` and `-s quit` find the master through the pid file.
+open, which is reset (as one still open at shutdown_timeout after a
+SIGQUIT): a FIN would read as the tunnel's natural end. `portico -s stop` and `-s quit` find the master through the pid file.
 """
 import os
 import signal
@@ -106,9 +107,26 @@ def main(t):
                           ptest.bound(5))
     t.check(gone, "SIGTERM: the workers are gone",
             str([(w, ptest.comm(w)) for w in workers if ptest.alive(w)]))
-    t.check(held.closed_by_peer(ptest.bound(5)),
-            "SIGTERM: the held connection is closed")
+    how = held.ending(ptest.bound(5))
+    t.check(how == "reset", "SIGTERM: the held tunnel is reset, not ended "
+            "with a FIN that would read as its natural end", how)
     held.close()
+    t.stop_portico(p)
+
+    # -- SIGQUIT, a tunnel still open at shutdown_timeout: cut, reset -------
+    p, port = start(t, echo, "cut", shutdown=1)
+    held = ptest.Held(port)
+    t.at_exit(held.close)
+    t.check(held.ping()[0], "shutdown_timeout 1: a held tunnel relays")
+    p.quit()
+    how = held.ending(ptest.bound(10))
+    t.check(how == "reset", "at shutdown_timeout the tunnel is reset, not "
+            "ended with a FIN", how)
+    t.check(bool(p.wait_log(r"shutdown_timeout: closing 1 ")),
+            "the log says shutdown_timeout closed it",
+            lambda: ptest.tail(p.log()))
+    held.close()
+    p.wait_exit(ptest.bound(10))
     t.stop_portico(p)
 
     # -- portico -s stop / -s quit, through the pid file --------------------

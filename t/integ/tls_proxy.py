@@ -486,6 +486,37 @@ def main(t):
             tot.get("tls_handshake_failed", 0) >= 4,
             "the totals count handshakes and failed ones "
             "(plaintext, TLS 1.1, two stalls)", repr(tot))
+    check_cut(t, ca.pem, cert, key, echo)
+
+
+def check_cut(t, ca, cert, key, echo):
+    """A CONNECT tunnel inside TLS open at a fast stop is reset, with no
+    close_notify: the client must not read the cut as the data's end."""
+    port = ptest.free_port()
+    p = t.portico(T.conf(t, T.listener(port, cert, key)),
+                  conf_name="cut.conf")
+    conn, status = tls_connect_tunnel(port, ca, echo.address)
+    conn.send(b"held")
+    t.check(" 200" in status and conn.read_exact(4) == b"held",
+            "a CONNECT tunnel inside TLS relays before the fast stop", status)
+    # Read below TLS: a close_notify would be a record's bytes, a FIN an
+    # empty read, the reset an error.
+    raw = socket.socket(fileno=os.dup(conn.sock.fileno()))
+    p.term()
+    raw.settimeout(ptest.bound(5))
+    try:
+        d = raw.recv(64)
+        how = "a TLS record (close_notify?): %r" % d[:8] if d else "FIN"
+    except ConnectionResetError:
+        how = "reset"
+    except Exception as e:
+        how = ptest.err_kind(e)
+    t.check(how == "reset", "at the fast stop it is reset, with no TLS "
+            "close_notify before", how)
+    raw.close()
+    conn.close()
+    p.wait_exit(ptest.bound(10))
+    t.stop_portico(p)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ back byte-exact, on one listener per answer of plain():
 - copy, "rx,tx": everything through read() and write(), and the core
   never asks plain(): copying does not depend on it.
 
+A tunnel open at a fast stop: the transport's free() sees pt_conn_cut()
+true (ABI 1.5) and the client a reset.
+
 A real kTLS socket cannot be had on a kernel without the tls ULP (the
 development machine's), so this is the ABI's proof; the tls module's own
 answer (BIO_get_ktls_send/recv) is not exercised here.
@@ -151,7 +154,31 @@ def main(t):
         p = t.portico(conf, conf_name="plain-%s.conf" % relay)
         for pt, m in zip(ports, modes):
             one(t, p, relay, m, pt)
+        if relay == "copy":
+            cut(t, p, ports[0])
         t.stop_portico(p)
+
+
+def cut(t, p, port):
+    """A tunnel open at a fast stop: the transport is told it is cut
+    (pt_conn_cut, ABI 1.5), so it writes no close of its own, and the
+    client sees a reset."""
+    before = len(p.log_lines(r"plainwire: .* cut=1"))
+    conn = H.Conn.to(port, timeout=ptest.bound(10))
+    t.at_exit(conn.close)
+    conn.send(b"PLN1")
+    ok = conn.read_exact(2) == b"OK"
+    conn.send(b"held")
+    ok = ok and conn.read_exact(4) == b"held"
+    t.check(ok, "a tunnel through plainwire relays before the fast stop")
+    p.term()
+    how = ptest.Held.ending(conn, ptest.bound(5))
+    t.check(how == "reset", "at the fast stop its client sees a reset", how)
+    t.check(ptest.wait_for(lambda: len(p.log_lines(
+        r"plainwire: .* cut=1")) > before, ptest.bound(5)),
+            "and the transport's free() saw pt_conn_cut() true",
+            lambda: p.log_lines(r"plainwire: "))
+    p.wait_exit(ptest.bound(10))
 
 
 if __name__ == "__main__":

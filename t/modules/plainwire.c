@@ -144,8 +144,10 @@ plainwire_free(struct pt_conn *c, void *tctx)
 {
 	struct plainwire_conn	*x = tctx;
 
-	pt_clog(c, PT_LOG_INFO, "plainwire: read=%llu written=%llu asked=%u",
-	    x->rd, x->wr, x->asked);
+	/* cut: pt_conn_cut (1.5), what a transport asks before writing a
+	 * close of its own. */
+	pt_clog(c, PT_LOG_INFO, "plainwire: read=%llu written=%llu asked=%u "
+	    "cut=%d", x->rd, x->wr, x->asked, pt_conn_cut(c));
 }
 
 /* Master: the listener's `plainwire` group, or the defaults. */
