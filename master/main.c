@@ -142,6 +142,13 @@ main_signal(const struct pt_config *conf, const char *what)
 		    conf->pid_file);
 		return 1;
 	}
+	/* A stale file's pid may be anyone's by now. */
+	if (!main_is_portico(pid)) {
+		fprintf(stderr, "portico: %s names pid %d, which is not a "
+		    "running portico (a stale pid file?): nothing signalled\n",
+		    conf->pid_file, (int)pid);
+		return 1;
+	}
 	if (kill(pid, sigs[i].sig) < 0) {
 		fprintf(stderr, "portico: kill %d: %s\n", (int)pid,
 		    strerror(errno));

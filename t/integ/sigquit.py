@@ -10,6 +10,7 @@ SIGQUIT): a FIN would read as the tunnel's natural end. `portico -s stop` and `-
 """
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -147,6 +148,22 @@ def main(t):
     t.check(r.returncode == 1 and r.stderr.strip() != "",
             "-s reload with no master running exits 1 with a message",
             ["exit %s" % r.returncode, r.stderr])
+
+    # -s with a stale pid file naming someone else: nobody is signalled
+    other = subprocess.Popen(["sleep", "30"])
+    t.at_exit(other.kill)
+    with open(p.pid_file, "w") as f:
+        f.write("%d\n" % other.pid)
+    r = ptest.run_portico(["-c", p.conf_path, "-s", "stop"])
+    time.sleep(0.2)
+    t.check(r.returncode == 1 and "not a running portico" in r.stderr and
+            other.poll() is None,
+            "-s stop with a stale pid file naming another program exits 1 "
+            "and signals nothing", ["exit %s" % r.returncode, r.stderr,
+                                    "sleep: %s" % other.poll()])
+    other.kill()
+    other.wait()
+    os.unlink(p.pid_file)
 
 
 if __name__ == "__main__":
