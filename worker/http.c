@@ -49,6 +49,10 @@
 
 /* Reads and writes per event, as in relay.c. */
 #define HTTP_ROUNDS		32
+/* A draining worker that has just finished a response promising
+ * keep-alive waits this long for the request its client may be sending
+ * already, and answers it with Connection: close, before it closes. */
+#define HTTP_DRAIN_GRACE_MS	1000
 #define HTTP_HOST_MAX		256
 #define HTTP_CRED_MAX		256
 
@@ -482,8 +486,17 @@ http_may_close_idle(struct pt_conn *c)
 static void
 http_on_drain(struct pt_conn *c)
 {
-	if (http_st(c) != NULL && http_may_close_idle(c))
-		conn_close(c, "draining");
+	uint64_t	 quiet = loop_now() - c->c_last_active;
+
+	if (http_st(c) == NULL || !http_may_close_idle(c))
+		return;
+	/* Its last response went out a moment ago: the next request may be
+	 * on its way (http_next_request). */
+	if (quiet < HTTP_DRAIN_GRACE_MS) {
+		http_timer(c, HTTP_DRAIN_GRACE_MS - quiet);
+		return;
+	}
+	conn_close(c, "draining");
 }
 
 /* conn_close calls this first: a parked upstream outlives its client. */
@@ -627,8 +640,13 @@ static void
 http_close_answered(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
+	struct http_flow	*q = &h->req;
 
-	if (!h->req.head_done || !h->req.body_done)
+	/* Later requests already here (pipelined behind one answered with
+	 * close, as a draining worker answers) are unread bytes too. */
+	if (!q->head_done || !q->body_done ||
+	    (q->in != NULL && q->in_len > q->in_raw) ||
+	    (worker_self()->stopping && conn_has_unread(c)))
 		conn_close_linger(c, NULL);
 	else
 		conn_close(c, NULL);
@@ -2186,16 +2204,18 @@ http_next_request(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 	struct http_flow	*q = &h->req;
+	bool			 drain_wait;
 
 	http_flow_shift(q);
 	/* Draining: the next request belongs to the new generation, unless
 	 * some of it has already come here (pipelined, or sent before our
 	 * last response could say close): that one is served, then we
-	 * close. */
-	if (worker_self()->stopping && q->in_len == 0 && !conn_has_unread(c)) {
-		conn_close(c, "draining");
-		return;
-	}
+	 * close. The response just finished promised keep-alive, so the
+	 * client may be sending that request right now: it gets
+	 * HTTP_DRAIN_GRACE_MS to arrive (http_on_timer closes after), not a
+	 * close it would meet with the request in flight. */
+	drain_wait = worker_self()->stopping && q->in_len == 0 &&
+	    !conn_has_unread(c);
 	buf_put(q->out);
 	q->out = NULL;
 	q->out_start = q->out_len = 0;
@@ -2235,7 +2255,9 @@ http_next_request(struct pt_conn *c)
 		c->c_side[SIDE_CLIENT].ready |= EPOLLIN;
 	} else {
 		http_flow_release(q);
-		http_timer(c, http_conf->limits.idle_timeout_ms);
+		http_timer(c, drain_wait && HTTP_DRAIN_GRACE_MS <
+		    http_conf->limits.idle_timeout_ms ? HTTP_DRAIN_GRACE_MS :
+		    http_conf->limits.idle_timeout_ms);
 	}
 	http_pump(c);
 }

@@ -15,7 +15,7 @@ httptest: what the t/integ/http_*.py scenarios share, on top of ptest.
         ?dropnext=1    read the next request on this connection and close
                        it without a word (the keep-alive race)
     /len?n=N           N bytes of pattern with Content-Length
-    /chunked?n=N&chunk=C&trailers=1
+    /chunked?n=N&chunk=C&trailers=1&pause=MS (MS between chunks)
                        N bytes in chunks of C (first one with a chunk
                        extension), trailers X-Trailer-A and X-Trailer-Sha
     /close?n=N         N bytes delimited by closing the connection
@@ -415,7 +415,10 @@ class Origin(ptest._Server):
             if is_head:
                 return keep
             off, first = 0, True
+            pause = int(q.get("pause", "0")) / 1000.0
             while off < len(data):
+                if pause and not first:
+                    time.sleep(pause)
                 piece = data[off:off + step]
                 ext = b";ext=1" if first else b""
                 first = False
