@@ -8,6 +8,7 @@
  */
 #include "modules/acl/hostset.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -231,12 +232,39 @@ hs_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
 }
 
-/* One line of a host_file: 0 (an entry or nothing), -1 bad, -2 memory. */
+/* Whether p[0..len) is an IPv4 or IPv6 address (an IPv6 one may carry a
+ * %zone, as hosts files write fe80::1%lo0). */
+static bool
+hs_is_address(const char *p, size_t len)
+{
+	char		 buf[INET6_ADDRSTRLEN + 16];
+	unsigned char	 a[16];
+	const char	*zone;
+
+	if (len == 0 || len >= sizeof(buf))
+		return false;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+	if ((zone = strchr(buf, '%')) != NULL)
+		buf[zone - buf] = '\0';
+	return inet_pton(AF_INET, buf, a) == 1 ||
+	    inet_pton(AF_INET6, buf, a) == 1;
+}
+
+/*
+ * One line of a host_file: 0 (its entries or nothing), -1 bad, -2 memory.
+ * A name alone, or a hosts(5) line, "address name [alias...]" as
+ * blocklists in that format have them ("0.0.0.0 ads.example", and their
+ * headers: "::1 localhost", "255.255.255.255 broadcasthost"): each name
+ * of it counts; an address among them ("0.0.0.0 0.0.0.0") names no host
+ * and is skipped.
+ */
 static int
 hs_line(struct acl_hostset *hs, const char *p, const char *end,
     const char **why)
 {
 	const char	*hash, *word;
+	bool		 hosts;
 
 	if ((hash = memchr(p, '#', (size_t)(end - p))) != NULL)
 		end = hash;
@@ -246,27 +274,28 @@ hs_line(struct acl_hostset *hs, const char *p, const char *end,
 		end--;
 	if (p == end)
 		return 0;
-	/* hosts(5) blocklists: "0.0.0.0 ads.example". */
 	for (word = p; word < end && !hs_space(*word); word++)
 		;
-	if (word < end) {
-		if (!((word - p == 7 && memcmp(p, "0.0.0.0", 7) == 0) ||
-		    (word - p == 9 && memcmp(p, "127.0.0.1", 9) == 0))) {
-			*why = "one name a line (or \"0.0.0.0 name\")";
-			return -1;
-		}
-		while (word < end && hs_space(*word))
-			word++;
-		p = word;
+	if (word == end)
+		return acl_hostset_add(hs, p, (size_t)(end - p), why) < 0 ?
+		    (*why == NULL ? -2 : -1) : 0;
+	hosts = hs_is_address(p, (size_t)(word - p));
+	if (!hosts) {
+		*why = "one name a line (or \"address name...\" as in a "
+		    "hosts file)";
+		return -1;
+	}
+	for (p = word; p < end; p = word) {
+		while (p < end && hs_space(*p))
+			p++;
 		for (word = p; word < end && !hs_space(*word); word++)
 			;
-		if (word < end) {
-			*why = "one name a line (or \"0.0.0.0 name\")";
-			return -1;
-		}
+		if (hs_is_address(p, (size_t)(word - p)))
+			continue;
+		if (acl_hostset_add(hs, p, (size_t)(word - p), why) < 0)
+			return *why == NULL ? -2 : -1;
 	}
-	return acl_hostset_add(hs, p, (size_t)(end - p), why) < 0 ?
-	    (*why == NULL ? -2 : -1) : 0;
+	return 0;
 }
 
 int

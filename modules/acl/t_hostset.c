@@ -156,6 +156,21 @@ test_acl_hostset_load(void)
 	CU_ASSERT(!t_has(&hs, "0.0.0.0"));
 	acl_hostset_free(&hs);
 
+	/* A hosts-format blocklist, header included (StevenBlack's). */
+	path = t_file("127.0.0.1 localhost\n127.0.0.1 localhost.localdomain\n"
+	    "255.255.255.255 broadcasthost\n::1 localhost\n"
+	    "fe80::1%lo0 localhost\nff02::1 ip6-allnodes\n0.0.0.0 0.0.0.0\n"
+	    "0.0.0.0 ads.test alias.test  # with an alias\n");
+	CU_ASSERT_FATAL(path != NULL);
+	CHECKF(acl_hostset_load(&hs, path, err, sizeof(err)) == 0,
+	    "hosts format: %s", err);
+	unlink(path);
+	CU_ASSERT(t_has(&hs, "localhost") && t_has(&hs, "broadcasthost") &&
+	    t_has(&hs, "localhost.localdomain") && t_has(&hs, "ip6-allnodes") &&
+	    t_has(&hs, "ads.test") && t_has(&hs, "alias.test"));
+	CU_ASSERT(!t_has(&hs, "0.0.0.0") && !t_has(&hs, "::1"));
+	acl_hostset_free(&hs);
+
 	path = t_file("good.test\n# fine\n\nbad name here\n");
 	CU_ASSERT_FATAL(path != NULL);
 	CU_ASSERT(acl_hostset_load(&hs, path, err, sizeof(err)) == -1);
