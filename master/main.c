@@ -25,6 +25,7 @@
 #include "common/modlife.h"
 #include "master/listen.h"
 #include "master/notify.h"
+#include "master/pidfile.h"
 #include "master/signal.h"
 #include "master/spawn.h"
 #include "master/upgrade.h"
@@ -79,20 +80,6 @@ main_version(void)
 	printf("\n");
 }
 
-/* Reads the pid in <path>; 0 when missing or unreadable. */
-static pid_t
-main_read_pid(const char *path)
-{
-	FILE	*f;
-	long	 pid = 0;
-
-	if ((f = fopen(path, "re")) == NULL)
-		return 0;
-	if (fscanf(f, "%ld", &pid) != 1)
-		pid = 0;
-	fclose(f);
-	return (pid_t)pid;
-}
 
 /* True when <pid> is a live portico: a stale pid file must not stop a
  * start, and a live master must not get a twin sharing its ports. */
@@ -137,7 +124,7 @@ main_signal(const struct pt_config *conf, const char *what)
 		    conf->file);
 		return 1;
 	}
-	if ((pid = main_read_pid(conf->pid_file)) <= 0) {
+	if ((pid = pidfile_read(conf->pid_file)) <= 0) {
 		fprintf(stderr, "portico: %s: no pid: is portico running?\n",
 		    conf->pid_file);
 		return 1;
@@ -155,21 +142,6 @@ main_signal(const struct pt_config *conf, const char *what)
 		return 1;
 	}
 	return 0;
-}
-
-static void
-main_write_pid(const char *path)
-{
-	char	 buf[32];
-	int	 fd, n;
-
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		fatal("pid_file %s: %s", path, strerror(errno));
-	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	if (write(fd, buf, (size_t)n) != n)
-		fatal("pid_file %s: short write", path);
-	close(fd);
 }
 
 /*
@@ -293,9 +265,9 @@ main(int argc, char *argv[])
 		pt_log(PT_LOG_WARNING, "not started as root: \"user\" and "
 		    "\"group\" are ignored");
 	if (conf->pid_file != NULL &&
-	    main_is_portico(main_read_pid(conf->pid_file)))
+	    main_is_portico(pidfile_read(conf->pid_file)))
 		fatal("already running as pid %d (%s)",
-		    (int)main_read_pid(conf->pid_file), conf->pid_file);
+		    (int)pidfile_read(conf->pid_file), conf->pid_file);
 	main_raise_nofile();
 	if ((sigfd = signal_setup()) < 0)
 		fatal("signalfd: %s", strerror(-sigfd));
@@ -318,8 +290,8 @@ main(int argc, char *argv[])
 		if (!upgraded)
 			ready = main_daemonize();
 	}
-	if (conf->pid_file != NULL)
-		main_write_pid(conf->pid_file);
+	if (conf->pid_file != NULL && (rc = pidfile_write(conf->pid_file)) < 0)
+		fatal("pid_file %s: %s", conf->pid_file, strerror(-rc));
 	upgrade_set_pid_file(conf->pid_file);
 	if (ready >= 0) {
 		if (write(ready, "", 1) != 1)

@@ -42,6 +42,7 @@
 #include "common/modlife.h"
 #include "master/modload.h"
 #include "master/notify.h"
+#include "master/pidfile.h"
 #include "master/signal.h"
 #include "master/upgrade.h"
 #include "worker/worker.h"
@@ -404,6 +405,34 @@ spawn_on_ready(void)
 	upgrade_report_ready();
 }
 
+/*
+ * A reload that names another pid_file: the new one is written and the
+ * old one removed, so `portico -s` with the new file finds this master.
+ * Not during a binary upgrade, whose .oldbin renaming owns the file.
+ */
+static void
+spawn_move_pid_file(const char *old, const char *new)
+{
+	int	 rc;
+
+	if (new == NULL || (old != NULL && strcmp(old, new) == 0))
+		return;
+	if (upgrade_successor() > 0) {
+		pt_log(PT_LOG_WARNING, "reload: pid_file %s not written during "
+		    "a binary upgrade", new);
+		return;
+	}
+	if ((rc = pidfile_write(new)) < 0) {
+		pt_log_err(PT_LOG_ERR, -rc, "reload: pid_file %s: keeping %s",
+		    new, old != NULL ? old : "none");
+		return;
+	}
+	if (old != NULL)
+		unlink(old);
+	upgrade_set_pid_file(new);
+	pt_log(PT_LOG_NOTICE, "pid file now %s", new);
+}
+
 static void
 spawn_reload(void)
 {
@@ -437,6 +466,7 @@ spawn_reload(void)
 	    log_open(conf->error_log, conf->uid, conf->gid) < 0)
 		pt_log(PT_LOG_ERR, "reload: cannot open error_log %s: keeping "
 		    "the old one", conf->error_log);
+	spawn_move_pid_file(spawn_conf->pid_file, conf->pid_file);
 	log_set_level(conf->log_level);
 
 	/* Old workers first become "old", then the new ones are forked on

@@ -75,6 +75,25 @@ def main(t):
             lambda: str(p.all_children()))
     t.check(ptest.try_connect(p1) == "refused",
             "the old port stays closed", ptest.try_connect(p1))
+
+    # A reload that names another pid_file moves it, so -s finds the
+    # master through the new configuration.
+    old_pid = p.pid_file
+    conf3 = conf2.replace("portico.pid", "moved.pid")
+    p.set_conf(conf3)
+    p.hup()
+    t.check(bool(p.wait_log(r"pid file now .*moved\.pid")),
+            "a reload to another pid_file says so", lambda: ptest.tail(
+                p.log()))
+    new_pid = t.path("moved.pid")
+    t.check(os.path.exists(new_pid) and not os.path.exists(old_pid) and
+            open(new_pid).read().strip() == str(p.proc.pid),
+            "the new pid file names the master, the old one is gone",
+            [os.path.exists(new_pid), os.path.exists(old_pid)])
+    r = ptest.run_portico(["-c", p.conf_path, "-s", "reload"])
+    t.check(r.returncode == 0, "-s reload through the new configuration "
+            "finds the master", [r.returncode, r.stderr])
+    p.pid_file = new_pid
     t.stop_portico(p)
 
 
