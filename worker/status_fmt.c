@@ -437,6 +437,41 @@ status_master_metrics(struct status_out *o)
 			status_worker_line(o, &m->old[i]);
 }
 
+/*
+ * The slots' counters as of one moment, for one scrape: the totals and
+ * the per-worker families are then printed from the same numbers (read
+ * live, a connection closing on another worker between the two made
+ * them disagree by one). The buffer is kept for the next scrape and
+ * grows only with the number of slots.
+ */
+static const struct counters_slot *
+status_snapshot(const struct counters_slot *slots, int n)
+{
+	static struct counters_slot	*snap;
+	static int			 snap_n;
+	struct counters_slot		*grown;
+	const uint64_t			*from;
+	uint64_t			*to;
+	size_t				 w, words;
+	int				 i;
+
+	if (n > snap_n) {
+		if ((grown = realloc(snap, sizeof(*snap) * (size_t)n)) == NULL)
+			return slots;	/* live, as before */
+		snap = grown;
+		snap_n = n;
+	}
+	/* All uint64_t (counters.h), each updated by atomic adds. */
+	words = sizeof(*snap) / sizeof(uint64_t);
+	for (i = 0; i < n; i++) {
+		from = (const uint64_t *)(const void *)&slots[i];
+		to = (uint64_t *)(void *)&snap[i];
+		for (w = 0; w < words; w++)
+			to[w] = LD(from[w]);
+	}
+	return snap;
+}
+
 int
 status_fmt_metrics(struct status_out *o)
 {
@@ -445,6 +480,7 @@ status_fmt_metrics(struct status_out *o)
 
 	status_master_metrics(o);
 	if (slots != NULL) {
+		slots = status_snapshot(slots, n);
 		status_core_metrics(o, slots, n, false);
 		status_txn_metrics(o, slots, n);
 		status_hist_metrics(o, slots, n);
@@ -609,6 +645,7 @@ status_fmt_json(struct status_out *o)
 		status_printf(o, "}\n");
 		return o->oom ? -ENOMEM : 0;
 	}
+	slots = status_snapshot(slots, n);
 	status_printf(o, ",\"pid\":%lld,\"start_time\":%lld,"
 	    "\"generation\":%lld,\"workers_configured\":%lld,"
 	    "\"reloads\":{\"ok\":%lld,\"failed\":%lld,\"last_time\":%lld,"
