@@ -200,12 +200,26 @@ dns_addr_bytes(const struct pt_addr *a)
 	return &((const struct sockaddr_in6 *)&a->sa)->sin6_addr;
 }
 
+/*
+ * An address written as a name: answered at once, never asked of DNS.
+ * Also with a final dot ("192.0.2.1.", no name is all digits) and an
+ * IPv6 one in brackets ("[2001:db8::1]", as URLs write it and some SOCKS
+ * clients send it as a domain): as names they would only leak a query.
+ */
 static bool
 dns_literal(const char *name, size_t len, struct dns_result *res)
 {
 	char		 buf[INET6_ADDRSTRLEN];
 	unsigned char	 addr[16];
 
+	if (len > 0 && name[len - 1] == '.')
+		len--;
+	if (len >= 2 && name[0] == '[' && name[len - 1] == ']') {
+		name++;
+		len -= 2;
+		if (memchr(name, ':', len) == NULL)
+			return false;	/* brackets hold IPv6 only */
+	}
 	if (len == 0 || len >= sizeof(buf))
 		return false;
 	memcpy(buf, name, len);

@@ -558,6 +558,8 @@ test_dns_answers_ipv4_literal_at_once(void)
 		return;
 	TD_HIT("192.0.2.7", &r);
 	TD_CHECK_RES(&r, &want);
+	TD_HIT("192.0.2.7.", &r);	/* a final dot: still the address */
+	TD_CHECK_RES(&r, &want);
 	/* <namelen> bounds the name: the port after it is not read. */
 	memset(&r, 0, sizeof(r));
 	q = dns_resolve("192.0.2.7:8080", 9, td_on_done, &r);
@@ -587,6 +589,11 @@ test_dns_answers_ipv6_literal_at_once(void)
 	TD_CHECK_RES(&r, &want);
 	TD_HIT("::ffff:192.0.2.1", &r);
 	TD_CHECK_RES(&r, &mapped);
+	/* As URLs write it, and with a final dot: still no query. */
+	TD_HIT("[2001:db8::7]", &r);
+	TD_CHECK_RES(&r, &want);
+	TD_HIT("2001:db8::7.", &r);
+	TD_CHECK_RES(&r, &want);
 	CU_ASSERT_EQUAL(ts_total, 0);
 	td_stop();
 }
