@@ -25,9 +25,9 @@ import httptest as H  # noqa: E402
 SLOW = "/chunked?n=4096&chunk=512&pause=150&id=%s"   # about 1 s of body
 
 
-def slow_then_hup(t, p, port, o, tag):
-    """A keep-alive connection with a slow response whose head has
-    arrived, then SIGHUP. Returns the Conn (head read)."""
+def slow_request(port, o, tag):
+    """A keep-alive connection that has asked for a response of about a
+    second (the caller sends SIGHUP while it comes). Returns the Conn."""
     c = H.Conn.to(port, timeout=ptest.bound(10))
     c.send(H.request_bytes("GET", o.url + SLOW % tag))
     return c
@@ -45,7 +45,7 @@ def main(t):
                           timeout=ptest.bound(10))
 
     # -- the next request right after a keep-alive response ---------------
-    c = slow_then_hup(t, p, port, o, "ka")
+    c = slow_request(port, o, "ka")
     r1 = None
     try:
         time.sleep(0.2)
@@ -73,7 +73,7 @@ def main(t):
     c.close()
 
     # -- pipelined requests behind a response in progress -----------------
-    c = slow_then_hup(t, p, port, o, "pl")
+    c = slow_request(port, o, "pl")
     time.sleep(0.2)
     t.check(bool(hup()), "SIGHUP with a response on its way (pipelining)")
     # More than the proxy reads at once: some stay in the kernel, unread
@@ -100,7 +100,7 @@ def main(t):
     c.close()
 
     # -- a quiet keep-alive client goes soon -------------------------------
-    c = slow_then_hup(t, p, port, o, "quiet")
+    c = slow_request(port, o, "quiet")
     time.sleep(0.2)
     hup()
     r = H.read_response(c)
