@@ -45,6 +45,104 @@ def error_ok(st, want, data, how):
     return bad
 
 
+def origin_silent(t, o, port):
+    """An origin that never answers: 504 (or closed) after
+    response_timeout, here = idle_timeout."""
+    st, got, how, dt = H.raw_exchange(
+        port, H.request_bytes("GET", o.url + "/hang?s=%d" % (IDLE + 20)),
+        timeout=IDLE + ptest.bound(5))
+    t.check((st == 504 or (st is None and not got)) and
+            how in ("eof", "reset") and IDLE - 0.5 <= dt,
+            "an origin that never answers: 504 or a close after "
+            "response_timeout = %d s (not before)" % IDLE,
+            "got %r, %s after %.1f s" % (got[:200], how, dt))
+    if st == 504:
+        bad = error_ok(st, 504, got, how)
+        t.check(not bad, "... the 504 has a short text body and "
+                "Connection: close", bad)
+    t.diag("origin silence ended after %.2f s" % dt)
+
+
+def target_silent(t, port, bh, full):
+    """A target that never completes the handshake: 504 after
+    connect_timeout."""
+    if not full:
+        t.skip("connect_timeout", "could not make a target that drops SYNs")
+        return
+    st, got, how, dt = H.raw_exchange(
+        port, H.request_bytes("GET", "http://127.0.0.1:%d/" % bh),
+        timeout=CONNECT + ptest.bound(5))
+    bad = error_ok(st, 504, got, how)
+    t.check(not bad and dt >= CONNECT - 0.5,
+            "a target dropping SYNs: 504 after connect_timeout = %d s, "
+            "short text body, Connection: close, closed" % CONNECT,
+            lambda: bad + ["after %.1f s: %r" % (dt, got[:300])])
+
+
+def head_timeouts(t, o, port):
+    """Half a head, a head trickled in, nothing at all: 408 after
+    header_timeout."""
+    st, got, how, dt = H.raw_exchange(
+        port, ("GET %s/echo?id=half HTTP/1.1\r\nHost: 127.0" % o.url)
+        .encode(), timeout=HEADER + ptest.bound(5))
+    # worker/http.c: a head that does not arrive in time gets a 408
+    # (only a keep-alive connection idle between requests is closed
+    # without a word)
+    t.check(st == 408 and how in ("eof", "reset") and dt >= HEADER - 0.5,
+            "half a head: 408 after header_timeout = %d s" %
+            HEADER, "got %r, %s after %.1f s" % (got[:200], how, dt))
+    bad = error_ok(st, 408, got, how)
+    t.check(not bad, "... the 408 has a short text body and "
+            "Connection: close", bad)
+    t.check(not o.reqs_for("id=half"), "half a head never reaches the origin")
+
+    pieces = [b"GET %s/echo?id=trickle HTTP/1.1\r\n" % o.url.encode()] + \
+        [b"X-T%d: v\r\n" % i for i in range(40)]
+    st, got, how, dt = H.raw_exchange(port, pieces, pause=0.1,
+                                      timeout=HEADER + ptest.bound(6))
+    t.check(st == 408 and how in ("eof", "reset") and
+            dt < HEADER + ptest.bound(3),
+            "a head trickled one field every 0.1 s is still cut at "
+            "header_timeout (408)",
+            "got %r, %s after %.1f s" % (got[:200], how, dt))
+
+    # silence from the first byte: closed (a 408 allowed)
+    st, got, how, dt = H.raw_exchange(port, b"",
+                                      timeout=HEADER + ptest.bound(5))
+    t.check(how in ("eof", "reset") and st == 408,
+            "a client that sends nothing is answered 408 and closed after "
+            "header_timeout",
+            "got %r, %s after %.1f s" % (got[:200], how, dt))
+
+
+def idle_timeouts(t, o, port, host):
+    """A body that stalls and a keep-alive connection left idle: closed
+    after idle_timeout."""
+    data = ("POST %s/echo?id=stall HTTP/1.1\r\n%sContent-Length: 100\r\n\r\n"
+            "only ten b" % (o.url, host)).encode()
+    st, got, how, dt = H.raw_exchange(port, data,
+                                      timeout=IDLE + ptest.bound(6))
+    t.check(how in ("eof", "reset") and not (st and st < 300),
+            "a request body that stalls: the connection is closed (after "
+            "idle_timeout)", "got %r, %s after %.1f s" % (got[:200], how, dt))
+
+    conn = H.Conn.to(port, timeout=ptest.bound(10))
+    conn.send(H.request_bytes("GET", o.url + "/echo?id=ka"))
+    try:
+        r = H.read_response(conn)
+        t0 = time.monotonic()
+        rest, how = H.outcome(conn, max(IDLE, HEADER) + ptest.bound(5))
+        dt = time.monotonic() - t0
+    except Exception as e:
+        r, rest, how, dt = "%s: %s" % (type(e).__name__, e), b"", "?", 0
+    conn.close()
+    t.check(isinstance(r, H.Resp) and r.status == 200 and rest == b"" and
+            how in ("eof", "reset"),
+            "an idle keep-alive client connection is closed quietly",
+            lambda: H.describe(r) + ["then %r, %s after %.1f s" % (
+                rest[:100], how, dt)])
+
+
 def main(t):
     o = H.origin(t)
     bh, full = H.blackhole(t)
@@ -90,94 +188,11 @@ def main(t):
             "502 for a HEAD: no body after the head, then closed",
             "reply %r, %s" % (got[:300], how))
 
-    # an origin that never answers: 504 (or closed) after
-    # response_timeout, here = idle_timeout
-    st, got, how, dt = H.raw_exchange(
-        port, H.request_bytes("GET", o.url + "/hang?s=%d" % (IDLE + 20)),
-        timeout=IDLE + ptest.bound(5))
-    t.check((st == 504 or (st is None and not got)) and
-            how in ("eof", "reset") and IDLE - 0.5 <= dt,
-            "an origin that never answers: 504 or a close after "
-            "response_timeout = %d s (not before)" % IDLE,
-            "got %r, %s after %.1f s" % (got[:200], how, dt))
-    if st == 504:
-        bad = error_ok(st, 504, got, how)
-        t.check(not bad, "... the 504 has a short text body and "
-                "Connection: close", bad)
-    t.diag("origin silence ended after %.2f s" % dt)
-
-    # a target that never completes the handshake: 504 after connect_timeout
-    if not full:
-        t.skip("connect_timeout", "could not make a target that drops SYNs")
-    else:
-        st, got, how, dt = H.raw_exchange(
-            port, H.request_bytes("GET", "http://127.0.0.1:%d/" % bh),
-            timeout=CONNECT + ptest.bound(5))
-        bad = error_ok(st, 504, got, how)
-        t.check(not bad and dt >= CONNECT - 0.5,
-                "a target dropping SYNs: 504 after connect_timeout = %d s, "
-                "short text body, Connection: close, closed" % CONNECT,
-                lambda: bad + ["after %.1f s: %r" % (dt, got[:300])])
-
-    # half a head: 408 (or a close) after header_timeout
-    st, got, how, dt = H.raw_exchange(
-        port, ("GET %s/echo?id=half HTTP/1.1\r\nHost: 127.0" % o.url)
-        .encode(), timeout=HEADER + ptest.bound(5))
-    # worker/http.c: a head that does not arrive in time gets a 408
-    # (only a keep-alive connection idle between requests is closed
-    # without a word)
-    t.check(st == 408 and how in ("eof", "reset") and dt >= HEADER - 0.5,
-            "half a head: 408 after header_timeout = %d s" %
-            HEADER, "got %r, %s after %.1f s" % (got[:200], how, dt))
-    bad = error_ok(st, 408, got, how)
-    t.check(not bad, "... the 408 has a short text body and "
-            "Connection: close", bad)
-    t.check(not o.reqs_for("id=half"), "half a head never reaches the origin")
-
-    # a head trickled in slowly still meets the header_timeout
-    pieces = [b"GET %s/echo?id=trickle HTTP/1.1\r\n" % o.url.encode()] + \
-        [b"X-T%d: v\r\n" % i for i in range(40)]
-    st, got, how, dt = H.raw_exchange(port, pieces, pause=0.1,
-                                      timeout=HEADER + ptest.bound(6))
-    t.check(st == 408 and how in ("eof", "reset") and
-            dt < HEADER + ptest.bound(3),
-            "a head trickled one field every 0.1 s is still cut at "
-            "header_timeout (408)",
-            "got %r, %s after %.1f s" % (got[:200], how, dt))
-
-    # silence from the first byte: closed (a 408 allowed)
-    st, got, how, dt = H.raw_exchange(port, b"",
-                                      timeout=HEADER + ptest.bound(5))
-    t.check(how in ("eof", "reset") and st == 408,
-            "a client that sends nothing is answered 408 and closed after "
-            "header_timeout",
-            "got %r, %s after %.1f s" % (got[:200], how, dt))
-
-    # a body that stalls: closed after idle_timeout
-    data = ("POST %s/echo?id=stall HTTP/1.1\r\n%sContent-Length: 100\r\n\r\n"
-            "only ten b" % (o.url, host)).encode()
-    st, got, how, dt = H.raw_exchange(port, data,
-                                      timeout=IDLE + ptest.bound(6))
-    t.check(how in ("eof", "reset") and not (st and st < 300),
-            "a request body that stalls: the connection is closed (after "
-            "idle_timeout)", "got %r, %s after %.1f s" % (got[:200], how, dt))
-
-    # an idle keep-alive client connection is closed
-    conn = H.Conn.to(port, timeout=ptest.bound(10))
-    conn.send(H.request_bytes("GET", o.url + "/echo?id=ka"))
-    try:
-        r = H.read_response(conn)
-        t0 = time.monotonic()
-        rest, how = H.outcome(conn, max(IDLE, HEADER) + ptest.bound(5))
-        dt = time.monotonic() - t0
-    except Exception as e:
-        r, rest, how, dt = "%s: %s" % (type(e).__name__, e), b"", "?", 0
-    conn.close()
-    t.check(isinstance(r, H.Resp) and r.status == 200 and rest == b"" and
-            how in ("eof", "reset"),
-            "an idle keep-alive client connection is closed quietly",
-            lambda: H.describe(r) + ["then %r, %s after %.1f s" % (
-                rest[:100], how, dt)])
+    # The timeouts, side by side (each waits on a timer of its own).
+    ptest.together(t, (origin_silent, t, o, port),
+                   (target_silent, t, port, bh, full),
+                   (head_timeouts, t, o, port),
+                   (idle_timeouts, t, o, port, host))
 
     r = H.get(port, o.url + "/echo?id=final")
     t.check(isinstance(r, H.Resp) and r.status == 200,

@@ -171,6 +171,9 @@ def start(t, name, resp, idle, rec=None):
     conf = H.http_conf(t, port, http={"connect_ports": "*",
                                       "response_timeout": resp},
                        limits={"idle_timeout": idle}, extra=extra)
+    # Two of these run at once: each its own pid file and error log.
+    conf = conf.replace("/portico.pid", "/%s.pid" % name).replace(
+        "/error.log", "/%s-error.log" % name)
     p = t.portico(conf, conf_name=name + ".conf")
     return p, port
 
@@ -218,14 +221,8 @@ def stalls(t, o, port, idle, label):
                                             data[:200]))
 
 
-def main(t):
-    o = Origin()
-    t.servers.append(o)
-    rec = t.path("hooks.rec")
-    p, port = start(t, "main", RESP, IDLE, rec)
-    w0 = p.workers()
-
-    # the silent origin, with a request pipelined behind
+def silent(t, o, p, port, rec):
+    """The silent origin, with a request pipelined behind."""
     s = send_get(port, o.url + "/silent",
                  b"GET " + o.url.encode() + b"/slow=1 HTTP/1.1\r\n"
                  b"Host: x\r\n\r\n")
@@ -258,7 +255,9 @@ def main(t):
     t.check(log_statuses(rec) == ["504"], "LOG sees status 504",
             records(rec))
 
-    # slow, but within the timeout; a body slower than the timeout
+
+def slow_but_served(t, o, port):
+    """Slow, but within the timeout; a body slower than the timeout."""
     for url, want in (("/slow=%d" % int(RESP * 1000 / 4), b"slow\n"),
                       ("/trickle=%d" % (2 * RESP + 2), b"t" * (2 * RESP + 2))):
         t0 = time.monotonic()
@@ -268,14 +267,15 @@ def main(t):
         t.check(ok, "%s is served (%.2f s)" % (url, time.monotonic() - t0),
                 what)
 
-    # a request body that stalls for longer than response_timeout: the
-    # wait for the origin starts only once the body is all sent
+
+def body_stall(t, o, port):
+    """A request body that stalls for longer than response_timeout: the
+    wait for the origin starts only once the body is all sent."""
     s = ptest.connect(port, timeout=IDLE + ptest.bound(10))
     s.sendall(b"POST " + o.url.encode() + b"/body HTTP/1.1\r\nHost: x\r\n"
               b"Content-Length: 10\r\n\r\n12345")
     time.sleep(RESP + 1)
     s.sendall(b"67890")
-    t0 = time.monotonic()
     data = b""
     try:
         while b"ok\n" not in data:
@@ -290,7 +290,9 @@ def main(t):
             "a request body stalled for response_timeout + 1 s is no wait "
             "for the origin: served", data[:300])
 
-    # 100 Continue, the body, then nothing: a 504 follows the 100
+
+def continue_then_silence(t, o, port):
+    """100 Continue, the body, then nothing: a 504 follows the 100."""
     s = ptest.connect(port, timeout=IDLE + ptest.bound(10))
     s.sendall(b"POST " + o.url.encode() + b"/continue HTTP/1.1\r\n"
               b"Host: x\r\nExpect: 100-continue\r\n"
@@ -318,8 +320,9 @@ def main(t):
             "then a 504 after response_timeout",
             "after %.2f s: %r" % (t1 - t0, data[:400]))
 
-    # CONNECT: a tunnel silent for longer than response_timeout lives on
-    echo = t.echo_server()
+
+def quiet_tunnel(t, echo, port):
+    """CONNECT: a tunnel silent for longer than response_timeout lives on."""
     s = ptest.connect(port, timeout=ptest.bound(10))
     s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (
         echo.address.encode(), echo.address.encode()))
@@ -346,23 +349,44 @@ def main(t):
     t.check(got == b"ping", "a CONNECT tunnel silent for response_timeout "
             "+ 1.5 s still relays", got)
 
-    stalls(t, o, port, IDLE, "")
-    H.finish(t, p, w0)
 
-    # response_timeout longer than idle_timeout: each limit keeps its job
-    idle2, resp2 = 1, 3
-    p, port = start(t, "longer", resp2, idle2)
+def longer_than_idle(t, o, p, port, idle, resp):
+    """response_timeout longer than idle_timeout: each limit keeps its
+    job."""
     s = send_get(port, o.url + "/silent2")
     t0 = time.monotonic()
     data, t1 = read_all(s)
     s.close()
     t.check(H.status_of(data) == 504 and
-            resp2 - 0.1 <= t1 - t0 <= resp2 + ptest.bound(3),
+            resp - 0.1 <= t1 - t0 <= resp + ptest.bound(3),
             "response_timeout = %d s > idle_timeout = %d s: the silent "
-            "origin gets 504 at response_timeout" % (resp2, idle2),
+            "origin gets 504 at response_timeout" % (resp, idle),
             "status %s after %.2f s" % (H.status_of(data), t1 - t0))
-    stalls(t, o, port, idle2, "response_timeout > idle_timeout: ")
-    t.stop_portico(p)
+    stalls(t, o, port, idle, "response_timeout > idle_timeout: ")
+
+
+def main(t):
+    o, o2 = Origin(), Origin()
+    t.servers += [o, o2]
+    echo = t.echo_server()
+    rec = t.path("hooks.rec")
+    p, port = start(t, "main", RESP, IDLE, rec)
+    idle2, resp2 = 1, 3
+    p2, port2 = start(t, "longer", resp2, idle2)
+    w0 = p.workers()
+
+    # The silent origin first and alone on its proxy (its checks count
+    # every request the origin saw and every LOG record), beside the
+    # second proxy's parts; then the rest side by side.
+    ptest.together(t, (silent, t, o, p, port, rec),
+                   (longer_than_idle, t, o2, p2, port2, idle2, resp2))
+    t.stop_portico(p2)
+    ptest.together(t, (slow_but_served, t, o, port),
+                   (body_stall, t, o, port),
+                   (continue_then_silence, t, o, port),
+                   (quiet_tunnel, t, echo, port),
+                   (stalls, t, o, port, IDLE, ""))
+    H.finish(t, p, w0)
 
 
 if __name__ == "__main__":

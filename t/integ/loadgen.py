@@ -229,7 +229,7 @@ def main(t):
         return
     hport, eport, kport, uport, stop_serve = start_serve(t)
     tgt = "127.0.0.1:%d" % hport
-    short = ["--duration", "1", "--warmup", "0.2", "--connections", "8"]
+    short = ["--duration", "0.5", "--warmup", "0.1", "--connections", "8"]
     brief = ["--duration", "0.3", "--warmup", "0", "--connections", "8"]
 
     js = clean(t, run(t, ["http", "--target", tgt] + short),

@@ -190,6 +190,27 @@ def bound(seconds):
     return seconds * SLOW
 
 
+def together(t, *calls, timeout=120):
+    """Runs each (function, args...) in a thread of its own and waits for
+    all (each at most bound(<timeout>) s). For the parts of a scenario
+    that mostly wait on a proxy's timers: side by side they take the time
+    of the longest. Their checks go to the TAP stream (thread-safe) as
+    they come; an exception in a part is a failed check naming it."""
+    def guarded(fn, args):
+        try:
+            fn(*args)
+        except Exception:
+            import traceback
+            t.check(False, "%s ran to its end without an exception"
+                    % fn.__name__, traceback.format_exc().splitlines())
+    ths = [threading.Thread(target=guarded, args=(c[0], c[1:]), daemon=True)
+           for c in calls]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(bound(timeout))
+
+
 def pss_kib(pid):
     """Proportional set size of <pid> in KiB (VmRSS when the kernel has no
     smaps_rollup), or None once it is gone."""
