@@ -68,9 +68,10 @@ struct conf_listener {
 	 * unless `ipv6only = true` or the configuration also has
 	 * "*:port"; a specific IPv6 address is IPv6 only. */
 	bool		 v6only;
-	/* socks5: the address UDP ASSOCIATE replies advertise (NAT), or
-	 * family 0 for the relay socket's own. */
-	struct pt_addr	 udp_advertise;
+	/* socks5: the addresses UDP ASSOCIATE replies advertise (NAT),
+	 * [0] to IPv4 clients, [1] to IPv6 ones; family 0 where the relay
+	 * socket's own address is the answer. */
+	struct pt_addr	 udp_advertise[2];
 	/* socks5: udp_replies = "any": replies from every sender reach the
 	 * client, not only from addresses it sent to ("contacted"). */
 	bool		 udp_replies_any;

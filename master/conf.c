@@ -475,6 +475,73 @@ conf_listener_modules(struct conf_ctx *cc, config_setting_t *s,
 	return 0;
 }
 
+/*
+ * udp_advertise: a numeric address, or a list of one IPv4 and one IPv6
+ * address (a dual-stack listener behind NAT has one of each); a client
+ * is told the one of its own family. Which families the listener takes
+ * is known only once all listeners are read (conf_dual_stack), so
+ * conf_udp_advertise_fits checks that later.
+ */
+static int
+conf_udp_advertise(struct conf_ctx *cc, const config_setting_t *m,
+    struct conf_listener *l)
+{
+	const config_setting_t	*e;
+	const char		*a, *errstr;
+	struct pt_addr		 addr;
+	char			 withport[128];
+	int			 i, n, fam;
+
+	if (l->proto != CONF_PROTO_SOCKS && l->proto != CONF_PROTO_AUTO)
+		return conf_err(cc, m, "only for protocol \"socks5\" or "
+		    "\"auto\"");
+	n = config_setting_type(m) == CONFIG_TYPE_STRING ? 1 :
+	    config_setting_is_aggregate(m) ? config_setting_length(m) : 0;
+	if (n < 1 || n > 2)
+		return conf_err(cc, m, "expected a numeric address, or a list "
+		    "of an IPv4 and an IPv6 one");
+	for (i = 0; i < n; i++) {
+		e = config_setting_type(m) == CONFIG_TYPE_STRING ? m :
+		    config_setting_get_elem(m, (unsigned)i);
+		if ((a = config_setting_get_string(e)) == NULL)
+			return conf_err(cc, e, "expected a numeric address");
+		/* "192.0.2.1", "2001:db8::1" or "[2001:db8::1]" */
+		snprintf(withport, sizeof(withport), a[0] != '[' &&
+		    strchr(a, ':') ? "[%s]:1" : "%s:1", a);
+		if (sockaddr_parse(withport, &addr, &errstr) < 0)
+			return conf_err(cc, e, "\"%s\": %s", a, errstr);
+		fam = addr.sa.ss_family == AF_INET6 ? 1 : 0;
+		if (l->udp_advertise[fam].sa.ss_family != 0)
+			return conf_err(cc, e, "\"%s\": a second %s address (one "
+			    "of each family at most)", a, fam ? "IPv6" : "IPv4");
+		l->udp_advertise[fam] = addr;
+	}
+	return 0;
+}
+
+/* An advertised address of a family the listener never takes a client
+ * of would only be told to nobody: a typo of the operator's. */
+static int
+conf_udp_advertise_fits(struct conf_ctx *cc, const config_setting_t *e,
+    const struct conf_listener *l)
+{
+	const char	*why = NULL;
+
+	if (l->addr.sa.ss_family == AF_INET &&
+	    l->udp_advertise[1].sa.ss_family != 0)
+		why = "an IPv6 address for a listener that takes only IPv4 "
+		    "clients";
+	else if (l->addr.sa.ss_family == AF_INET6 && l->v6only &&
+	    l->udp_advertise[0].sa.ss_family != 0)
+		why = "an IPv4 address for a listener that takes only IPv6 "
+		    "clients (ipv6only, a specific address, or \"*:port\" "
+		    "beside it)";
+	if (why == NULL)
+		return 0;
+	return conf_err(cc, config_setting_get_member(e, "udp_advertise"),
+	    "udp_advertise: %s", why);
+}
+
 static int
 conf_listener(struct conf_ctx *cc, config_setting_t *s,
     struct conf_listener *l)
@@ -547,23 +614,9 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 		l->v6only = l->addr.sa.ss_family == AF_INET6 &&
 		    !IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)
 		    &l->addr.sa)->sin6_addr);
-	if ((m = config_setting_get_member(s, "udp_advertise")) != NULL) {
-		char	 withport[128];
-
-		if (l->proto != CONF_PROTO_SOCKS && l->proto != CONF_PROTO_AUTO)
-			return conf_err(cc, m, "only for protocol \"socks5\" "
-			    "or \"auto\"");
-		if (config_setting_type(m) != CONFIG_TYPE_STRING)
-			return conf_err(cc, m, "expected a numeric address");
-		/* "192.0.2.1", "2001:db8::1" or "[2001:db8::1]" */
-		snprintf(withport, sizeof(withport),
-		    config_setting_get_string(m)[0] != '[' &&
-		    strchr(config_setting_get_string(m), ':') ? "[%s]:1" :
-		    "%s:1", config_setting_get_string(m));
-		if (sockaddr_parse(withport, &l->udp_advertise, &errstr) < 0)
-			return conf_err(cc, m, "\"%s\": %s",
-			    config_setting_get_string(m), errstr);
-	}
+	if ((m = config_setting_get_member(s, "udp_advertise")) != NULL &&
+	    conf_udp_advertise(cc, m, l) < 0)
+		return -1;
 	if ((m = config_setting_get_member(s, "udp_replies")) != NULL) {
 		const char	*r = config_setting_get_string(m);
 
@@ -663,6 +716,10 @@ conf_listeners(struct conf_ctx *cc, const config_setting_t *root)
 		}
 	}
 	conf_dual_stack(conf, s);
+	for (i = 0; i < n; i++)
+		if (conf_udp_advertise_fits(cc, config_setting_get_elem(s,
+		    (unsigned)i), &conf->listeners[i]) < 0)
+			return -1;
 	return 0;
 }
 

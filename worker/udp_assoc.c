@@ -950,11 +950,17 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 		goto fail;
 	}
 	bound_out->len = len;
+	/* The advertised address of the client's own family (an IPv4
+	 * client of a dual-stack listener is told IPv4), if set. */
+	if (advertise != NULL)
+		advertise += addr.ss_family == AF_INET6 && !IN6_IS_ADDR_V4MAPPED(
+		    &((struct sockaddr_in6 *)&addr)->sin6_addr);
 	if (advertise != NULL && advertise->sa.ss_family != 0) {
 		uint16_t	 port = sockaddr_port(
 				    (const struct sockaddr *)&bound_out->sa);
 
 		*bound_out = *advertise;
+		/* sin_port and sin6_port share their offset. */
 		((struct sockaddr_in *)&bound_out->sa)->sin_port = htons(port);
 	}
 	return a;

@@ -14,7 +14,9 @@ struct udp_assoc;
  * Opens the relay for control connection <c>: a UDP socket on <local>'s
  * address (port chosen by the kernel), which accepts datagrams only from
  * the control connection's peer IP (and from <client_port> when it is
- * not 0). Writes the address to advertise in *bound_out. Returns the
+ * not 0). Writes the address to advertise in *bound_out: the socket's
+ * own, or <advertise>[0] to an IPv4 client and [1] to an IPv6 one where
+ * that is set (a listener's udp_advertise; NULL: none). Returns the
  * association, owned by <c> (udp_assoc_free at close), or NULL with
  * errno set.
  */

@@ -42,6 +42,11 @@ BAD = [
     ("bad_response_timeout", r"response_timeout: 0 out of range"),
     ("bad_udp_replies", r"udp_replies|\"contacted\" or \"any\""),
     ("bad_ipv6only", r"only for an IPv6 address"),
+    ("bad_udp_advertise_family", r"udp_advertise: an IPv6 address for a "
+     r"listener that takes only IPv4 clients"),
+    ("bad_udp_advertise_v6only", r"udp_advertise: an IPv4 address for a "
+     r"listener that takes only IPv6 clients"),
+    ("bad_udp_advertise_two", r"a second IPv4 address"),
 ]
 
 

@@ -12,10 +12,15 @@
 - a SOCKS5 client on 127.0.0.1 of a dual-stack listener gets its
   addresses as IPv4 (ATYP 1, RFC 1928 5 and 7): CONNECT's BND.ADDR and
   UDP ASSOCIATE's relay, through which a datagram makes the round trip;
+- udp_advertise with an address of each family on a dual-stack listener:
+  an IPv4 client's UDP ASSOCIATE reply names the IPv4 one, an IPv6
+  client's the IPv6 one (only the replies are read: nothing is sent to
+  those documentation addresses);
 - a reload that drops "*:P3" makes "[::]:P3" dual-stack (a new socket):
   127.0.0.1 then reaches the IPv6 listener's target.
 """
 import os
+import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +38,9 @@ listeners = (
   { address = "[::]:@P2@"; protocol = "tcp"; to = "@A@"; ipv6only = true; },
   { address = "[::]:@P3@"; protocol = "tcp"; to = "@A@"; },
 @SPLIT4@
-  { address = "[::]:@P4@"; protocol = "socks5"; }
+  { address = "[::]:@P4@"; protocol = "socks5"; },
+  { address = "[::]:@P5@"; protocol = "socks5";
+    udp_advertise = [ "203.0.113.7", "2001:db8::7" ]; }
 );
 """
 
@@ -44,10 +51,10 @@ def main(t):
         return
     echo_a = t.echo_server()
     echo_b = t.echo_server()
-    p1, p2, p3, p4 = (ptest.free_port() for _ in range(4))
+    p1, p2, p3, p4, p5 = (ptest.free_port() for _ in range(5))
     split4 = '  { address = "*:%d"; protocol = "tcp"; to = "%s"; },' % (
         p3, echo_b.address)
-    conf = ptest.fill(CONF, TMP=t.tmp, P1=p1, P2=p2, P3=p3, P4=p4,
+    conf = ptest.fill(CONF, TMP=t.tmp, P1=p1, P2=p2, P3=p3, P4=p4, P5=p5,
                       A=echo_a.address, SPLIT4=split4)
     p = t.portico(conf)
 
@@ -93,9 +100,27 @@ def main(t):
             "a datagram through it comes back from the echo", repr(got))
     u.close()
 
+    # -- udp_advertise, one address per family --------------------------
+    u4 = S.Udp(p5)
+    t.at_exit(u4.close)
+    t.check(u4.ok() and u4.reply.atyp == S.ATYP_V4 and
+            u4.reply.host == "203.0.113.7",
+            "udp_advertise [IPv4, IPv6]: a client on 127.0.0.1 is told the "
+            "IPv4 address 203.0.113.7", u4.describe())
+    u4.close()
+    s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s6.bind(("::1", 0))
+    u6 = S.Udp(p5, sock=s6, ctl=S.Client.to(p5, host="::1"))
+    t.at_exit(u6.close)
+    t.check(u6.ok() and u6.reply.atyp == S.ATYP_V6 and
+            u6.reply.host == "2001:db8::7",
+            "and a client on ::1 the IPv6 address 2001:db8::7",
+            u6.describe())
+    u6.close()
+
     # -- reload: without *:P3, [::]:P3 takes IPv4 too -------------------
     p.set_conf(ptest.fill(CONF, TMP=t.tmp, P1=p1, P2=p2, P3=p3, P4=p4,
-                          A=echo_a.address, SPLIT4=""))
+                          P5=p5, A=echo_a.address, SPLIT4=""))
     p.hup()
     t.check(bool(p.wait_log(r"reloaded ")), "the reload went through",
             lambda: ptest.tail(p.log()))
