@@ -518,7 +518,7 @@ http_upstream_close(struct pt_conn *c)
 	close(s->io.fd);
 	s->io.fd = -1;
 	s->ready = 0;
-	s->rd_eof = s->wr_shut = s->hup = s->reset = false;
+	s->rd_eof = s->wr_shut = s->hup = s->reset = s->wrote = false;
 }
 
 /* The head's length in a response of ours (head and body in <p>). */
@@ -790,6 +790,8 @@ http_flow_splice_out(struct pt_conn *c, struct http_flow *f,
 	ssize_t			 n;
 
 	n = relay_splice_out(d, dst->io.fd);
+	if (n > 0)
+		dst->wrote = true;
 	f->piped = d->pipe_fill;
 	if (n == -EAGAIN) {
 		dst->ready &= ~(uint32_t)EPOLLOUT;
@@ -1629,6 +1631,7 @@ http_access_ok(struct pt_conn *c)
 			h->req.keep_out = true;
 			up->ready = EPOLLOUT;
 			up->hup = up->reset = false;
+			up->wrote = true;	/* by an earlier client */
 			target_reuse(c, &h->addrs[0]);
 			return true;
 		}
