@@ -12,7 +12,11 @@ http_next_request and http_close_answered):
   SIGHUP: the answers it gets are whole, and the connection ends with a
   FIN, not a reset that could cost it the last answer (lingering close);
 - a keep-alive client that stays quiet after its response is closed
-  within a few seconds (the grace is 1 s), so the old worker can go.
+  within a few seconds (the grace is 1 s), so the old worker can go;
+- a client sending a POST every 100 ms on one connection across a
+  reload (the drain most likely finds it between an answer and its next
+  request, http_on_drain's grace): every POST is answered, the last with
+  Connection: close, and the origin gets each once.
 """
 import os
 import sys
@@ -111,6 +115,34 @@ def main(t):
             "a client quiet after its response is closed within 5 s "
             "(%.1f s)" % el, (r, how, el))
     c.close()
+
+    # -- a POST every 100 ms across the reload -----------------------------
+    c = H.Conn.to(port, timeout=ptest.bound(10))
+    answered, err, closed, sent = 0, None, False, 0
+    try:
+        for i in range(40):
+            c.send(H.request_bytes("POST", o.url + "/echo?id=tick%d" % i,
+                                   body=b"tick %d" % i))
+            sent += 1
+            r = H.read_response(c)
+            if r.status != 200:
+                err = "POST %d: %s" % (i, r.describe())
+                break
+            answered += 1
+            if r.closes():
+                closed = True
+                break
+            if i == 2:
+                hup()
+            time.sleep(0.1)
+    except Exception as e:
+        err = "after %d answers: %s: %s" % (answered, type(e).__name__, e)
+    c.close()
+    t.check(closed and err is None and answered == sent,
+            "a POST every 100 ms across the reload: all %d answered, the "
+            "last with Connection: close" % sent, err)
+    t.check(all(len(o.reqs_for("tick%d" % i)) == 1 for i in range(sent)),
+            "the origin got each of them once", lambda: o.requests[-5:])
     t.check(not o.bad, "the origin found nothing wrong", o.bad)
     t.stop_portico(p)
 
