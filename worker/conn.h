@@ -146,7 +146,7 @@ struct pt_conn {
 	bool				 c_waited;
 	bool				 c_logged;
 	bool				 c_reap_queued;
-	/* Cut short by the proxy (conn_cut): reset, not ended. */
+	/* Cut short (conn_cut): reset, not ended. */
 	bool				 c_cut;
 	/* SOCKS5 asks for credentials: the listener's default, or what an
 	 * ACCEPT hook said (pt_conn_need_credentials). */
@@ -237,8 +237,9 @@ void		 conn_close(struct pt_conn *c, const char *why);
  * stop): a socket still holding bytes its peer has not taken is reset
  * rather than left to linger as an orphan (conn.c). */
 void		 conn_abort(struct pt_conn *c, const char *why);
-/* Closes <c> mid-transaction on the proxy's own account (shutdown_timeout,
- * fast stop): both sockets are reset and a transport writes no close of
+/* Closes <c> mid-transaction, cut short: on the proxy's own account
+ * (shutdown_timeout, fast stop) or because one side reset (the reset is
+ * passed on). Both sockets are reset and a transport writes no close of
  * its own (pt_conn_cut), so neither end takes the cut for an end. */
 void		 conn_cut(struct pt_conn *c, const char *why);
 /* conn_close for a client answered while it may still be sending (the

@@ -781,6 +781,18 @@ http_flow_splice_in(struct pt_conn *c, struct http_flow *f,
 	return n;
 }
 
+/* A write to one side failed: a peer's reset is passed on to the other
+ * side as a reset (conn_cut), so a body cut short there is not taken
+ * for complete; any other error is an abortive close. */
+static void
+http_send_failed(struct pt_conn *c, ssize_t err)
+{
+	if (err == -EPIPE || err == -ECONNRESET)
+		conn_cut(c, "reset by peer");
+	else
+		conn_abort(c, "send failed");
+}
+
 /* Writes the flow's piped bytes to <dst>: as http_flow_write. */
 static int
 http_flow_splice_out(struct pt_conn *c, struct http_flow *f,
@@ -798,8 +810,7 @@ http_flow_splice_out(struct pt_conn *c, struct http_flow *f,
 		return 0;
 	}
 	if (n < 0) {
-		conn_abort(c, n == -EPIPE || n == -ECONNRESET ?
-		    "reset by peer" : "send failed");
+		http_send_failed(c, n);
 		return -1;
 	}
 	if (n == 0)
@@ -871,8 +882,7 @@ http_flow_write(struct pt_conn *c, struct http_flow *f, struct conn_side *dst)
 		return 0;
 	}
 	if (n < 0) {
-		conn_abort(c, n == -EPIPE || n == -ECONNRESET ?
-		    "reset by peer" : "send failed");
+		http_send_failed(c, n);
 		return -1;
 	}
 	if ((size_t)n <= outn) {
@@ -1990,7 +2000,9 @@ http_pump_response(struct pt_conn *c)
 		return -1;
 	}
 	if (n < 0) {
-		conn_abort(c, "origin reset inside a response");
+		/* What the client has is not the whole response: a FIN after
+		 * a body that runs to the close would say it was. */
+		conn_cut(c, "origin reset inside a response");
 		return -1;
 	}
 	if (n == 0) {
@@ -2192,7 +2204,7 @@ http_on_event(struct loop_io *io, uint32_t events)
 	 * (Before that, the read sees the reset, as doc/internals.md's
 	 * close-path table says.) */
 	if (http_st(c)->req.head_done && conn_client_failed(c, s, events)) {
-		conn_abort(c, "reset by peer");
+		conn_cut(c, "reset by peer");
 		return;
 	}
 	http_pump(c);

@@ -591,8 +591,10 @@ relay_pump(struct pt_conn *c)
 		b = a < 0 ? 0 : relay_step(c, SIDE_UPSTREAM);
 		if (a < 0 || b < 0) {
 			a = a < 0 ? a : b;
-			conn_abort(c, a == -ECONNRESET || a == -EPIPE ?
-			    "reset by peer" : "relay error");
+			if (a == -ECONNRESET || a == -EPIPE)
+				conn_cut(c, "reset by peer");
+			else
+				conn_abort(c, "relay error");
 			return;
 		}
 		if (c->c_dir[0].done && c->c_dir[1].done) {
@@ -630,7 +632,7 @@ relay_on_event(struct loop_io *io, uint32_t events)
 	 * one blocked on a destination that does not read would never
 	 * read the reset (the other leg could be held to idle_timeout). */
 	if (conn_client_failed(s->conn, s, events)) {
-		conn_abort(s->conn, "reset by peer");
+		conn_cut(s->conn, "reset by peer");
 		return;
 	}
 	relay_pump(s->conn);

@@ -396,11 +396,13 @@ PT_API void	 pt_conn_resume(struct pt_conn *conn, enum pt_verdict verdict);
  * return DENY there). LOG and CLOSE run as for any close; <reason> (a
  * static string) becomes req->error when none is set. */
 PT_API void	 pt_conn_close(struct pt_conn *conn, const char *reason);
-/* 1.5: whether the core is cutting the connection short on its own
- * account (shutdown_timeout after a drain, a fast stop): its sockets are
- * reset, and a transport's free() then writes no close of its own (a TLS
- * close_notify would tell the client the data ended where it was cut).
- * Any time; false for a connection that ends otherwise. */
+/* 1.5: whether the core is cutting the connection short: on its own
+ * account (shutdown_timeout after a drain, a fast stop), or because the
+ * other side reset mid-transaction (a client's reset goes on to the
+ * origin or target, theirs to the client). Its sockets are reset, and a
+ * transport's free() then writes no close of its own (a TLS close_notify
+ * would tell the client the data ended where it was cut). Any time;
+ * false for a connection that ends otherwise. */
 PT_API bool	 pt_conn_cut(const struct pt_conn *conn);
 
 /* Monotonic milliseconds as the worker's loop last read them. */

@@ -5,7 +5,13 @@ Abortive ends, for relay splice and copy: a client that resets mid-upload,
 an upstream that resets mid-upload, a client that closes while the
 upstream is still sending. Each time the other leg is closed promptly (no
 tunnel left half-dead), the worker survives, and at exit nothing is
-counted active.
+counted active. A reset is passed on as a reset (worker/conn.c
+conn_cut): the upstream of a client that reset mid-upload sees its
+connection reset, not a FIN that would end the upload as if complete,
+and the client of an upstream that reset gets a reset, not a FIN.
+The same through the HTTP proxy: an origin that resets inside a
+response whose body runs to the close leaves its client a reset, not an
+end that would pass the cut body for the whole one.
 """
 import os
 import re
@@ -17,12 +23,52 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
+import httptest as H  # noqa: E402
 
 LINGER0 = struct.pack("ii", 1, 0)
 
 
+class EndEcho(ptest._Server):
+    """Echoes until its client ends; .ends lists how each connection
+    ended: "eof" or "reset"."""
+
+    def __init__(self, *a, **kw):
+        self.ends = []
+        super().__init__(*a, **kw)
+
+    def handle(self, c):
+        end = "eof"
+        try:
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                c.sendall(d)
+        except (ConnectionResetError, BrokenPipeError):
+            end = "reset"
+        with self.lock:
+            self.ends.append(end)
+
+
+class CutOrigin(ptest._Server):
+    """An HTTP origin whose response has no length (its body runs to the
+    close): a head, 100,000 body bytes, then a reset."""
+
+    def handle(self, c):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            d = c.recv(4096)
+            if not d:
+                return
+            data += d
+        c.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" +
+                  b"c" * 100000)
+        time.sleep(0.2)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER0)
+
+
 class RstServer(ptest._Server):
-    """Reads ~100 KB, then resets the connection."""
+    """Reads 100,000 bytes, then resets the connection."""
 
     def handle(self, c):
         n = 0
@@ -63,8 +109,9 @@ def one_method(t, method, echo, rst, source):
     p = t.portico(conf)
     wpid = p.workers().get(0)
 
-    # 1. the client resets mid-upload: the upstream leg is closed
+    # 1. the client resets mid-upload: the upstream leg is reset
     base = echo.active
+    nends = len(echo.ends)
     s = ptest.connect(ports["echo"])
     stop = threading.Event()
     th = threading.Thread(target=pump, args=(s, 64 * ptest.MiB, stop),
@@ -78,34 +125,37 @@ def one_method(t, method, echo, rst, source):
     s.close()
     gone = ptest.wait_for(lambda: echo.active == base, ptest.bound(5))
     t.check(gone, "%s: a client reset mid-upload closes the upstream leg"
-            % method, "echo server still has %d connections"
+            % method, "the upstream still has %d connections"
             % echo.active)
+    t.check(echo.ends[nends:] == ["reset"], "%s: ... with a reset, not "
+            "a FIN that would end the upload as if complete" % method,
+            echo.ends[nends:])
 
-    # 2. the upstream resets mid-upload: the client leg is closed
+    # 2. the upstream resets once it read 100 KB: the client leg is
+    # reset. The client sends just that and then only reads: a thread
+    # still sending would take the reset's error from the socket first,
+    # and the read would then see an end either way.
     s = ptest.connect(ports["rst"])
-    stop = threading.Event()
-    th = threading.Thread(target=pump, args=(s, 64 * ptest.MiB, stop),
-                          daemon=True)
-    th.start()
-    closed = False
+    s.sendall(os.urandom(100000))
+    closed = None
     deadline = time.monotonic() + ptest.bound(5)
     while time.monotonic() < deadline:
         try:
-            closed = s.recv(1) == b""
+            if s.recv(1) == b"":
+                closed = "eof"
             break
         except socket.timeout:
             continue
         except ConnectionResetError:
-            closed = True
+            closed = "reset"
             break
         except OSError as e:
-            t.diag("upstream reset: %s" % ptest.err_kind(e))
+            closed = ptest.err_kind(e)
             break
-    stop.set()
-    th.join(5)
     s.close()
-    t.check(closed, "%s: an upstream reset mid-upload closes the client "
-            "leg" % method)
+    t.check(closed == "reset", "%s: an upstream reset resets the client "
+            "leg, not a FIN that would read as its end" % method,
+            "the client saw %s" % closed)
 
     # 3. the client closes (unread data: RST) while the upstream sends
     base = source.active
@@ -131,13 +181,43 @@ def one_method(t, method, echo, rst, source):
             "%s: exit totals: active=0" % method, str(tot[-1:]))
 
 
+def cut_response(t):
+    """An origin reset inside a body that runs to the close: the client
+    gets the bytes that came and then a reset, not an end."""
+    o = CutOrigin()
+    t.servers.append(o)
+    p, port = H.start(t)
+    s = ptest.connect(port, timeout=ptest.bound(10))
+    s.sendall(H.request_bytes("GET", "http://%s/cut" % o.address))
+    got, end = b"", None
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                end = "eof"
+                break
+            got += d
+    except ConnectionResetError:
+        end = "reset"
+    except OSError as e:
+        end = ptest.err_kind(e)
+    s.close()
+    t.check(got.startswith(b"HTTP/1.1 200") and end == "reset",
+            "HTTP: an origin reset inside a body that runs to the close "
+            "leaves the client a reset, not an end (%d bytes came)"
+            % len(got), "the client saw %s" % end)
+    t.stop_portico(p)
+
+
 def main(t):
-    echo = t.echo_server()
+    echo = EndEcho()
+    t.servers.append(echo)
     rst = RstServer()
     t.servers.append(rst)
     source = t.source_server(64 * ptest.MiB)
     for method in ("splice", "copy"):
         one_method(t, method, echo, rst, source)
+    cut_response(t)
 
 
 if __name__ == "__main__":
