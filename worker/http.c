@@ -781,16 +781,20 @@ http_flow_splice_in(struct pt_conn *c, struct http_flow *f,
 	return n;
 }
 
-/* A write to one side failed: a peer's reset is passed on to the other
- * side as a reset (conn_cut), so a body cut short there is not taken
- * for complete; any other error is an abortive close. */
+/* A write to <dst> failed. A client that reset has its reset passed on
+ * to the origin (conn_cut), so a request body cut short is not taken for
+ * complete there. An origin that stopped taking the request may have
+ * answered it already (a 413 before the body's end): its client is not
+ * reset, which could cost it that answer; an abortive close. */
 static void
-http_send_failed(struct pt_conn *c, ssize_t err)
+http_send_failed(struct pt_conn *c, struct conn_side *dst, ssize_t err)
 {
-	if (err == -EPIPE || err == -ECONNRESET)
+	if ((err == -EPIPE || err == -ECONNRESET) &&
+	    dst == &c->c_side[SIDE_CLIENT])
 		conn_cut(c, "reset by peer");
 	else
-		conn_abort(c, "send failed");
+		conn_abort(c, err == -EPIPE || err == -ECONNRESET ?
+		    "reset by peer" : "send failed");
 }
 
 /* Writes the flow's piped bytes to <dst>: as http_flow_write. */
@@ -810,7 +814,7 @@ http_flow_splice_out(struct pt_conn *c, struct http_flow *f,
 		return 0;
 	}
 	if (n < 0) {
-		http_send_failed(c, n);
+		http_send_failed(c, dst, n);
 		return -1;
 	}
 	if (n == 0)
@@ -882,7 +886,7 @@ http_flow_write(struct pt_conn *c, struct http_flow *f, struct conn_side *dst)
 		return 0;
 	}
 	if (n < 0) {
-		http_send_failed(c, n);
+		http_send_failed(c, dst, n);
 		return -1;
 	}
 	if ((size_t)n <= outn) {

@@ -11,7 +11,11 @@ connection reset, not a FIN that would end the upload as if complete,
 and the client of an upstream that reset gets a reset, not a FIN.
 The same through the HTTP proxy: an origin that resets inside a
 response whose body runs to the close leaves its client a reset, not an
-end that would pass the cut body for the whole one.
+end that would pass the cut body for the whole one; and an origin that
+answers 403 before the request body's end and then resets still leaves
+its client the 403 (the failed write to the origin is not passed on as a
+reset, which some clients' TCP stacks answer by dropping what they had
+not read yet).
 """
 import os
 import re
@@ -209,6 +213,38 @@ def cut_response(t):
     t.stop_portico(p)
 
 
+def early_answer(t):
+    """An origin that answers before the request body's end and then
+    resets (it closed with the body unread): the proxy's write to it
+    fails, and its client still reads the answer."""
+    o = H.origin(t)
+    p, port = H.start(t)
+    s = ptest.connect(port, timeout=ptest.bound(10))
+    s.sendall(b"POST %s/reject?rst=1 HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Length: 50000000\r\n\r\n" % o.url.encode())
+    stop = threading.Event()
+    th = threading.Thread(target=pump, args=(s, 50000000, stop),
+                          daemon=True)
+    th.start()
+    got = b""
+    s.settimeout(ptest.bound(10))
+    try:
+        while b"nope\n" not in got:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except OSError as e:
+        got += ("<%s>" % ptest.err_kind(e)).encode()
+    stop.set()
+    th.join(5)
+    s.close()
+    t.check(H.status_of(got) == 403 and got.endswith(b"nope\n"),
+            "HTTP: an origin that answers 403 and resets before the "
+            "request body's end: the client reads the 403", got[:300])
+    t.stop_portico(p)
+
+
 def main(t):
     echo = EndEcho()
     t.servers.append(echo)
@@ -218,6 +254,7 @@ def main(t):
     for method in ("splice", "copy"):
         one_method(t, method, echo, rst, source)
     cut_response(t)
+    early_answer(t)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ httptest: what the t/integ/http_*.py scenarios share, on top of ptest.
     /truncate          Content-Length: 1000, 500 bytes, then close
     /hang              reads the request, never answers
     /reject            403 and close at once, without reading the body
+                       (?rst=1: the close with the body unread, a reset)
     /ws                WebSocket (RFC 6455) handshake, then echoes frames
 
   Every response to a body-bearing route has X-Body-Sha256 and X-Body-Len.
@@ -362,6 +363,11 @@ class Origin(ptest._Server):
             # a final status at once, the body never read
             c.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 5\r\n"
                       b"Connection: close\r\n\r\nnope\n")
+            if q.get("rst") == "1":
+                time.sleep(0.1)
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                             struct.pack("ii", 1, 0))
+                return False
             c.shutdown(socket.SHUT_WR)
             conn.settimeout(2)
             try:
