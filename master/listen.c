@@ -93,7 +93,7 @@ listen_owned_by(const struct listen_set *ls, int fd)
 	int	 i;
 
 	for (i = 0; i < ls->nlisteners * ls->nslots; i++)
-		if (ls->fds[i] == fd)
+		if (fd >= 0 && ls->fds[i] == fd)
 			return true;
 	return false;
 }
@@ -260,6 +260,8 @@ listen_fmt_handover(const struct pt_config *conf, const struct listen_set *ls)
 	out[0] = '\0';
 	for (l = 0; l < ls->nlisteners; l++)
 		for (s = 0; s < ls->nslots; s++) {
+			if (ls->fds[l * ls->nslots + s] < 0)
+				continue;	/* a vacated slot */
 			for (;;) {
 				n = snprintf(out + len, cap - len, "%s%d:%s:%d",
 				    len > 0 ? ";" : "",
@@ -310,7 +312,8 @@ listen_open(const struct pt_config *conf, struct listen_set *out,
 		l = &conf->listeners[i];
 		o = old != NULL ? listen_find(oldconf, l) : -1;
 		for (s = 0; s < conf->workers; s++) {
-			if (o >= 0 && s < old->nslots) {
+			if (o >= 0 && s < old->nslots &&
+			    old->fds[o * old->nslots + s] >= 0) {
 				fd = old->fds[o * old->nslots + s];
 				/* A changed backlog applies in place. */
 				listen(fd, l->backlog);
@@ -448,4 +451,66 @@ listen_migrate(const struct pt_config *conf, int old_nslots)
 		    "net.ipv4.tcp_migrate_req is 0 (tcp_migrate_req = false): "
 		    "connections reaching the removed slots while they drain "
 		    "may be reset", old_nslots, conf->workers);
+}
+
+/*
+ * A slot whose worker keeps dying waits out a back-off (master/spawn.c,
+ * up to 30 s) with nobody accepting on its sockets, which keep taking
+ * their share of new connections all the same. Vacated, they leave the
+ * SO_REUSEPORT group: new connections go to the live slots, and with
+ * tcp_migrate_req what was queued moves there too (without it, that
+ * would be reset: so only then). The next worker of the slot gets fresh
+ * sockets (listen_slot_bind).
+ */
+bool
+listen_slot_vacate(const struct pt_config *conf, struct listen_set *ls,
+    int slot)
+{
+	int	 v, l;
+
+	if (slot >= ls->nslots || listen_slot_vacant(ls, slot))
+		return false;
+	if ((v = listen_migrate_read()) != 1) {
+		if (v != 0 || !conf->tcp_migrate_req ||
+		    listen_migrate_write() < 0)
+			return false;
+		pt_log(PT_LOG_NOTICE, "net.ipv4.tcp_migrate_req set to 1 "
+		    "(tcp_migrate_req = true), so connections queued on a "
+		    "crashing worker's sockets move to a live one");
+	}
+	for (l = 0; l < ls->nlisteners; l++) {
+		close(ls->fds[l * ls->nslots + slot]);
+		ls->fds[l * ls->nslots + slot] = -1;
+	}
+	return true;
+}
+
+bool
+listen_slot_vacant(const struct listen_set *ls, int slot)
+{
+	int	 l;
+
+	for (l = 0; l < ls->nlisteners; l++)
+		if (ls->fds[l * ls->nslots + slot] < 0)
+			return true;
+	return false;
+}
+
+int
+listen_slot_bind(const struct pt_config *conf, struct listen_set *ls,
+    int slot, char *err, size_t errsz)
+{
+	int	 l, fd;
+
+	for (l = 0; l < ls->nlisteners; l++) {
+		if (ls->fds[l * ls->nslots + slot] >= 0)
+			continue;
+		if ((fd = listen_bind_one(&conf->listeners[l])) < 0) {
+			snprintf(err, errsz, "bind %s: %s",
+			    conf->listeners[l].address, strerror(-fd));
+			return -1;
+		}
+		ls->fds[l * ls->nslots + slot] = fd;
+	}
+	return 0;
 }

@@ -11,7 +11,9 @@ struct pt_config;
 /*
  * The sockets of one configuration. fds[l * nslots + s] is listener l's
  * socket for worker slot s. Index-stable: slot s is always served by
- * socket s, and its replacement worker inherits the same descriptor.
+ * socket s, and its replacement worker inherits the same descriptor,
+ * except after a crash loop's back-off vacated it (-1 until
+ * listen_slot_bind).
  */
 struct listen_set {
 	int	 nlisteners;
@@ -41,6 +43,20 @@ uint64_t listen_kept_mask(const struct listen_set *old,
 /* Closes the sockets of <old> that <cur> did not take over. */
 void	 listen_close_unused(struct listen_set *old,
 	    const struct listen_set *cur);
+/*
+ * A crash loop's back-off: closes <slot>'s sockets (fds -1) so that new
+ * connections go to the live slots, only where net.ipv4.tcp_migrate_req
+ * is 1 or conf->tcp_migrate_req may set it (the queued ones move too).
+ * Returns whether it did. Master only.
+ */
+bool	 listen_slot_vacate(const struct pt_config *conf,
+	    struct listen_set *ls, int slot);
+/* Whether <slot> has a vacated socket. */
+bool	 listen_slot_vacant(const struct listen_set *ls, int slot);
+/* Binds fresh sockets where <slot>'s were vacated. 0, or -1 with <err>
+ * ("address: why"; the sockets bound so far are kept). Master only. */
+int	 listen_slot_bind(const struct pt_config *conf,
+	    struct listen_set *ls, int slot, char *err, size_t errsz);
 /* Closes every socket of <ls> and frees it. */
 void	 listen_close(struct listen_set *ls);
 /*

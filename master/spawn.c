@@ -6,6 +6,9 @@
  * - A worker that dies is replaced in the same slot, on the same CPU and
  *   the same sockets; the first time at once, and with a doubling delay
  *   (capped) while it keeps dying young, so a crash loop cannot eat a CPU.
+ *   During such a delay the slot's sockets are closed where the kernel
+ *   moves their queues (listen_slot_vacate), so its share of new
+ *   connections goes to the live workers; the next worker gets new ones.
  * - Reload: the new configuration is loaded and its new sockets bound
  *   before anything running is touched; any failure leaves the running
  *   generation exactly as it was. Then the new generation is forked on
@@ -144,9 +147,17 @@ static void
 spawn_fork(int slot)
 {
 	struct spawn_slot	*s = &spawn_slots[slot];
+	char			 err[256];
 	pid_t			 pid;
 
 	s->respawn_at = 0;
+	if (listen_slot_vacant(&spawn_ls, slot) && listen_slot_bind(spawn_conf,
+	    &spawn_ls, slot, err, sizeof(err)) < 0) {
+		pt_log(PT_LOG_ERR, "worker %d: %s (trying again in 1 s)", slot,
+		    err);
+		s->respawn_at = spawn_now() + 1000;
+		return;
+	}
 	pid = fork();
 	if (pid < 0) {
 		pt_log_err(PT_LOG_ERR, errno, "fork worker %d", slot);
@@ -229,6 +240,18 @@ spawn_describe_exit(int slot, pid_t pid, int status)
 		    slot, (int)pid, WEXITSTATUS(status));
 }
 
+/* Whether a worker of another slot is up and accepting. */
+static bool
+spawn_other_live(int slot)
+{
+	int	 i;
+
+	for (i = 0; i < spawn_conf->workers; i++)
+		if (i != slot && spawn_slots[i].pid > 0 && spawn_slots[i].ready)
+			return true;
+	return false;
+}
+
 static void
 spawn_schedule_respawn(int slot)
 {
@@ -250,6 +273,13 @@ spawn_schedule_respawn(int slot)
 		pt_log(PT_LOG_WARNING, "worker %d keeps dying (%u times in a "
 		    "row): next restart in %llu ms", slot, s->crashes,
 		    (unsigned long long)delay);
+		/* Meanwhile its share of new connections goes to the live
+		 * workers, not into a queue nobody reads. */
+		if (spawn_other_live(slot) &&
+		    listen_slot_vacate(spawn_conf, &spawn_ls, slot))
+			pt_log(PT_LOG_NOTICE, "worker %d: its listening "
+			    "sockets are closed until it restarts, so new "
+			    "connections go to the other workers", slot);
 	}
 	s->respawn_at = now + delay;
 	if (s->respawn_at == 0)

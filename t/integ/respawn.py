@@ -6,7 +6,10 @@ other worker is not disturbed: connections it holds still relay, and a
 client loop running through the kill loses at most the connections the
 dead worker had in hand. The log names the death and the respawn. A worker
 that keeps dying is replaced with a doubling delay, timed from outside (kill
-to the new pid).
+to the new pid). While such a delay runs, the slot's sockets are closed
+(net.ipv4.tcp_migrate_req moves what they had queued), so fresh
+connections are all served at once by the other worker instead of
+waiting out the back-off in the dead slot's queue.
 """
 import os
 import signal
@@ -167,6 +170,37 @@ def main(t):
                                    ptest.bound(1.5)),
             "delays %s; too late (kill, delay, at most): %s" % (
                 times, late))
+    # One more death in a row: its back-off is at least 1.6 s. Fresh
+    # connections meanwhile are served by the other worker at once.
+    cur = p.workers().get(slot)
+    mig = "/proc/sys/net/ipv4/tcp_migrate_req"
+    try:
+        can_migrate = open(mig).read().strip() == "1" or \
+            os.access(mig, os.W_OK)
+    except OSError:
+        can_migrate = False
+    if not can_migrate:
+        t.skip("fresh connections during a back-off go to the live worker",
+               "no net.ipv4.tcp_migrate_req to set", need="tcp_migrate_req")
+    elif cur is not None:
+        os.kill(cur, signal.SIGKILL)
+        p.wait_log(r"worker %d: its listening sockets are closed" % slot,
+                   timeout=ptest.bound(2))
+        t0 = time.monotonic()
+        res = [ptest.echo_once(port, timeout=1.0) for _ in range(20)]
+        took = time.monotonic() - t0
+        back = p.workers().get(slot) not in (None, cur)
+        t.check(all(ok for ok, _ in res) and not back,
+                "during the back-off of a worker that keeps dying, 20 of "
+                "20 fresh connections echo at once (%.2f s), served by the "
+                "other worker" % took,
+                lambda: ["%d of 20, respawned already: %s" % (
+                    sum(1 for ok, _ in res if ok), back)] +
+                ptest.tail(p.log(), 10))
+        nw = p.wait_workers(2, ptest.bound(10), exclude=(cur,),
+                            interval=0.05)
+        t.check(bool(nw), "and the worker is replaced after it, on new "
+                "sockets", lambda: ptest.tail(p.log(), 10))
     last = p.workers().get(slot)
     t.check(last is not None and ptest.cpus_allowed(last) == vcpus,
             "the last replacement is on the same CPU %s" % (vcpus,),
