@@ -438,6 +438,32 @@ http_watch(struct pt_conn *c)
 
 /* ---- failures and our own responses -------------------------------- */
 
+/*
+ * Whether an origin connection may carry another request: nothing came
+ * from it beyond the response just read (a body longer than its framing
+ * said, a close). Bytes waiting there would answer the next request, and
+ * every later one would get the answer before its own. Known from the
+ * events when the last read was short (the usual case, no system call);
+ * otherwise a read came to the exact end of the response with more
+ * possibly behind it, and one peek tells.
+ */
+static bool
+http_upstream_clean(struct conn_side *up)
+{
+	char	 b;
+
+	if (up->hup)
+		return false;
+	if (!(up->ready & EPOLLIN))
+		return true;
+	if (recv(up->io.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		up->ready &= ~(uint32_t)EPOLLIN;
+		return true;
+	}
+	return false;
+}
+
 /* Gives the parked upstream to the worker's pool. */
 static void
 http_unpark(struct pt_conn *c)
@@ -451,7 +477,8 @@ http_unpark(struct pt_conn *c)
 	h->parked = false;
 	if (up->io.fd < 0)
 		return;
-	if (up->hup || a == NULL) {
+	/* Something came while it was parked: stray bytes or a close. */
+	if (up->hup || (up->ready & EPOLLIN) || a == NULL) {
 		http_upstream_close(c);
 		return;
 	}
@@ -663,7 +690,8 @@ http_transaction_done(struct pt_conn *c)
 	http_log_transaction(c);
 	if (up->io.fd >= 0 && h->origin_keep && h->req.body_done &&
 	    h->resp.body_done && h->resp.in_raw == h->resp.in_len &&
-	    !up->hup && http_conf->http.upstream_keepalive > 0) {
+	    http_conf->http.upstream_keepalive > 0 &&
+	    http_upstream_clean(up)) {
 		/* The next request on this client connection most likely
 		 * goes to the same origin: keep the upstream parked here,
 		 * still registered, and pool it only when it is not. */
@@ -1626,9 +1654,10 @@ http_access_ok(struct pt_conn *c)
 		return false;
 	}
 	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup &&
-	    target_addr(c) != NULL) {
+	    !(up->ready & EPOLLIN) && target_addr(c) != NULL) {
 		/* Same origin as the last request (http_request_head pooled
-		 * it otherwise). */
+		 * it otherwise), and nothing came from it while parked (that
+		 * would be the answer to no request: http_unpark closes it). */
 		h->parked = false;
 		h->reused = true;
 		h->req.keep_out = true;
