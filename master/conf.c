@@ -1268,6 +1268,7 @@ conf_load(const char *file, char err[CONF_ERRSZ])
 {
 	struct pt_config	*conf;
 	struct conf_ctx		 cc;
+	const char		*incdir;
 
 	if ((conf = calloc(1, sizeof(*conf))) == NULL) {
 		snprintf(err, CONF_ERRSZ, "%s: out of memory", file);
@@ -1291,6 +1292,7 @@ conf_load(const char *file, char err[CONF_ERRSZ])
 			*slash = '/';
 		}
 	}
+	incdir = config_get_include_dir(&conf->cfg);
 	if (config_read_file(&conf->cfg, file) != CONFIG_TRUE) {
 		if (config_error_type(&conf->cfg) == CONFIG_ERR_FILE_IO)
 			snprintf(err, CONF_ERRSZ, "%s: cannot read: %s", file,
@@ -1301,6 +1303,10 @@ conf_load(const char *file, char err[CONF_ERRSZ])
 			    config_error_file(&conf->cfg) : file,
 			    config_error_line(&conf->cfg),
 			    config_error_text(&conf->cfg));
+		conf_free(conf);
+		return NULL;
+	}
+	if (conf_check_ints(file, incdir, err, CONF_ERRSZ) < 0) {
 		conf_free(conf);
 		return NULL;
 	}

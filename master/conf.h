@@ -16,6 +16,12 @@
  * may block (file reads, getpwnam, name resolution of forwarding targets).
  */
 struct pt_config	*conf_load(const char *file, char err[CONF_ERRSZ]);
+/* ---- master/conf_ints.c ---- */
+/* -1 with "FILE:LINE: ..." in <err> when <file> or one it @includes
+ * (relative to <include_dir>, or NULL) has an integer without an L
+ * suffix that a 32-bit libconfig integer cannot hold; 0 otherwise. */
+int			 conf_check_ints(const char *file,
+			    const char *include_dir, char *err, size_t errsz);
 /* Frees <conf> (NULL is fine); its modules get exit_master, when
  * init_master ran, and conf_free (common/modlife.c). */
 void			 conf_free(struct pt_config *conf);

@@ -47,6 +47,8 @@ BAD = [
     ("bad_udp_advertise_v6only", r"udp_advertise: an IPv4 address for a "
      r"listener that takes only IPv6 clients"),
     ("bad_udp_advertise_two", r"a second IPv4 address"),
+    ("bad_int_wrap", r"4294967298 does not fit a plain integer .*"
+     r"4294967298L"),
 ]
 
 
