@@ -1775,10 +1775,14 @@ http_tunnel(struct pt_conn *c)
 	struct http_flow	*q = &h->req, *r = &h->resp;
 	struct relay_dir	*d;
 
+	/* From the first byte not yet written to the origin: the rest of a
+	 * request body the 101 came before (still in HTTP/1.1 framing, as
+	 * the origin expects it before the switch), then whatever followed
+	 * it. Only what the origin was already sent is behind us. */
 	d = &c->c_dir[SIDE_CLIENT];
-	if (q->in != NULL && q->in_raw < q->in_len) {
+	if (q->in != NULL && q->in_start < q->in_len) {
 		d->buf = q->in;
-		d->head = q->in_raw;
+		d->head = q->in_start;
 		d->tail = q->in_len;
 		q->in = NULL;
 	}

@@ -6,12 +6,18 @@ upgrade request reaches the origin with Upgrade and Connection: upgrade,
 the 101 comes back with the right Sec-WebSocket-Accept, then frames echo
 both ways (text, 100 KiB and 1 MiB binary, a fragmented message, ping and
 pong) and a close handshake ends in EOF. An origin that declines the
-upgrade answers normally and the connection stays HTTP.
+upgrade answers normally and the connection stays HTTP. An upgrade
+request with a 4 MiB body that the origin answers with 101 before it
+reads the body: the origin still gets the whole body, then what the
+client sent after it, byte for byte (the proxy had framed some of it and
+not yet written it when the 101 came).
 """
 import base64
 import hashlib
 import os
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
@@ -28,6 +34,61 @@ def upgrade(port, url, key, extra=()):
         return H.read_response(conn), conn
     except Exception as e:
         return "%s: %s" % (type(e).__name__, e), conn
+
+
+class EarlyUpgrade(ptest._Server):
+    """Reads a request head, waits, answers 101 before reading the body,
+    then keeps everything that follows in .got."""
+
+    def __init__(self):
+        self.got = b""
+        self.done = threading.Event()
+        super().__init__()
+
+    def handle(self, c):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            d = c.recv(65536)
+            if not d:
+                return
+            data += d
+        time.sleep(0.3)         # the proxy is blocked on the body by now
+        c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+                  b"websocket\r\nConnection: Upgrade\r\n\r\n")
+        time.sleep(1.0)
+        rest = data.split(b"\r\n\r\n", 1)[1]
+        c.settimeout(ptest.bound(5))
+        try:
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                rest += d
+        except OSError:
+            pass
+        self.got = rest
+        self.done.set()
+
+
+def early_101(t, port):
+    o = EarlyUpgrade()
+    t.servers.append(o)
+    n = 4 * 1024 * 1024
+    body = os.urandom(n)
+    tail = b"AFTER THE BODY"
+    s = ptest.connect(port, timeout=ptest.bound(10))
+    s.sendall(b"POST http://%s/ws HTTP/1.1\r\nHost: x\r\nConnection: "
+              b"Upgrade\r\nUpgrade: websocket\r\nContent-Length: %d\r\n\r\n"
+              % (o.address.encode(), n))
+    try:
+        s.sendall(body + tail)
+    except OSError:
+        pass
+    o.done.wait(ptest.bound(15))
+    s.close()
+    t.check(o.got == body + tail, "a 101 before the origin read a 4 MiB "
+            "request body: the origin gets the whole body, then the bytes "
+            "after it", "got %d of %d bytes" % (len(o.got), n + len(tail)))
 
 
 def main(t):
@@ -150,6 +211,7 @@ def main(t):
 
     t.check(not o.bad, "the origin found nothing wrong in what it got",
             o.bad)
+    early_101(t, port)
     H.finish(t, p, w0)
 
 
