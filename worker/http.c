@@ -1412,8 +1412,8 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 	 * client", whatever its Keep-Alive says. */
 	h->keep_client = m->version == 11 &&
 	    !(m->conn_flags & HTTP_CONN_CLOSE);
-	h->is_connect = http_str_ieq(m->method, "CONNECT");
-	h->is_head = http_str_ieq(m->method, "HEAD");
+	h->is_connect = http_method_is(m->method, "CONNECT");
+	h->is_head = http_method_is(m->method, "HEAD");
 	/* RFC 9110 7.8: Upgrade in an HTTP/1.0 request is ignored (it goes
 	 * on as a plain request, its Upgrade field dropped). */
 	h->is_websocket = m->upgrade_websocket && m->version == 11 &&
@@ -1439,7 +1439,7 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 		 * whatever follows the head belongs to the tunnel. */
 		q->body = HTTP_BODY_NONE;
 	} else if (m->target_form == HTTP_TARGET_ASTERISK &&
-	    http_str_ieq(m->method, "OPTIONS")) {
+	    http_method_is(m->method, "OPTIONS")) {
 		/* RFC 9110 9.3.7: "OPTIONS *" asks about the server it is
 		 * sent to, us: what we forward, without a phase (no target,
 		 * nothing to judge). */
@@ -1488,9 +1488,9 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 		return;
 	}
 	h->local = HTTP_LOCAL_NONE;
-	if (m->max_forwards == 0 && http_str_ieq(m->method, "OPTIONS"))
+	if (m->max_forwards == 0 && http_method_is(m->method, "OPTIONS"))
 		h->local = HTTP_LOCAL_OPTIONS;
-	else if (m->max_forwards == 0 && http_str_ieq(m->method, "TRACE"))
+	else if (m->max_forwards == 0 && http_method_is(m->method, "TRACE"))
 		h->local = HTTP_LOCAL_TRACE;
 	h->head_len = (uint32_t)m->head_len;
 	/* A wait at ACCEPT or for an earlier request is not this one's. */

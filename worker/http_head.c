@@ -231,8 +231,8 @@ http_head_request(char *out, size_t cap, const struct http_msg *m,
 
 	/* RFC 9110 7.6.2: a proxy decrements Max-Forwards on TRACE and
 	 * OPTIONS (a zero is answered before we get here). */
-	mf = m->max_forwards > 0 && (http_str_ieq(m->method, "TRACE") ||
-	    http_str_ieq(m->method, "OPTIONS"));
+	mf = m->max_forwards > 0 && (http_method_is(m->method, "TRACE") ||
+	    http_method_is(m->method, "OPTIONS"));
 	head_str(&o, m->method);
 	/* RFC 9112 3.2.4: OPTIONS to an authority with no path asks about
 	 * the server itself: "*" to the origin. */

@@ -171,4 +171,14 @@ http_str_ieq(struct pt_str s, const char *lit)
 	return s.len == n && http_mem_ieq(s.ptr, lit, n);
 }
 
+/* Methods are case-sensitive (RFC 9110 9.1): "head" is not HEAD, and
+ * the parser frames its response as not HEAD's. */
+static inline bool
+http_method_is(struct pt_str s, const char *lit)
+{
+	size_t	 n = strlen(lit);
+
+	return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
+
 #endif

@@ -9,7 +9,9 @@ with via = false), every hop-by-hop field removed (Connection and each
 field it names, Keep-Alive, Proxy-Connection, Proxy-Authorization, TE,
 Trailer, Upgrade), end-to-end fields kept in order. Set-Cookie fields
 from the origin arrive as separate fields. curl -x works for GET, HEAD,
-POST and PUT.
+POST and PUT. Methods are case-sensitive (RFC 9110 9.1): the proxy's own
+answer to "head" carries the body its Content-Length announces, as to any
+method but HEAD.
 """
 import os
 import sys
@@ -216,6 +218,17 @@ def main(t):
             not r.all("via"),
             "via = false: no Via towards the origin or the client",
             lambda: ["response %r" % (r,), "origin headers %r" % (hs,)])
+    # "head" is not HEAD: our own answer (a 502) has its body
+    dead = ptest.free_port()
+    st, got, how, _ = H.raw_exchange(
+        port2, b"head http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\n\r\n"
+        % dead, timeout=ptest.bound(5))
+    head, body = H.split_response(got)
+    cl = H.field(H.head_fields(head), "content-length")
+    t.check(st == 502 and cl is not None and cl.isdigit() and
+            int(cl) == len(body) > 0,
+            "a method \"head\" (not HEAD): the 502 comes with the body its "
+            "Content-Length says", repr(got[:300]))
     t.stop_portico(p2)
 
 
