@@ -591,8 +591,13 @@ http_fail_answer(struct pt_conn *c, int status, const char *detail,
 	pt_timer_stop(&c->c_timer);
 	http_unpark(c);
 	http_upstream_close(c);
+	/* A client that asked for credentials may send them on the same
+	 * connection. Not one whose refused CONNECT already has bytes
+	 * behind it: those were meant for the tunnel (a TLS hello), and
+	 * must not be read as its next request. */
 	if (!(status == 407 && h->req.body_done && h->keep_client) ||
-	    worker_self()->stopping)
+	    (h->is_connect && h->req.in != NULL &&
+	    h->req.in_len > h->req.in_raw) || worker_self()->stopping)
 		h->close_after = true;
 	flags = h->close_after ? HTTP_HEAD_CLOSE : 0;
 	if (status == 407)

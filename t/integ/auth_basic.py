@@ -83,6 +83,16 @@ def main(t):
 
     st, head = A.curl_head(ports["main"], url % "none")
     t.check(st == 407, "no credentials: 407", head)
+    # A CONNECT refused 407 with bytes already behind it (meant for the
+    # tunnel): the 407 closes, and those bytes are never a request.
+    st, got, how, _ = H.raw_exchange(
+        ports["main"], b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n" % o.port,
+        timeout=ptest.bound(5))
+    t.check(st == 407 and got.count(b"HTTP/1.1 ") == 1 and
+            b"connection: close" in got.lower() and how in ("eof", "reset"),
+            "a CONNECT refused 407 with early tunnel bytes: one answer, "
+            "then the close", repr(got[:400]))
     t.check('\r\nProxy-Authenticate: Basic realm="staff", charset="UTF-8"'
             '\r\n' in head, "the challenge names the realm and UTF-8", head)
     t.check(A.failures(p) == [], "a request without credentials writes no "
