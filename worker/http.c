@@ -1862,11 +1862,12 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 	if (m->status == 101) {
 		flags = HTTP_HEAD_UPGRADE;
 		h->stage = HS_TUNNEL;
-	} else if (m->te_close && h->client_version == 10) {
-		/* A coded body without chunked runs to the close: a 1.1
-		 * client gets its Transfer-Encoding, which a 1.0 client
-		 * must not be sent (RFC 9112 6.1), and without it the
-		 * coded bytes would pass for the content. */
+	} else if ((m->te_close || m->te_coded) && h->client_version == 10) {
+		/* A body in a coding besides chunked (running to the close,
+		 * or chunked on top: "gzip, chunked"): a 1.1 client gets its
+		 * Transfer-Encoding, which a 1.0 client must not be sent (RFC
+		 * 9112 6.1), and without it the coded bytes would pass for the
+		 * content. */
 		http_fail(c, 502, "transfer coding an HTTP/1.0 client cannot "
 		    "take");
 		return;

@@ -309,7 +309,7 @@ msg_reset(struct http_msg *m)
 	m->conn_flags = 0;
 	m->upgrade_websocket = false;
 	m->expect_continue = false;
-	m->te_close = false;
+	m->te_close = m->te_coded = false;
 	m->host_count = 0;
 	m->host = none;
 	m->max_forwards = -1;
@@ -921,6 +921,7 @@ resp_finish(struct http_msg *m, const struct http_frame *f,
 		m->body = f->te_last_chunked ? HTTP_BODY_CHUNKED :
 		    HTTP_BODY_CLOSE;
 		m->te_close = !f->te_last_chunked;
+		m->te_coded = f->te_unknown;
 	} else if (f->cl_bad)
 		return msg_fail(m, 502, f->cl_why);
 	else if (f->cl_seen) {

@@ -72,6 +72,9 @@ struct http_msg {
 	 * runs to the close and is still coded (RFC 9112 6.3 rule 4 for
 	 * responses): the coding list must go on with it. */
 	bool			 te_close;
+	/* Response: Transfer-Encoding lists a coding besides chunked
+	 * ("gzip, chunked"): without the chunks the bytes are still coded. */
+	bool			 te_coded;
 	int			 host_count;	/* Host fields seen */
 	struct pt_str		 host;		/* the Host value, if one */
 	int			 max_forwards;	/* -1: absent */

@@ -9,7 +9,7 @@ answers with fixed bytes:
   it alone (RFC 9110 6.6.1); so do the proxy's own answers;
 - two equal Content-Length fields go on as one; a 204's Content-Length
   is dropped and the connection still carries the next request (8.6);
-- a coded body without chunked ("Transfer-Encoding: gzip", to the close)
+- a coded body ("Transfer-Encoding: gzip" to the close, or "gzip, chunked")
   keeps its Transfer-Encoding for an HTTP/1.1 client, and is a 502 for
   an HTTP/1.0 one, never bare coded bytes (RFC 9112 6.1);
 - an HTTP/1.0 client is closed after each response even when it asks for
@@ -56,6 +56,8 @@ ANSWERS = {
     "/badchunk": b"HTTP/1.1 200 OK\r\n" + DATE +
     b"Transfer-Encoding: chunked\r\n\r\nzz\r\nbad\r\n",
     "/continue-then-close": b"HTTP/1.1 100 Continue\r\n\r\n",
+    "/gzipchunked": b"HTTP/1.1 200 OK\r\n" + DATE +
+    b"Transfer-Encoding: gzip, chunked\r\n\r\n6\r\nGZDATA\r\n0\r\n\r\n",
 }
 CLOSES = {"/gzip", "/badchunk", "/continue-then-close"}
 
@@ -190,6 +192,11 @@ def main(t):
     got, how = exchange(port, req("GET", "/gzip", version="HTTP/1.0"))
     t.check(got.startswith(b"HTTP/1.1 502") and b"GZDATA" not in got,
             "the same to an HTTP/1.0 client: 502, no coded bytes",
+            lambda: [got[:400], how])
+    got, how = exchange(port, req("GET", "/gzipchunked", version="HTTP/1.0"))
+    t.check(got.startswith(b"HTTP/1.1 502") and b"GZDATA" not in got,
+            "Transfer-Encoding: gzip, chunked to an HTTP/1.0 client: 502, "
+            "not the coded bytes without their chunks",
             lambda: [got[:400], how])
 
     # -- HTTP/1.0 clients -------------------------------------------------
