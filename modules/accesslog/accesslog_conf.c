@@ -129,6 +129,41 @@ al_int(const config_setting_t *g, const char *key, long long lo,
 	return 0;
 }
 
+/*
+ * A file mode, in octal as chmod(1) and the manual write it: 0640 or
+ * "0640". libconfig has no octal numbers (it reads 0640 as 640), so an
+ * integer's decimal digits are taken as the octal ones they were written
+ * as; a digit 8 or 9 is an error, not a silent other mode.
+ */
+static int
+al_mode(const config_setting_t *g, unsigned *out, char *err, size_t errsz,
+    const config_setting_t **where_out)
+{
+	config_setting_t	*s = config_setting_get_member(g, "mode");
+	char			 digits[32];
+	const char		*p;
+	unsigned long		 v = 0;
+
+	if (s == NULL)
+		return 0;
+	if (config_setting_type(s) == CONFIG_TYPE_STRING)
+		p = config_setting_get_string(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_INT &&
+	    config_setting_get_int(s) >= 0) {
+		snprintf(digits, sizeof(digits), "%d",
+		    config_setting_get_int(s));
+		p = digits;
+	} else
+		return al_err(err, errsz, where_out, s, "mode: expected an "
+		    "octal mode such as 0640");
+	if (*p == '\0' || strspn(p, "01234567") != strlen(p) ||
+	    (v = strtoul(p, NULL, 8)) > 0777)
+		return al_err(err, errsz, where_out, s, "mode: \"%s\" is not "
+		    "an octal mode from 0 to 0777 (such as 0640)", p);
+	*out = (unsigned)v;
+	return 0;
+}
+
 static int
 al_bool(const config_setting_t *g, const char *key, bool *out, char *err,
     size_t errsz, const config_setting_t **where_out)
@@ -292,10 +327,9 @@ al_parse_log(const config_setting_t *g, struct al_log_conf *lc,
 	if (al_int(g, "flush", 1, 10000, &n, err, errsz, where_out) < 0)
 		return -1;
 	lc->flush_ms = (unsigned)n;
-	n = 0640;
-	if (al_int(g, "mode", 0, 0777, &n, err, errsz, where_out) < 0)
+	lc->mode = 0640;
+	if (al_mode(g, &lc->mode, err, errsz, where_out) < 0)
 		return -1;
-	lc->mode = (unsigned)n;
 	if (al_str(g, "writer", &v, err, errsz, where_out) < 0)
 		return -1;
 	if (v != NULL && strcmp(v, "thread") != 0 && strcmp(v, "loop") != 0)

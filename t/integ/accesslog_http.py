@@ -282,7 +282,9 @@ def main(t):
     for text, what in (('stdout = true; file = "/x";', "two outputs"),
                        ('file = "relative.log";', "a relative path"),
                        ('file = "%s"; colour = 1;' % never, "an unknown key"),
-                       ('syslog = true; mode = 420;', "mode on syslog")):
+                       ('syslog = true; mode = 420;', "mode on syslog"),
+                       ('file = "%s"; mode = 0680;' % never,
+                        "mode 0680 (8 is no octal digit)")):
         c = AL.conf(t, [AL.listener("web", port)], [AL.module([text])])
         path = ptest.write_conf(t.tmp, c, "bad2.conf")
         r = ptest.run_portico(["-t", "-c", path])
@@ -291,6 +293,18 @@ def main(t):
                 "portico -t refuses %s, naming the file and line" % what,
                 r.stderr)
     t.check(not os.path.exists(never), "portico -t creates no log file")
+
+    # mode is octal as written (libconfig has no octal: 0600 reads 600)
+    for text, want in (("mode = 0600;", 0o600), ('mode = "0604";', 0o604)):
+        f = os.path.join(t.tmp, "mode-%o.log" % want)
+        c = AL.conf(t, [AL.listener("web", ptest.free_port())],
+                    [AL.module(['file = "%s"; %s' % (f, text)])])
+        q = t.portico(c, conf_name="mode.conf")
+        st = os.stat(f) if os.path.exists(f) else None
+        t.check(st is not None and st.st_mode & 0o777 == want,
+                "%s creates the log file with mode %04o" % (text, want),
+                "mode %s" % (oct(st.st_mode & 0o777) if st else None))
+        t.stop_portico(q)
 
 
 if __name__ == "__main__":
