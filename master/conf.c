@@ -448,6 +448,15 @@ conf_listener_modules(struct conf_ctx *cc, config_setting_t *s,
 	for (i = 0; i < conf->nmodules; i++) {
 		cm = &conf->modules[i];
 		node = config_setting_get_member(s, cm->name);
+		/* A transport module's group (certificates, client_ca) on a
+		 * listener it does not wrap would configure nothing: the
+		 * listener would serve in the clear, unchecked. */
+		if (node != NULL && cm->mod->mod->transport != NULL &&
+		    l->transport_mod != cm->mod->mod)
+			return conf_err(cc, node, "module \"%s\" is a "
+			    "transport, and this listener has no transport = "
+			    "\"%s\": its group here would do nothing",
+			    cm->name, cm->name);
 		rc = modlife_listener_conf(cm, conf, (int)(l - conf->listeners),
 		    node, &lctx, &errstr, &where);
 		if (rc < 0)

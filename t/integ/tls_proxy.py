@@ -347,6 +347,17 @@ def check_ciphers(t, pin, suites, ca, cert, key):
         path, ptest.line_of(text, 'max_version = "TLSv1.2"')) in cp.stderr
         and "below min_version" in cp.stderr,
         "-t: max_version below min_version fails with its line", cp.stderr)
+    # A tls group on a listener whose transport is not tls: refused, not
+    # a listener serving in the clear with its certificates ignored.
+    text = T.conf(t, T.listener(pin, cert, key).replace(
+        'transport = "tls";', ""))
+    path = ptest.write_conf(t.tmp, text, "notransport.conf")
+    cp = ptest.run_portico(["-t", "-c", path])
+    t.check(cp.returncode != 0 and "%s:%d:" % (
+        path, ptest.line_of(text, "tls = {")) in cp.stderr and
+        "no transport" in cp.stderr,
+        "-t: a tls group on a listener without transport = \"tls\" fails "
+        "with its line", cp.stderr)
 
 
 def check_plaintext(t, port, o):
