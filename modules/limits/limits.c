@@ -156,6 +156,23 @@ limits_refused(struct limits_cstate *cs, const struct limits_class *c)
 	pt_counter_add(c->ctr_refused, 1);
 }
 
+/* A connection under LIMITS_CONN_MAX classes already is not held to one
+ * more: said once per class and worker, since a configuration cannot
+ * always tell beforehand (limits_conf warns when it has more). */
+static void
+limits_warn_full(const struct limits_class *c)
+{
+	static uint64_t	 warned;	/* bit: class index (< 64) */
+
+	if (c->index < 64 && (warned & ((uint64_t)1 << c->index)))
+		return;
+	if (c->index < 64)
+		warned |= (uint64_t)1 << c->index;
+	pt_log(PT_LOG_WARNING, "limits: class \"%s\" does not apply to a "
+	    "connection that %d earlier classes already hold (the most one "
+	    "connection joins)", c->name, LIMITS_CONN_MAX);
+}
+
 /*
  * Joins <c>'s key for <req>: max_connections and connection_rate are
  * judged. Returns 0, 1 when <req> has no subject for the class (no
@@ -173,9 +190,13 @@ limits_join(struct limits_cstate *cs, const struct limits_class *c,
 	uint32_t		 n;
 	int			 len;
 
-	if (cs->nm == LIMITS_CONN_MAX || c->slot < 0 ||
+	if (c->slot < 0 ||
 	    (len = limits_subject(c, req, subj, sizeof(subj))) < 0)
 		return 1;
+	if (cs->nm == LIMITS_CONN_MAX) {
+		limits_warn_full(c);
+		return 1;
+	}
 	m = &cs->m[cs->nm];
 	m->cls = (int16_t)c->index;
 	m->key = table_key(&limits_tab, c->slot,
@@ -650,6 +671,10 @@ limits_conf(struct pt_modconf *mc, const config_setting_t *node,
 	if ((lc = limits_conf_parse(node, limits_err, sizeof(limits_err),
 	    &mc->where)) == NULL)
 		return -1;
+	if (lc->nclasses > LIMITS_CONN_MAX)
+		pt_log(PT_LOG_WARNING, "limits: %zu classes: a connection "
+		    "that matches more than %d of them is held to the first %d "
+		    "only", lc->nclasses, LIMITS_CONN_MAX, LIMITS_CONN_MAX);
 	lc->ctr_refused = pt_counter_register("limits_refused");
 	lc->ctr_delayed = pt_counter_register("limits_delayed_bytes");
 	lc->ctr_overflow = pt_counter_register("limits_table_overflow");

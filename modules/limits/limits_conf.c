@@ -206,6 +206,14 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 		    "= ...; })");
 	if (limits_known(p, m, limits_match_keys, "match") < 0)
 		return -1;
+	/* A condition holds when one of its values does: an empty list
+	 * would hold for none, and was taken for one not written. */
+	for (i = 0; limits_match_keys[i] != NULL; i++)
+		if ((s = config_setting_get_member(m, limits_match_keys[i])) !=
+		    NULL && conf_list_count(s) == 0)
+			return limits_fail(p, s, "match: %s: an empty list "
+			    "(leave %s out to match any)", limits_match_keys[i],
+			    limits_match_keys[i]);
 	if ((s = config_setting_get_member(m, "user")) != NULL) {
 		if ((c->users = limits_strings(p, s, "user",
 		    &c->nusers)) == NULL)

@@ -120,6 +120,12 @@ test_conf_errors_name_the_setting(void)
 		{ "classes = ( { name = \"a\"; bandwidth_up = 68719476737L; "
 		  "} );", "bandwidth_up: 68719476737 is out of range",
 		  "bandwidth_up" },
+		{ "classes = ( { name = \"a\"; request_rate = 5; "
+		  "match = { src = [ ]; }; } );",
+		  "match: src: an empty list", "src" },
+		{ "classes = ( { name = \"a\"; request_rate = 5; "
+		  "match = { protocol = [ ]; }; } );",
+		  "match: protocol: an empty list", "protocol" },
 		{ "classes = ( );", "classes: required", NULL },
 		{ "table_size = 4; classes = ( { name = \"a\"; "
 		  "max_connections = 1; } );", "table_size", "table_size" },

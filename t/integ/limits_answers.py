@@ -20,7 +20,9 @@ table.
 - a status listener counts every refusal per class
   (portico_module_limits_class_refused_total{class=...}), the master's
   totals line in all (limits_refused);
-- `portico -t` names the file and line of a bad class option;
+- `portico -t` names the file and line of a bad class option, and warns
+  of more classes than one connection joins (8); a connection matching
+  nine has the one it was not held to logged;
 - table_size = 8 (one group), max_connections = 1 per source: eight
   sources each hold a connection (eight keys, all with members); a ninth
   and tenth source share the class's overflow key, so the tenth is
@@ -266,6 +268,31 @@ def main(t):
             "bandwidth_dowm" in r.stderr,
             "portico -t: a misspelt class option is an error at its own "
             "file:line", lambda: [r.stderr])
+
+    # Nine classes that all match: a connection joins eight; -t warns,
+    # and the worker says which class did not apply.
+    nine = "".join('{ name = "c%d"; max_connections = 100; },\n' % i
+                   for i in range(8)) + \
+        '{ name = "ninth"; max_connections = 1; }'
+    nport = ptest.free_port()
+    text = ptest.fill(BAD_CONF, A=nport, SO=L.LIMITS_SO)
+    text = text.replace('{ name = "x";\n    max_connections = 2;\n'
+                        '    bandwidth_dowm = 5; }', nine).replace(
+        'error_log = "stderr";', 'error_log = "%s/nine.log";\n'
+        'pid_file = "%s/nine.pid";' % (t.tmp, t.tmp))
+    path = os.path.join(t.tmp, "nine.conf")
+    ptest.write_file(path, text)
+    r = ptest.run_portico(["-t", "-c", path])
+    t.check(r.returncode == 0 and "9 classes" in r.stderr and
+            "first 8" in r.stderr,
+            "portico -t: nine classes pass with a warning that a "
+            "connection is held to the first 8", lambda: [r.stderr, text])
+    q = t.portico(text, conf_name="nine.conf")
+    ptest.try_connect(nport)
+    line = q.wait_log(r'class "ninth" does not apply', timeout=ptest.bound(5))
+    t.check(bool(line), "a connection matching nine classes: the log names "
+            "the class it was not held to", lambda: ptest.tail(q.log()))
+    t.stop_portico(q)
 
     if not L.can_bind("127.0.0.20"):
         t.skip("key table full", "127.0.0.2 and the rest of 127/8 cannot "
