@@ -15,12 +15,14 @@
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "master/cgroup.h"
@@ -1234,6 +1236,28 @@ conf_modules(struct conf_ctx *cc, const config_setting_t *root)
 	return 0;
 }
 
+/* A file the master creates (pid_file, error_log) needs its directory:
+ * without it the start fails, after -t said all was well. */
+static int
+conf_dir_exists(struct conf_ctx *cc, const config_setting_t *root,
+    const char *key, const char *path)
+{
+	char		 dir[PATH_MAX];
+	const char	*slash;
+	struct stat	 st;
+
+	if (path == NULL || strcmp(path, "stderr") == 0 ||
+	    (slash = strrchr(path, '/')) == NULL)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 :
+	    (int)(slash - path), path);
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return conf_err(cc, config_setting_get_member(root, key),
+	    "\"%s\": %s", path, stat(dir, &st) == 0 ? "its directory is "
+	    "not a directory" : "its directory does not exist");
+}
+
 static int
 conf_root(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -1247,7 +1271,9 @@ conf_root(struct conf_ctx *cc, const config_setting_t *root)
 	    conf_str(cc, root, "error_log", "stderr", &conf->error_log) < 0 ||
 	    conf_str(cc, root, "module_dir", PT_MODULEDIR,
 	    &conf->module_dir) < 0 ||
-	    conf_str(cc, root, "log_level", "notice", &level) < 0)
+	    conf_str(cc, root, "log_level", "notice", &level) < 0 ||
+	    conf_dir_exists(cc, root, "pid_file", conf->pid_file) < 0 ||
+	    conf_dir_exists(cc, root, "error_log", conf->error_log) < 0)
 		goto fail;
 	conf->log_level = log_level_parse(level);
 	if (conf->log_level < 0) {

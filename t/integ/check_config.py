@@ -49,6 +49,8 @@ BAD = [
     ("bad_udp_advertise_two", r"a second IPv4 address"),
     ("bad_int_wrap", r"4294967298 does not fit a plain integer .*"
      r"4294967298L"),
+    ("bad_pid_dir", r"pid_file: .*no-such-dir/portico.pid.*its directory "
+     r"does not exist"),
 ]
 
 
