@@ -10,10 +10,12 @@
 #include "modules/auth/auth.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "modules/auth/hash.h"
 
@@ -101,6 +103,38 @@ auth_string(const config_setting_t *node, const char *key, char **out)
 	return 0;
 }
 
+/* Whether the helper's program (its first word) can be started as
+ * posix_spawnp will (a path, or a name looked up in PATH): caught at -t
+ * rather than as every login failing once the proxy runs. */
+static bool
+auth_helper_found(const char *command)
+{
+	char		 prog[256], path[PATH_MAX + 256];
+	const char	*dirs, *e;
+	size_t		 n;
+
+	command += strspn(command, " \t");
+	n = strcspn(command, " \t");
+	if (n == 0 || n >= sizeof(prog))
+		return false;
+	memcpy(prog, command, n);
+	prog[n] = '\0';
+	if (strchr(prog, '/') != NULL)
+		return access(prog, X_OK) == 0;
+	if ((dirs = getenv("PATH")) == NULL)
+		dirs = "/usr/local/bin:/usr/bin:/bin";
+	for (; *dirs != '\0'; dirs = *e == ':' ? e + 1 : e) {
+		e = dirs + strcspn(dirs, ":");
+		if ((size_t)(e - dirs) >= PATH_MAX)
+			continue;
+		snprintf(path, sizeof(path), "%.*s/%s", e == dirs ? 1 :
+		    (int)(e - dirs), e == dirs ? "." : dirs, prog);
+		if (access(path, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
 static int
 auth_conf_helper(struct auth_conf *ac, const config_setting_t *node)
 {
@@ -129,6 +163,13 @@ auth_conf_helper(struct auth_conf *ac, const config_setting_t *node)
 	if (ac->helper_command == NULL || ac->helper_command[0] == '\0') {
 		snprintf(auth_err, sizeof(auth_err), "helper: command is "
 		    "required");
+		return -1;
+	}
+	if (!auth_helper_found(ac->helper_command)) {
+		snprintf(auth_err, sizeof(auth_err), "helper: command: "
+		    "\"%.128s\": no such executable program%s",
+		    ac->helper_command, strchr(ac->helper_command, '/') ?
+		    "" : " in PATH");
 		return -1;
 	}
 	return 0;

@@ -369,6 +369,17 @@ def helper(t, o):
                   'children = 1; timeout = 10; };'
                   % (sys.executable, script, seen))
     conf = conf.replace('userlist = "-"; ', "")
+    # A helper program that does not exist fails -t, with its line:
+    # not every login failing once the proxy runs.
+    bad = conf.replace('command = "%s ' % sys.executable,
+                       'command = "/nonexistent/helper ')
+    bpath = ptest.write_conf(t.tmp, bad, "helper-missing.conf")
+    r = ptest.run_portico(["-t", "-c", bpath])
+    t.check(r.returncode == 1 and "helper-missing.conf:" in r.stderr and
+            "/nonexistent/helper" in r.stderr and
+            "no such executable" in r.stderr,
+            "portico -t: a helper command naming no program fails, "
+            "naming it", r.stderr)
     t0 = time.monotonic()
     p = t.portico(conf.replace("/error.log", "/error-helper.log"),
                   conf_name="helper.conf")
