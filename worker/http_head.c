@@ -190,6 +190,13 @@ head_copy_fields(struct head_out *o, const struct http_msg *m,
 			if (length || (skip & HEAD_SKIP_LENGTH))
 				continue;
 			length = true;
+			/* As parsed, not as spelt ("005", "+5" never reach
+			 * a parser that might read them otherwise). */
+			if (m->body == HTTP_BODY_LENGTH) {
+				head_printf(o, "Content-Length: %llu\r\n",
+				    (unsigned long long)m->content_length);
+				continue;
+			}
 		} else if (h->name.len == 4 && c0 == 'd' &&
 		    http_str_ieq(h->name, "date"))
 			date = true;

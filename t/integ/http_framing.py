@@ -9,6 +9,7 @@ trailers reach the origin exact; 10 MiB each way, sha256 equal. An
 HTTP/1.0 client never gets chunked and is closed when it did not ask for
 keep-alive; Connection: close is honoured. Max-Forwards: 0 on OPTIONS and
 TRACE is answered by the proxy; otherwise decremented on the way.
+Content-Length is sent as parsed (005 goes on as 5).
 """
 import os
 import sys
@@ -295,6 +296,16 @@ def main(t):
 
     t.check(not o.bad, "the origin found nothing wrong in what it got",
             o.bad)
+    # Content-Length goes on as parsed, not as spelt
+    st, got, how, _ = H.raw_exchange(
+        port, b"POST %s/echo?id=cl005 HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Length: 005\r\nConnection: close\r\n\r\nabcde"
+        % o.url.encode(), timeout=ptest.bound(5))
+    rq = o.reqs_for("cl005")
+    t.check(st == 200 and rq and "Content-Length: 5\r\n" in
+            rq[0]["raw_head"] and rq[0]["body"] == "abcde",
+            "a request's Content-Length: 005 reaches the origin as "
+            "Content-Length: 5", lambda: [got[:200], rq[:1]])
     H.finish(t, p, w0)
 
 
