@@ -1849,6 +1849,13 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 		http_fail(c, 502, "origin switched protocols unasked");
 		return;
 	}
+	/* RFC 9110 7.8: the 101 names the protocol switched to, which
+	 * must be one the client asked for (the only one we pass on). */
+	if (m->status == 101 && !m->upgrade_websocket) {
+		http_fail(c, 502, "origin switched to a protocol other than "
+		    "websocket");
+		return;
+	}
 	c->c_req.status = m->status;
 	/* An answer came: no retry any more, the request head can go. */
 	h->req.keep_out = false;

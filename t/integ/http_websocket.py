@@ -10,7 +10,8 @@ upgrade answers normally and the connection stays HTTP. An upgrade
 request with a 4 MiB body that the origin answers with 101 before it
 reads the body: the origin still gets the whole body, then what the
 client sent after it, byte for byte (the proxy had framed some of it and
-not yet written it when the 101 came).
+not yet written it when the 101 came). A 101 that names another protocol
+than websocket, or none, is a 502 (RFC 9110 7.8), not a tunnel.
 """
 import base64
 import hashlib
@@ -68,6 +69,41 @@ class EarlyUpgrade(ptest._Server):
             pass
         self.got = rest
         self.done.set()
+
+
+class WrongUpgrade(ptest._Server):
+    """Answers a request head with 101 naming <upgrade> (None: no
+    Upgrade field), then "RAW" as the new protocol would."""
+
+    def __init__(self, upgrade):
+        self.upgrade = upgrade
+        super().__init__()
+
+    def handle(self, c):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            d = c.recv(65536)
+            if not d:
+                return
+            data += d
+        c.sendall(b"HTTP/1.1 101 Switching Protocols\r\n" +
+                  (b"Upgrade: %s\r\n" % self.upgrade if self.upgrade
+                   else b"") + b"Connection: Upgrade\r\n\r\nRAW")
+        time.sleep(0.5)
+
+
+def wrong_upgrade(t, port):
+    """A 101 to a websocket request that names another protocol, or
+    none: 502, no tunnel (RFC 9110 7.8)."""
+    for up in (b"h2c", None):
+        o = WrongUpgrade(up)
+        t.servers.append(o)
+        r, conn = upgrade(port, "http://%s/ws" % o.address,
+                          base64.b64encode(os.urandom(16)).decode())
+        conn.close()
+        t.check(isinstance(r, H.Resp) and r.status == 502,
+                "a 101 naming %s instead of websocket: 502, no tunnel"
+                % (up.decode() if up else "no protocol"), H.describe(r))
 
 
 def early_101(t, port):
@@ -212,6 +248,7 @@ def main(t):
     t.check(not o.bad, "the origin found nothing wrong in what it got",
             o.bad)
     early_101(t, port)
+    wrong_upgrade(t, port)
     H.finish(t, p, w0)
 
 
