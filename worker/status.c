@@ -155,7 +155,12 @@ status_write(struct pt_conn *c)
 	}
 	status_log(c);
 	if (st->close_after || worker_self()->stopping) {
-		conn_close(c, NULL);
+		/* An error may leave the request unread (a 431's head): a
+		 * plain close would reset, and could take the answer. */
+		if (c->c_req.status >= 400)
+			conn_close_linger(c, NULL);
+		else
+			conn_close(c, NULL);
 		return;
 	}
 	/* The next request: the bytes after this head are its start. */
@@ -205,7 +210,10 @@ status_answer(struct pt_conn *c, int status, const char *type,
 	case 403: reason = "Forbidden"; break;
 	case 404: reason = "Not Found"; break;
 	case 405: reason = "Method Not Allowed"; break;
+	case 429: reason = "Too Many Requests"; break;
 	case 431: reason = "Request Header Fields Too Large"; break;
+	case 500: reason = "Internal Server Error"; break;
+	case 503: reason = "Service Unavailable"; break;
 	case 505: reason = "HTTP Version Not Supported"; break;
 	default: reason = "Error"; break;
 	}
@@ -235,6 +243,7 @@ static void
 status_refuse(struct pt_conn *c, const struct target_refusal *r)
 {
 	struct status_state	*st = status_st(c);
+	char			 retry[40] = "";
 
 	/* At ACCEPT there is no request to answer yet. */
 	if (r->phase == PT_PHASE_ACCEPT || st == NULL) {
@@ -244,10 +253,15 @@ status_refuse(struct pt_conn *c, const struct target_refusal *r)
 	}
 	pt_timer_stop(&c->c_timer);
 	st->close_after = true;
+	/* A limit's 429 (or an overload's 503) says when to come back, as
+	 * on an HTTP listener. */
+	if (r->answer->retry_after != 0)
+		snprintf(retry, sizeof(retry), "Retry-After: %u\r\n",
+		    (unsigned)r->answer->retry_after);
 	if (r->verdict == PT_VERDICT_DENY)
 		status_answer(c, r->answer->http_status != 0 ?
 		    r->answer->http_status : 403, "text/plain; charset=utf-8",
-		    NULL);
+		    retry[0] != '\0' ? retry : NULL);
 	else
 		status_answer(c, 500, "text/plain; charset=utf-8", NULL);
 }

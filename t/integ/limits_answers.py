@@ -294,6 +294,33 @@ def main(t):
             "the class it was not held to", lambda: ptest.tail(q.log()))
     t.stop_portico(q)
 
+    # A request_rate class on a status listener: its 429 says Too Many
+    # Requests and when to come back, as on an HTTP listener.
+    sport = ptest.free_port()
+    text = """
+error_log = "%s/stat429.log";
+pid_file = "%s/stat429.pid";
+listeners = ( { name = "stat"; address = "127.0.0.1:%d"; protocol = "status"; } );
+modules = ( { name = "limits"; path = "%s";
+  classes = ( { name = "scrapes"; request_rate = 1;
+    match = { listener = "stat"; }; } ); } );
+""" % (t.tmp, t.tmp, sport, L.LIMITS_SO)
+    q = t.portico(text, conf_name="stat429.conf")
+    got = []
+    for _ in range(3):
+        st, raw, how, _ = H.raw_exchange(
+            sport, b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+            b"Connection: close\r\n\r\n",
+            timeout=ptest.bound(5))
+        got.append((st, raw))
+    refused = [raw for st, raw in got if st == 429]
+    t.check(refused and all(raw.startswith(b"HTTP/1.1 429 Too Many "
+                                           b"Requests\r\n") and
+                            b"\r\nRetry-After: " in raw for raw in refused),
+            "a status listener's request_rate refusal: 429 Too Many "
+            "Requests with Retry-After", lambda: [g[1][:200] for g in got])
+    t.stop_portico(q)
+
     if not L.can_bind("127.0.0.20"):
         t.skip("key table full", "127.0.0.2 and the rest of 127/8 cannot "
                "be bound here", need="127.0.0.2")
