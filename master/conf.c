@@ -1146,6 +1146,10 @@ conf_resolver(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, g, "max_ttl", 0, 604800, 3600, &v) < 0)
 		return -1;
 	r->max_ttl = (unsigned)v;
+	/* max_ttl = 0 alone means no caching: the default min_ttl of 1
+	 * gives way (one written out is still held to). */
+	if (r->max_ttl == 0 && config_setting_get_member(g, "min_ttl") == NULL)
+		r->min_ttl = 0;
 	if (r->max_ttl < r->min_ttl)
 		return conf_err(cc, config_setting_get_member(g, "max_ttl"),
 		    "less than min_ttl (%u)", r->min_ttl);

@@ -438,6 +438,22 @@ test_conf_parses_response_timeout(void)
 	conf_free(conf);
 }
 
+/* max_ttl = 0 alone turns the cache off (min_ttl gives way); with a
+ * min_ttl written out it is still the error it says. */
+static void
+test_conf_max_ttl_zero_alone(void)
+{
+	struct pt_config	*conf;
+
+	conf = LOAD_OK("resolver = { max_ttl = 0; };\n" LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_EQUAL(conf->resolver.max_ttl, 0);
+	CU_ASSERT_EQUAL(conf->resolver.min_ttl, 0);
+	conf_free(conf);
+	EXPECT_CONF_ERROR("resolver = { min_ttl = 5;\n max_ttl = 0; };\n"
+	    LISTENER, 2, "less than min_ttl (5)");
+}
+
 static void
 test_conf_rejects_bad_response_timeout(void)
 {
@@ -1123,6 +1139,7 @@ register_conf_suite(void)
 	    test_conf_cgroup_v1_quota_and_missing_paths);
 	CU_add_test(s, "parses_response_timeout",
 	    test_conf_parses_response_timeout);
+	CU_add_test(s, "max_ttl_zero_alone", test_conf_max_ttl_zero_alone);
 	CU_add_test(s, "rejects_bad_response_timeout",
 	    test_conf_rejects_bad_response_timeout);
 	CU_add_test(s, "rewrites_resolver_servers_for_c_ares",
