@@ -31,6 +31,12 @@ static int		 log_min = PT_LOG_NOTICE;
 static const char	*log_role = "master";
 static char		*log_path;
 static bool		 log_tee;
+/* Lines logged before log_open (warnings while the configuration loads,
+ * such as a certificate about to expire): stderr has them, and so does
+ * the log file once it is open. Whole lines, the first ones that fit;
+ * only the master logs that early. */
+static char		 log_early[4096];
+static size_t		 log_early_len;
 
 static const char *const log_names[] = {
 	[PT_LOG_ERR] = "error", [PT_LOG_WARNING] = "warn",
@@ -116,6 +122,11 @@ log_open(const char *path, uid_t owner, gid_t group)
 	}
 	if (log_fd_cur != 2)
 		close(log_fd_cur);
+	if (log_path == NULL && fd != 2 && log_early_len > 0 &&
+	    write(fd, log_early, log_early_len) < 0) {
+		/* Nowhere better to say so: they are on stderr already. */
+	}
+	log_early_len = 0;
 	free(log_path);
 	log_path = copy;
 	log_fd_cur = fd;
@@ -196,6 +207,10 @@ log_vline(int level, int err, const char *prefix, const char *fmt,
 		n = log_append(line, n, sizeof(line) - 1, ": %s",
 		    strerror_r(err, ebuf, sizeof(ebuf)));
 	line[n++] = '\n';
+	if (log_path == NULL && log_early_len + n <= sizeof(log_early)) {
+		memcpy(log_early + log_early_len, line, n);
+		log_early_len += n;
+	}
 	/* A failed log write has nowhere better to be reported. */
 	if (write(log_fd_cur, line, n) < 0)
 		return;

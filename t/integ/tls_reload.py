@@ -88,6 +88,20 @@ def check_t(t, ca, cert, key, other_key, acert):
             "configuration is valid" in cp.stderr,
             "-t: a certificate that expires in 10 days passes with a "
             "warning naming its file:line", (cp.returncode, cp.stderr))
+    # Started on it, the warning is in the error log too (it is written
+    # while the configuration loads, before the log file is open).
+    q = t.portico(text, conf_name="soon-start.conf")
+
+    def in_file():
+        try:
+            with open(q.error_log, errors="replace") as f:
+                return "expires in " in f.read()
+        except OSError:
+            return False
+    t.check(ptest.wait_for(in_file, ptest.bound(5)),
+            "started on it: the error log file (not only stderr) has the "
+            "warning", lambda: ptest.tail(q.log()))
+    t.stop_portico(q)
     text = T.conf(t, T.listener(port, cert, key))
     path, cp = run(text, "fine.conf")
     t.check(cp.returncode == 0 and "expire" not in cp.stderr,
