@@ -63,16 +63,22 @@ log_level_parse(const char *name)
 	return -1;
 }
 
+static bool
+log_same_file(int fd1, int fd2)
+{
+	struct stat	 a, b;
+
+	return fstat(fd1, &a) == 0 && fstat(fd2, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* Not when standard error is the log file itself (started with 2>> the
  * same file, or a binary upgrade inheriting such a stderr): each line
  * would be there twice. */
 void
 log_set_tee(bool on)
 {
-	struct stat	 a, b;
-
-	log_tee = on && !(log_fd_cur != 2 && fstat(log_fd_cur, &a) == 0 &&
-	    fstat(2, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+	log_tee = on && !(log_fd_cur != 2 && log_same_file(log_fd_cur, 2));
 }
 
 void
@@ -123,7 +129,7 @@ log_open(const char *path, uid_t owner, gid_t group)
 	if (log_fd_cur != 2)
 		close(log_fd_cur);
 	if (log_path == NULL && fd != 2 && log_early_len > 0 &&
-	    write(fd, log_early, log_early_len) < 0) {
+	    !log_same_file(fd, 2) && write(fd, log_early, log_early_len) < 0) {
 		/* Nowhere better to say so: they are on stderr already. */
 	}
 	log_early_len = 0;
