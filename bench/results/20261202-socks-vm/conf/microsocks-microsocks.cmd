@@ -1,1 +1,1 @@
-microsocks -i 127.0.0.1 -p 38809 
+microsocks -i 127.0.0.1 -p 35291 
