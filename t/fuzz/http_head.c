@@ -204,8 +204,22 @@ check_fields(unsigned flags, bool request, struct pt_str authority)
 			i++;
 		if (i < in.nheaders && (same_str(in.headers[i].name, name) ||
 		    (http_str_ieq(name, "max-forwards") &&
-		    http_str_ieq(in.headers[i].name, "max-forwards")))) {
-			if (!http_str_ieq(name, "max-forwards"))
+		    http_str_ieq(in.headers[i].name, "max-forwards")) ||
+		    (http_str_ieq(name, "content-length") &&
+		    http_str_ieq(in.headers[i].name, "content-length")))) {
+			/* A length goes on as parsed ("005" as 5). */
+			if (http_str_ieq(name, "content-length") &&
+			    in.body == HTTP_BODY_LENGTH) {
+				char	 cl[24];
+				int	 n = snprintf(cl, sizeof(cl), "%llu",
+					    (unsigned long long)
+					    in.content_length);
+
+				FUZZ_CHECK(out.headers[j].value.len ==
+				    (size_t)n && memcmp(out.headers[j].value.ptr,
+				    cl, (size_t)n) == 0, "field %u: Content-"
+				    "Length is not the parsed length %s", j, cl);
+			} else if (!http_str_ieq(name, "max-forwards"))
 				FUZZ_CHECK(same_str(in.headers[i].value,
 				    out.headers[j].value), "field %u's value "
 				    "changed", j);

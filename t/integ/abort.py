@@ -59,12 +59,8 @@ class CutOrigin(ptest._Server):
     close): a head, 100,000 body bytes, then a reset."""
 
     def handle(self, c):
-        data = b""
-        while b"\r\n\r\n" not in data:
-            d = c.recv(4096)
-            if not d:
-                return
-            data += d
+        if ptest.recv_head(c) is None:
+            return
         c.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" +
                   b"c" * 100000)
         time.sleep(0.2)

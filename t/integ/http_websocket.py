@@ -47,12 +47,9 @@ class EarlyUpgrade(ptest._Server):
         super().__init__()
 
     def handle(self, c):
-        data = b""
-        while b"\r\n\r\n" not in data:
-            d = c.recv(65536)
-            if not d:
-                return
-            data += d
+        data = ptest.recv_head(c)
+        if data is None:
+            return
         time.sleep(0.3)         # the proxy is blocked on the body by now
         c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
                   b"websocket\r\nConnection: Upgrade\r\n\r\n")
@@ -80,12 +77,8 @@ class WrongUpgrade(ptest._Server):
         super().__init__()
 
     def handle(self, c):
-        data = b""
-        while b"\r\n\r\n" not in data:
-            d = c.recv(65536)
-            if not d:
-                return
-            data += d
+        if ptest.recv_head(c) is None:
+            return
         c.sendall(b"HTTP/1.1 101 Switching Protocols\r\n" +
                   (b"Upgrade: %s\r\n" % self.upgrade if self.upgrade
                    else b"") + b"Connection: Upgrade\r\n\r\nRAW")

@@ -805,6 +805,19 @@ def recv_exact(s, n):
     return bytes(buf)
 
 
+def recv_head(s):
+    """What <s> sends up to the end of a message head (CRLF CRLF), with
+    whatever came after it in the same reads; None at EOF before it. For
+    the scripted origins of the scenarios."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = s.recv(65536)
+        if not d:
+            return None
+        data += d
+    return data
+
+
 def err_kind(e):
     """A short name for a client-side failure."""
     if isinstance(e, ConnectionRefusedError):
