@@ -21,9 +21,10 @@
  *   depends on them. "*" only with OPTIONS; CONNECT needs an authority-form
  *   accepted by http_parse_authority; other methods need origin-form ("/")
  *   or absolute-form (scheme "://"); anything else is a 400.
- * - HTTP-version: "HTTP/1.0" and "HTTP/1.1" exactly; another well-formed
- *   "HTTP/d.d" is a 505 for a request (502 for a response), anything else
- *   malformed (400).
+ * - HTTP-version: "HTTP/1.0" and "HTTP/1.1"; a later 1.x is read as 1.1,
+ *   the highest minor version we conform to (RFC 9110 2.5); another
+ *   well-formed "HTTP/d.d" is a 505 for a request (502 for a response),
+ *   anything else malformed (400).
  * - Field lines: token name, colon with no whitespace before it, value of
  *   VCHAR, obs-text, SP and HTAB only (every other control, DEL included,
  *   is refused rather than replaced by SP). A line starting with SP or HTAB
@@ -451,14 +452,16 @@ http_parse_authority(struct pt_str target, struct http_uri *out)
 	return 0;
 }
 
-/* 11 or 10; 0 for another well-formed version; -1 when malformed. */
+/* 11 or 10; 0 for another well-formed version; -1 when malformed. HTTP/1.2
+ * and later minors are 11: RFC 9110 2.5 has a recipient process a higher
+ * minor version as the highest it conforms to. */
 static int
 version_parse(const char *p, size_t n)
 {
 	if (n != 8 || memcmp(p, "HTTP/", 5) != 0 || !cls_is(p[5], C_DIGIT) ||
 	    p[6] != '.' || !cls_is(p[7], C_DIGIT))
 		return -1;
-	if (p[5] == '1' && p[7] == '1')
+	if (p[5] == '1' && p[7] >= '1')
 		return 11;
 	if (p[5] == '1' && p[7] == '0')
 		return 10;

@@ -12,6 +12,7 @@ answers with fixed bytes:
 - a coded body ("Transfer-Encoding: gzip" to the close, or "gzip, chunked")
   keeps its Transfer-Encoding for an HTTP/1.1 client, and is a 502 for
   an HTTP/1.0 one, never bare coded bytes (RFC 9112 6.1);
+- an HTTP/1.2 request is served as HTTP/1.1 (RFC 9110 2.5);
 - an HTTP/1.0 client is closed after each response even when it asks for
   keep-alive (RFC 9112 9.3); its Upgrade is ignored, the request going on
   as a plain GET (RFC 9110 7.8); its Expect: 100-continue is not passed
@@ -198,6 +199,13 @@ def main(t):
             "Transfer-Encoding: gzip, chunked to an HTTP/1.0 client: 502, "
             "not the coded bytes without their chunks",
             lambda: [got[:400], how])
+
+    # -- a later minor version is served as 1.1 (RFC 9110 2.5) ---------------
+    got, how = exchange(port, req("GET", "/dated", [("Connection", "close")],
+                                  version="HTTP/1.2"))
+    t.check(got.startswith(b"HTTP/1.1 200") and got.endswith(b"ok"),
+            "an HTTP/1.2 request is served as HTTP/1.1 (RFC 9110 2.5), not "
+            "refused with 505", lambda: [got[:300], how])
 
     # -- HTTP/1.0 clients -------------------------------------------------
     got, how = exchange(port, req("GET", "/dated?ka",

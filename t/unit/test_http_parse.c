@@ -261,7 +261,9 @@ static const struct req_case req_cases[] = {
 	{ S("GET / HTTP/1.x\r\nHost: a\r\n\r\n"), BAD(400, "HTTP-version") },
 	{ S("GET / HTTP/2.0\r\nHost: a\r\n\r\n"), BAD(505, "version") },
 	{ S("GET / HTTP/0.9\r\nHost: a\r\n\r\n"), BAD(505, "version") },
-	{ S("GET / HTTP/1.2\r\nHost: a\r\n\r\n"), BAD(505, "version") },
+	/* A later minor version is read as 1.1 (RFC 9110 2.5). */
+	{ S("GET / HTTP/1.2\r\nHost: a\r\n\r\n"), OK11(.method = "GET",
+	    .target = "/") },
 	{ S("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), BAD(505, "version") },
 	{ S("GET example.org:80 HTTP/1.1\r\nHost: a\r\n\r\n"),
 	    BAD(400, "form") },
