@@ -193,6 +193,28 @@ http_head_buf(size_t head_len)
 	    BUF_SMALL : BUF_LARGE);
 }
 
+/* Moves what <f> has yet to write to a buffer with room for a head of
+ * <head_len> bytes more; false when out of buffers. */
+static bool
+http_out_grow(struct http_flow *f, size_t head_len)
+{
+	size_t	 pending = f->out_len - f->out_start;
+	char	*big;
+
+	if ((big = http_head_buf(pending + head_len)) == NULL)
+		return false;
+	if (buf_size(big) <= buf_size(f->out)) {
+		buf_put(big);
+		return true;	/* no bigger class: the write says if it fits */
+	}
+	memcpy(big, f->out + f->out_start, pending);
+	buf_put(f->out);
+	f->out = big;
+	f->out_start = 0;
+	f->out_len = (uint32_t)pending;
+	return true;
+}
+
 static void
 http_flow_release(struct http_flow *f)
 {
@@ -1901,6 +1923,13 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 	if (http_conf->http.via)
 		flags |= HTTP_HEAD_VIA;
 	if (r->out == NULL && (r->out = http_head_buf(m->head_len)) == NULL) {
+		conn_close(c, "out of buffers");
+		return;
+	}
+	/* An interim response still waiting to go out sized the buffer for
+	 * itself: a large final head behind it gets a buffer of its size. */
+	if (buf_size(r->out) - r->out_len < m->head_len + HTTP_HEAD_SLACK &&
+	    !http_out_grow(r, m->head_len)) {
 		conn_close(c, "out of buffers");
 		return;
 	}

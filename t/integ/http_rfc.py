@@ -12,7 +12,8 @@ answers with fixed bytes:
 - a coded body ("Transfer-Encoding: gzip" to the close, or "gzip, chunked")
   keeps its Transfer-Encoding for an HTTP/1.1 client, and is a 502 for
   an HTTP/1.0 one, never bare coded bytes (RFC 9112 6.1);
-- an HTTP/1.2 request is served as HTTP/1.1 (RFC 9110 2.5);
+- an HTTP/1.2 request is served as HTTP/1.1 (RFC 9110 2.5); a 100 and
+  a 16 KB final head that arrive in one read both go on;
 - an HTTP/1.0 client is closed after each response even when it asks for
   keep-alive (RFC 9112 9.3); its Upgrade is ignored, the request going on
   as a plain GET (RFC 9110 7.8); its Expect: 100-continue is not passed
@@ -57,6 +58,8 @@ ANSWERS = {
     "/badchunk": b"HTTP/1.1 200 OK\r\n" + DATE +
     b"Transfer-Encoding: chunked\r\n\r\nzz\r\nbad\r\n",
     "/continue-then-close": b"HTTP/1.1 100 Continue\r\n\r\n",
+    "/100-bighead": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n" +
+    DATE + b"X-Big: " + b"b" * 16200 + b"\r\nContent-Length: 2\r\n\r\nok",
     "/gzipchunked": b"HTTP/1.1 200 OK\r\n" + DATE +
     b"Transfer-Encoding: gzip, chunked\r\n\r\n6\r\nGZDATA\r\n0\r\n\r\n",
 }
@@ -199,6 +202,21 @@ def main(t):
             "Transfer-Encoding: gzip, chunked to an HTTP/1.0 client: 502, "
             "not the coded bytes without their chunks",
             lambda: [got[:400], how])
+
+    # -- a 100 and a 16 KB final head in one write ---------------------------
+    # (on a proxy with the default max_header_size, 64 KiB)
+    port2 = ptest.free_port()
+    p2 = t.portico(H.http_conf(t, port2).replace(
+        "/portico.pid", "/big.pid").replace("/error.log", "/big-error.log"),
+        conf_name="big.conf")
+    got, how = exchange(port2, req("GET", "/100-bighead",
+                                   [("Connection", "close")]))
+    t.stop_portico(p2)
+    t.check(got.startswith(b"HTTP/1.1 100 ") and b"\r\nHTTP/1.1 200 " in got
+            and got.endswith(b"\r\n\r\nok"),
+            "a 100 Continue and a 16 KB final head in one write: both go "
+            "on (the final head is not refused for the 100's buffer)",
+            lambda: [got[:200], got[-100:], how])
 
     # -- a later minor version is served as 1.1 (RFC 9110 2.5) ---------------
     got, how = exchange(port, req("GET", "/dated", [("Connection", "close")],
