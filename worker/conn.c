@@ -399,12 +399,8 @@ conn_side_abort(struct conn_side *s)
 	static const struct linger	 rst = { 1, 0 };
 	int				 queued;
 
-	/* A plain socket we never wrote to has nothing queued (a
-	 * transport may have written its own bytes: ask the kernel). */
-	if (s->io.fd < 0 || s->reset || (!s->wrote && (s != &s->conn->c_side[
-	    SIDE_CLIENT] || s->conn->c_transport == NULL)))
-		return;
-	if (ioctl(s->io.fd, SIOCOUTQ, &queued) == 0 && queued > 0)
+	if (s->io.fd >= 0 && !s->reset && ioctl(s->io.fd, SIOCOUTQ, &queued) == 0 &&
+	    queued > 0)
 		(void)setsockopt(s->io.fd, SOL_SOCKET, SO_LINGER, &rst,
 		    sizeof(rst));
 }
@@ -614,8 +610,6 @@ conn_send(struct pt_conn *c, struct conn_side *s, const void *buf,
 		return n;
 	}
 	n = send(s->io.fd, buf, len, MSG_NOSIGNAL);
-	if (n > 0)
-		s->wrote = true;
 	return n < 0 ? conn_side_errno(s) : n;
 }
 
@@ -644,8 +638,6 @@ conn_sendv(struct pt_conn *c, struct conn_side *s, const struct iovec *iov,
 	msg.msg_iov = (struct iovec *)(uintptr_t)iov;
 	msg.msg_iovlen = (size_t)n;
 	r = sendmsg(s->io.fd, &msg, MSG_NOSIGNAL);
-	if (r > 0)
-		s->wrote = true;
 	return r < 0 ? conn_side_errno(s) : r;
 }
 

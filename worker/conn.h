@@ -54,10 +54,6 @@ struct conn_side {
 	bool			 rd_eof;	/* peer sent FIN */
 	bool			 hup;		/* epoll said EPOLLHUP/ERR */
 	bool			 wr_shut;	/* we sent FIN */
-	/* A byte was written to the socket (by us: a transport's own
-	 * handshake writes are not seen). Nothing written, nothing can be
-	 * queued: conn_abort needs no SIOCOUTQ to know. */
-	bool			 wrote;
 	/* The peer reset the socket (or TCP gave up on it): the kernel
 	 * closed it and dropped its send queue, so there is nothing left
 	 * to reset at close (conn_abort skips it). */

@@ -101,7 +101,7 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 	}
 	s->io.fd = fd;
 	s->ready = 0;
-	s->hup = s->reset = s->wrote = false;
+	s->hup = s->reset = false;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (const struct sockaddr *)&to->sa, to->len) == 0) {
 		/* What is readable already is reported by the registration

@@ -193,20 +193,19 @@ http_head_buf(size_t head_len)
 	    BUF_SMALL : BUF_LARGE);
 }
 
-/* Moves what <f> has yet to write to a buffer with room for a head of
- * <head_len> bytes more; false when out of buffers. */
+/* Moves what <f> has yet to write to a buffer of the largest class;
+ * false when out of buffers. */
 static bool
-http_out_grow(struct http_flow *f, size_t head_len)
+http_out_grow(struct http_flow *f)
 {
 	size_t	 pending = f->out_len - f->out_start;
 	char	*big;
 
-	if ((big = http_head_buf(pending + head_len)) == NULL)
+	/* Already the largest class: the write says whether it fits. */
+	if (buf_size(f->out) >= buf_class_size(BUF_LARGE))
+		return true;
+	if ((big = buf_get(BUF_LARGE)) == NULL)
 		return false;
-	if (buf_size(big) <= buf_size(f->out)) {
-		buf_put(big);
-		return true;	/* no bigger class: the write says if it fits */
-	}
 	memcpy(big, f->out + f->out_start, pending);
 	buf_put(f->out);
 	f->out = big;
@@ -567,7 +566,7 @@ http_upstream_close(struct pt_conn *c)
 	close(s->io.fd);
 	s->io.fd = -1;
 	s->ready = 0;
-	s->rd_eof = s->wr_shut = s->hup = s->reset = s->wrote = false;
+	s->rd_eof = s->wr_shut = s->hup = s->reset = false;
 }
 
 /* The head's length in a response of ours (head and body in <p>). */
@@ -861,8 +860,6 @@ http_flow_splice_out(struct pt_conn *c, struct http_flow *f,
 	ssize_t			 n;
 
 	n = relay_splice_out(d, dst->io.fd);
-	if (n > 0)
-		dst->wrote = true;
 	f->piped = d->pipe_fill;
 	if (n == -EAGAIN) {
 		dst->ready &= ~(uint32_t)EPOLLOUT;
@@ -1701,7 +1698,6 @@ http_access_ok(struct pt_conn *c)
 			h->req.keep_out = true;
 			up->ready = EPOLLOUT;
 			up->hup = up->reset = false;
-			up->wrote = true;	/* by an earlier client */
 			target_reuse(c, &h->addrs[0]);
 			return true;
 		}
@@ -1929,7 +1925,7 @@ http_response_head(struct pt_conn *c, const struct http_msg *m)
 	/* An interim response still waiting to go out sized the buffer for
 	 * itself: a large final head behind it gets a buffer of its size. */
 	if (buf_size(r->out) - r->out_len < m->head_len + HTTP_HEAD_SLACK &&
-	    !http_out_grow(r, m->head_len)) {
+	    !http_out_grow(r)) {
 		conn_close(c, "out of buffers");
 		return;
 	}

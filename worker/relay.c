@@ -322,8 +322,6 @@ relay_write(struct pt_conn *c, struct relay_dir *r, struct conn_side *dst)
 			dst->ready &= ~(uint32_t)EPOLLOUT;
 		return n;
 	}
-	if (n > 0)
-		dst->wrote = true;
 	r->pipe_fill -= (size_t)n;
 	return n;
 }
