@@ -438,6 +438,46 @@ test_conf_parses_response_timeout(void)
 	conf_free(conf);
 }
 
+/*
+ * Integers libconfig 1.5 would wrap (master/conf_ints.c): refused with
+ * the file and line they are on, an @included file's own; with an L
+ * suffix, or inside a string or a comment, or as a float, they pass.
+ */
+static void
+test_conf_refuses_wrapping_integers(void)
+{
+	struct pt_config	*conf;
+	char			 path[PATH_MAX], inc[PATH_MAX], want[PATH_MAX + 8];
+	char			 err[CONF_ERRSZ] = "";
+
+	EXPECT_CONF_ERROR(LISTENER "shutdown_timeout =\n 4294967326;\n", 3,
+	    "4294967326 does not fit a plain integer");
+	EXPECT_CONF_ERROR(LISTENER "shutdown_timeout = -2147483649;\n", 2,
+	    "write it with an L suffix, -2147483649L");
+	EXPECT_CONF_ERROR(LISTENER "shutdown_timeout = 0x100000000;\n", 2,
+	    "0x100000000 does not fit");
+	/* Not integers, or 64-bit ones: libconfig reads them right (the
+	 * L one is then out of shutdown_timeout's range, said as such). */
+	conf = LOAD_OK(LISTENER "# 4294967296 in a comment\n"
+	    "/* 99999999999 */ error_log = \"stderr\"; // 12345678901\n"
+	    "module_dir = \"/x/4294967296\"; shutdown_timeout = 30;\n");
+	CU_ASSERT_PTR_NOT_NULL(conf);
+	conf_free(conf);
+	EXPECT_CONF_ERROR(LISTENER "shutdown_timeout = 4294967326L;\n", 2,
+	    "4294967326 out of range");
+	/* A number in an @included file: that file and line. */
+	CU_ASSERT_FATAL(conf_write("ints.inc", "\n shutdown_timeout = "
+	    "4294967326;\n", inc) == 0);
+	CU_ASSERT_FATAL(conf_write("ints.conf", LISTENER
+	    "@include \"ints.inc\"\n", path) == 0);
+	conf = conf_load(path, err);
+	CU_ASSERT_PTR_NULL(conf);
+	conf_free(conf);
+	snprintf(want, sizeof(want), "%s:2: ", inc);
+	CHECKF(strncmp(err, want, strlen(want)) == 0, "error \"%s\", want "
+	    "\"%s...\"", err, want);
+}
+
 /* max_ttl = 0 alone turns the cache off (min_ttl gives way); with a
  * min_ttl written out it is still the error it says. */
 static void
@@ -1140,6 +1180,8 @@ register_conf_suite(void)
 	CU_add_test(s, "parses_response_timeout",
 	    test_conf_parses_response_timeout);
 	CU_add_test(s, "max_ttl_zero_alone", test_conf_max_ttl_zero_alone);
+	CU_add_test(s, "refuses_wrapping_integers",
+	    test_conf_refuses_wrapping_integers);
 	CU_add_test(s, "rejects_bad_response_timeout",
 	    test_conf_rejects_bad_response_timeout);
 	CU_add_test(s, "rewrites_resolver_servers_for_c_ares",
