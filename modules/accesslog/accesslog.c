@@ -36,6 +36,7 @@ static struct {
 	size_t			 n;
 	int			 id;
 	struct al_writer	*wr;	/* or NULL: no writer = "thread" log */
+	struct al_hold		 hold;	/* records not yet formatted */
 } al_w;
 
 static char	 al_errbuf[512];
@@ -90,25 +91,45 @@ al_same_fmt(const struct al_fmt_opts *a, const struct al_fmt_opts *b)
 	    a->query == b->query;
 }
 
+void
+al_emit(const struct al_rec *r)
+{
+	const struct al_fmt_opts *last = NULL;
+	char			 line[AL_REC_MAX];
+	size_t			 i, len = 0;
+
+	for (i = 0; i < al_w.n; i++) {
+		/* Logs of the same format share one formatting. */
+		if (last == NULL || !al_same_fmt(last, &al_w.ac->logs[i].fmt)) {
+			last = &al_w.ac->logs[i].fmt;
+			len = al_fmt(last, r, line, sizeof(line));
+		}
+		al_sink_add(&al_w.sinks[i], line, len, r->wall_ms);
+	}
+}
+
+void
+al_flush_logs(void)
+{
+	size_t	 i;
+
+	for (i = 0; i < al_w.n; i++)
+		al_sink_flush(&al_w.sinks[i]);
+}
+
 static enum pt_verdict
 al_log(struct pt_conn *conn, struct pt_req *req, void *modctx)
 {
 	const struct al_conf	*ac = modctx;
-	const struct al_fmt_opts *last = NULL;
 	struct al_rec		 r;
-	char			 line[AL_REC_MAX];
-	size_t			 i, len = 0;
 
 	if (al_w.sinks == NULL || al_w.ac != ac)
 		return PT_VERDICT_CONTINUE;
 	al_rec_from(&r, conn, req, ac);
-	for (i = 0; i < al_w.n; i++) {
-		/* Logs of the same format share one formatting. */
-		if (last == NULL || !al_same_fmt(last, &ac->logs[i].fmt)) {
-			last = &ac->logs[i].fmt;
-			len = al_fmt(last, &r, line, sizeof(line));
-		}
-		al_sink_add(&al_w.sinks[i], line, len, r.wall_ms);
+	/* Formatted later, with others (hold.c). */
+	if (!al_hold_add(&al_w.hold, &r)) {
+		al_hold_run(&al_w.hold);
+		al_emit(&r);
 	}
 	pt_counter_add(ac->ctr_records, 1);
 	return PT_VERDICT_CONTINUE;
@@ -161,10 +182,16 @@ al_init_worker(struct pt_worker *w, void *ctx)
 {
 	const struct al_conf	*ac = ctx;
 	size_t			 i;
+	unsigned		 flush_ms;
 	int			 rc;
 
 	al_w.id = pt_worker_id(w);
-	if ((al_w.sinks = calloc(ac->nlogs, sizeof(*al_w.sinks))) == NULL)
+	for (i = 0, flush_ms = AL_FLUSH_DEFAULT; i < ac->nlogs; i++)
+		if (i == 0 || ac->logs[i].flush_ms < flush_ms)
+			flush_ms = ac->logs[i].flush_ms;
+	al_hold_init(&al_w.hold, flush_ms);
+	if (al_hold_alloc(&al_w.hold) < 0 ||
+	    (al_w.sinks = calloc(ac->nlogs, sizeof(*al_w.sinks))) == NULL)
 		return -1;
 	al_w.ac = ac;
 	for (i = 0; i < ac->nlogs; i++) {
@@ -196,6 +223,8 @@ al_exit_worker(struct pt_worker *w, void *ctx)
 
 	(void)w;
 	(void)ctx;
+	al_hold_run(&al_w.hold);
+	al_hold_free(&al_w.hold);
 	al_writer_stop(al_w.wr, AL_EXIT_WAIT_MS);
 	al_w.wr = NULL;
 	for (i = 0; i < al_w.n; i++)
@@ -208,12 +237,10 @@ al_exit_worker(struct pt_worker *w, void *ctx)
 static void
 al_on_drain(struct pt_worker *w, void *ctx)
 {
-	size_t	 i;
-
 	(void)w;
 	(void)ctx;
-	for (i = 0; i < al_w.n; i++)
-		al_sink_flush(&al_w.sinks[i]);
+	al_hold_run(&al_w.hold);
+	al_flush_logs();
 }
 
 /* Master first (it creates the new files), then each worker. */
@@ -226,6 +253,8 @@ al_reopen(void *ctx)
 		al_conf_reopen(ctx);
 		return;
 	}
+	/* Records from before the SIGUSR1 go to the old file. */
+	al_hold_run(&al_w.hold);
 	for (i = 0; i < al_w.n; i++)
 		al_sink_reopen(&al_w.sinks[i]);
 }

@@ -16,7 +16,16 @@
 
 #include "modules/accesslog/fmt.h"
 
-#define AL_BUFFER_DEFAULT	65536
+#define AL_BUFFER_DEFAULT	262144
+/* A buffer is written (or handed to the writer thread) once it holds this
+ * much, or half its size when that is less: the rest is the reserve that
+ * takes records while the write is pending. A writer thread sharing the
+ * worker's CPU may wait a scheduler slice (milliseconds) before it runs:
+ * at 50,000 JSON records a second that is ~60 KB, which a 64 KiB buffer
+ * written at its half did not have room for. Only the start of a buffer
+ * is touched while the thread keeps up, so the larger reserve costs no
+ * cache. */
+#define AL_WRITE_AT		32768
 #define AL_BUFFER_MIN		(2 * AL_REC_MAX)
 #define AL_BUFFER_MAX		(16 << 20)
 #define AL_FLUSH_DEFAULT	100		/* ms */
@@ -68,6 +77,7 @@ struct al_sink {
 	bool			 stream;	/* pipe, FIFO, tty: <= PIPE_BUF */
 	char			*buf;
 	size_t			 len, cap;
+	size_t			 write_at;	/* AL_WRITE_AT or cap / 2 */
 	uint64_t		 dropped;	/* not yet reported in the log */
 	/* Where the dropped-count lines in buf end: those lines are no
 	 * records, so one that is lost is not counted as a dropped record
@@ -179,6 +189,42 @@ ssize_t		 al_write_fd(int fd, bool stream, bool *torn, uint64_t *cut,
 /* Any thread: the records of buf as datagrams (sendmmsg, a batch);
  * bytes taken or -errno. */
 ssize_t		 al_write_dgram(int fd, const char *buf, size_t len);
+
+/* ---- hold.c -------------------------------------------------------------- */
+
+/* A batch: records, and the arena their strings are copied to. */
+#define AL_HOLD_RECS	128
+#define AL_HOLD_BYTES	65536
+
+struct al_held;
+
+struct al_hold {
+	struct al_held		*recs;
+	size_t			 n;
+	char			*arena;
+	size_t			 used;
+	struct pt_timer		 timer;
+	bool			 timer_on;
+	unsigned		 flush_ms;	/* the logs' shortest */
+};
+
+void		 al_hold_init(struct al_hold *h, unsigned flush_ms);
+/* Worker: the batch's memory. 0, or -1 (out of memory). */
+int		 al_hold_alloc(struct al_hold *h);
+/* Worker: releases it (run the batch first: its records are dropped). */
+void		 al_hold_free(struct al_hold *h);
+/* Worker: holds a copy of <r>, running the batch first when it is full.
+ * False when <r> is too large for any batch: the caller emits it. */
+bool		 al_hold_add(struct al_hold *h, const struct al_rec *r);
+/* Worker: formats the held records into the logs (al_emit), in order. */
+void		 al_hold_run(struct al_hold *h);
+
+/* ---- accesslog.c ---------------------------------------------------------- */
+
+/* Worker: <r> formatted into every log of the worker. */
+void		 al_emit(const struct al_rec *r);
+/* Worker: every log's buffer written (or handed to the writer thread). */
+void		 al_flush_logs(void);
 
 /* ---- writer.c ------------------------------------------------------------ */
 

@@ -100,6 +100,7 @@ al_sink_init(struct al_sink *s, const struct al_conf *ac,
 	s->worker = worker;
 	s->fd = -1;
 	s->cap = lc->buffer;
+	s->write_at = s->cap / 2 < AL_WRITE_AT ? s->cap / 2 : AL_WRITE_AT;
 	s->pid = getpid();
 	s->hdr_sec = -1;
 	if (gethostname(s->host, sizeof(s->host) - 1) < 0 ||
@@ -571,7 +572,7 @@ al_sink_add(struct al_sink *s, const char *line, size_t len, uint64_t ms)
 		}
 	}
 	al_sink_put(s, line, len, ms);
-	if (s->len >= s->cap / 2 && !s->failing)
+	if (s->len >= s->write_at && !s->failing)
 		al_sink_flush(s);
 	else
 		al_sink_arm(s);

@@ -7,8 +7,10 @@
 #define PT_ACCESSLOG_T_SUITES_H
 
 void	register_accesslog_fmt_suite(void);	/* t_fmt.c */
+void	register_accesslog_hold_suite(void);	/* t_hold.c */
 
 #define SUITES_ALL							\
-	register_accesslog_fmt_suite
+	register_accesslog_fmt_suite,					\
+	register_accesslog_hold_suite
 
 #endif

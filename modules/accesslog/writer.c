@@ -315,7 +315,7 @@ al_writer_on_done(void *arg)
 	pthread_mutex_unlock(&s->wr->mu);
 	al_writer_count(s, d, e);
 	al_sink_note_dropped(s);
-	if (s->len >= s->cap / 2 || s->reopen_pending)
+	if (s->len >= s->write_at || s->reopen_pending)
 		al_writer_handoff(s);
 	else if (s->len > 0)
 		al_sink_arm(s);
