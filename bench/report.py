@@ -368,8 +368,11 @@ def campaign_lines(m, name):
             name, m.get("date", "?"), m.get("mode", "?"), m.get("seed", "?"),
             m.get("seconds", "?"), m.get("runs", "?"), m.get("proxy_cpu", "?"),
             m.get("load_cpu", "?"), m.get("portico_commit", "?")),
-        "  - Machine: %s; load average at start %s." % (
-            mline, m.get("loadavg", "?")),
+        "  - Machine: %s; load average at start %s%s." % (
+            mline, m.get("loadavg", "?"),
+            "; net.unix.max_dgram_qlen %s (the syslog reader's queue)" %
+            m["unix_max_dgram_qlen"] if "unix_max_dgram_qlen" in m
+            else ""),
         "  - Versions: " + "; ".join("%s %s" % (k, ver(k))
                                      for k in order(set(v))
                                      if k != "direct" and ver(k))]
