@@ -363,10 +363,12 @@ def campaign_lines(m, name):
         m.get("kernel", "?"), (m.get("memory_kib") or 0) // 1024)
     return mline, [
         "- Campaign `%s`: %s, %s, seed %s, %s s per run, %s run(s) per "
-        "level (after a warm-up run in full mode); proxy on CPU %s, loadgen "
+        "level (after a warm-up run in full mode)%s; proxy on CPU %s, loadgen "
         "and origin on CPU %s; portico at %s." % (
             name, m.get("date", "?"), m.get("mode", "?"), m.get("seed", "?"),
-            m.get("seconds", "?"), m.get("runs", "?"), m.get("proxy_cpu", "?"),
+            m.get("seconds", "?"), m.get("runs", "?"),
+            ", interleaved (each round: every test restarted, a warm-up run, "
+            "one run)" if m.get("interleave") else "", m.get("proxy_cpu", "?"),
             m.get("load_cpu", "?"), m.get("portico_commit", "?")),
         "  - Machine: %s; load average at start %s%s." % (
             mline, m.get("loadavg", "?"),
