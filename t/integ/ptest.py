@@ -351,15 +351,26 @@ def have_ipv6():
         return False
 
 
+_given_ports = set()
+
+
 def free_port(host="127.0.0.1"):
-    """A port nobody listens on now (bind port 0, read it, close)."""
+    """A port nobody listens on now (bind port 0, read it, close), and
+    one this process was not given before: the kernel may hand the port
+    it just got back again, and two listeners of one configuration then
+    collide ("duplicate listener", seen once in CI)."""
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-    s = socket.socket(fam, socket.SOCK_STREAM)
-    try:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
+    for _ in range(100):
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        try:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        finally:
+            s.close()
+        if port not in _given_ports:
+            break
+    _given_ports.add(port)
+    return port
 
 
 def hostport(host, port):
