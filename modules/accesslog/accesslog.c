@@ -186,8 +186,9 @@ al_init_worker(struct pt_worker *w, void *ctx)
 	int			 rc;
 
 	al_w.id = pt_worker_id(w);
-	for (i = 0, flush_ms = AL_FLUSH_DEFAULT; i < ac->nlogs; i++)
-		if (i == 0 || ac->logs[i].flush_ms < flush_ms)
+	/* The batch waits no longer than the most impatient log. */
+	for (i = 1, flush_ms = ac->logs[0].flush_ms; i < ac->nlogs; i++)
+		if (ac->logs[i].flush_ms < flush_ms)
 			flush_ms = ac->logs[i].flush_ms;
 	al_hold_init(&al_w.hold, flush_ms);
 	if (al_hold_alloc(&al_w.hold) < 0 ||
