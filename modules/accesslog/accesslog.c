@@ -125,6 +125,11 @@ al_log(struct pt_conn *conn, struct pt_req *req, void *modctx)
 
 	if (al_w.sinks == NULL || al_w.ac != ac)
 		return PT_VERDICT_CONTINUE;
+#ifdef AL_FLOOR
+	/* bench/alfloor.c: a fixed line per log instead of the record. */
+	al_floor_log();
+	return PT_VERDICT_CONTINUE;
+#endif
 	al_rec_from(&r, conn, req, ac);
 	/* Formatted later, with others (hold.c). */
 	if (!al_hold_add(&al_w.hold, &r)) {
