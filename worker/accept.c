@@ -68,6 +68,12 @@ accept_pause(uint64_t ms)
 }
 
 void
+accept_pause_nofile(void)
+{
+	accept_pause(ACCEPT_PAUSE_MS);
+}
+
+void
 accept_slot_freed(void)
 {
 	/* Paused for want of a slot (no timer armed): resume now. */

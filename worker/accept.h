@@ -23,6 +23,10 @@ struct worker_listener {
 int	 accept_start(const struct conf_listener *conf, const int *fds, int n);
 /* Resumes accepting if it was paused for want of a connection slot. */
 void	 accept_slot_freed(void);
+/* Out of descriptors for an accepted connection's upstream socket:
+ * pauses as accept's own EMFILE does (those not accepted yet wait in the
+ * listen queue, not in the worker). */
+void	 accept_pause_nofile(void);
 /*
  * Graceful stop: takes every connection already queued on a listener
  * whose bit is clear in <kept> (its socket closes when this copy does:

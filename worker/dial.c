@@ -95,6 +95,15 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 	c->c_dial_us = counters_now_us();
 	fd = upstream_socket(to->sa.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		/* The worker's own shortage, not the upstream's: no
+		 * upstream_failed, no connect time (target.c waits). */
+		rc = errno;
+		pt_timer_stop(&c->c_timer);
+		c->c_dial_done = NULL;
+		done(c, rc);
+		return;
+	}
 	if (fd < 0) {
 		dial_finish(c, errno);
 		return;

@@ -28,6 +28,11 @@
 #include "worker/dns.h"
 #include "worker/phase.h"
 #include "worker/worker.h"
+#include "worker/accept.h"
+#include "worker/loop.h"
+
+/* How often a connection waiting for a descriptor tries again. */
+#define TARGET_FD_RETRY_MS	50
 
 static const char *const target_phase_names[PT_PHASE_COUNT] = {
 	[PT_PHASE_ACCEPT] = "ACCEPT",
@@ -179,11 +184,65 @@ target_on_established(struct pt_conn *c, enum pt_verdict v)
 	c->c_target.ops->established(c);
 }
 
+static void	target_on_dialed(struct pt_conn *c, int err);
+
+static void
+target_on_fd_retry(struct pt_timer *tm, void *arg)
+{
+	struct pt_conn	*c = arg;
+	struct pt_addr	 to;
+	uint64_t	 waited = loop_now() - c->c_target.fd_wait_since;
+	unsigned	 ms = worker_self()->conf->limits.connect_timeout_ms;
+
+	(void)tm;
+	sockaddr_unmap((const struct sockaddr *)&c->c_req.target, &to);
+	dial_start(c, &to, waited < ms ? ms - (unsigned)waited : 1,
+	    target_on_dialed);
+}
+
+/*
+ * No descriptor for the upstream socket (EMFILE, ENFILE: UDP
+ * associations or pipes took the worker's reserve after this connection
+ * was accepted). The connection waits for one, trying again every
+ * TARGET_FD_RETRY_MS, as the connections not yet accepted wait in the
+ * listen queue (accepting pauses meanwhile), up to connect_timeout from
+ * the first failure. True while it waits.
+ */
+static bool
+target_wait_fd(struct pt_conn *c, int err)
+{
+	struct target	*t = &c->c_target;
+	uint64_t	 now = loop_now();
+
+	if (t->fd_wait_since == 0) {
+		t->fd_wait_since = now;
+		pt_clog(c, PT_LOG_INFO, "no descriptor for the upstream socket "
+		    "(%s): waiting for one", strerror(err));
+	}
+	if (now - t->fd_wait_since >=
+	    worker_self()->conf->limits.connect_timeout_ms) {
+		counters_add(CTR_UPSTREAM_FAILED, 1);
+		return false;
+	}
+	accept_pause_nofile();
+	pt_timer_start(&c->c_timer, TARGET_FD_RETRY_MS, target_on_fd_retry, c);
+	return true;
+}
+
 static void
 target_on_dialed(struct pt_conn *c, int err)
 {
 	struct target	*t = &c->c_target;
 
+	if (err == EMFILE || err == ENFILE) {
+		if (target_wait_fd(c, err))
+			return;
+		/* Another address would want a descriptor too. */
+		t->fd_wait_since = 0;
+		t->ops->fail(c, TARGET_FAIL_CONNECT, err);
+		return;
+	}
+	t->fd_wait_since = 0;
 	if (err != 0 && t->idx + 1 >= t->naddrs) {
 		t->ops->fail(c, TARGET_FAIL_CONNECT, err);
 		return;

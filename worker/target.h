@@ -84,6 +84,9 @@ struct target {
 	int			 naddrs, idx;
 	bool			 reused;	/* upstream leg already open */
 	bool			 resolved_late;	/* the resolver made us wait */
+	/* Since when (loop ms) the upstream socket waits for a descriptor
+	 * (target_wait_fd); 0 when it does not. */
+	uint64_t		 fd_wait_since;
 };
 
 /* ---- worker/target.c ------------------------------------------------- */
