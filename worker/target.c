@@ -6,7 +6,9 @@
  * ESTABLISHED on the first that connects. Between the steps c_timer
  * bounds the hooks with limits.header_timeout (the protocol's callback
  * says what a timeout means for it); dial.c replaces it with
- * limits.connect_timeout while a connect is in progress.
+ * limits.connect_timeout while a connect is in progress. A connect that
+ * cannot have a socket for want of a descriptor waits for one
+ * (target_wait_fd), connect_timeout at most.
  *
  * Every refusal goes through here as well, whatever the phase: it is
  * counted and logged in one place, the module's answer (pt_conn_answer)
@@ -23,13 +25,13 @@
 #include "common/conf_types.h"
 #include "common/counters.h"
 #include "common/log.h"
+#include "worker/accept.h"
 #include "worker/conn.h"
 #include "worker/dial.h"
 #include "worker/dns.h"
+#include "worker/loop.h"
 #include "worker/phase.h"
 #include "worker/worker.h"
-#include "worker/accept.h"
-#include "worker/loop.h"
 
 /* How often a connection waiting for a descriptor tries again. */
 #define TARGET_FD_RETRY_MS	50
