@@ -104,6 +104,20 @@ def main(t):
             ["exit %s" % r.returncode, "stderr: " + r.stderr])
     t.check(ptest.alive(pid) and read_pid(pid_file) == pid,
             "the first daemon is untouched")
+    # The same with standard error appended to the error_log file itself
+    # (a unit's StandardError=append: of it, or 2>> it): the line is in
+    # the file once, not once through the log and once through stderr.
+    before = open(log).read().count("already running")
+    with open(log, "ab") as errf:
+        r = subprocess.run([ptest.PORTICO, "-f", "-c", conf],
+                           stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=errf,
+                           timeout=ptest.bound(20))
+    n = open(log).read().count("already running") - before
+    t.check(r.returncode == 1 and n == 1, "started with stderr appended "
+            "to its own error_log, the refusal is written there once",
+            lambda: ["exit %s, %d new lines" % (r.returncode, n)] +
+            ptest.tail(open(log).read(), 4))
     ok, why = ptest.echo_once(port)
     t.check(ok, "and still forwards", why)
 
