@@ -18,6 +18,9 @@ portico per configuration, checked with curl -x and raw clients:
 - the same answered after an AGAIN (pt_conn_resume with DENY): 503 with
   its Retry-After;
 - a module ERROR is a 500 and SOCKS5 0x01 whatever answer was set.
+A status listener beside them answers the same refusals in its own words:
+503 Service Unavailable with the Retry-After (after an AGAIN), 500
+Internal Server Error for an ERROR at ACCESS, and closes.
 """
 import os
 import sys
@@ -28,7 +31,7 @@ import httptest as H  # noqa: E402
 import sockstest as S  # noqa: E402
 
 
-def conf_text(t, name, opts, hport, sport, level="info"):
+def conf_text(t, name, opts, hport, sport, stport, level="info"):
     rec = t.path(name + ".rec")
     return rec, """workers = 1;
 error_log = "%(tmp)s/%(name)s.log";
@@ -37,20 +40,35 @@ pid_file = "%(tmp)s/portico.pid";
 shutdown_timeout = 5;
 listeners = (
   { address = "127.0.0.1:%(hport)d"; protocol = "http"; },
-  { address = "127.0.0.1:%(sport)d"; protocol = "socks5"; }
+  { address = "127.0.0.1:%(sport)d"; protocol = "socks5"; },
+  { address = "127.0.0.1:%(stport)d"; protocol = "status"; }
 );
 limits = { header_timeout = 10; connect_timeout = 5; idle_timeout = 30; };
 modules = ( { name = "answer"; path = "%(moddir)s/answer.so";
               record = "%(rec)s"; %(opts)s } );
 """ % dict(tmp=t.tmp, name=name, level=level, hport=hport, sport=sport,
-           moddir=ptest.TESTMODDIR, rec=rec, opts=opts)
+           stport=stport, moddir=ptest.TESTMODDIR, rec=rec, opts=opts)
 
 
 def start(t, name, opts, level="info"):
-    hport, sport = ptest.free_port(), ptest.free_port()
-    rec, text = conf_text(t, name, opts, hport, sport, level)
+    hport, sport, stport = (ptest.free_port(), ptest.free_port(),
+                            ptest.free_port())
+    rec, text = conf_text(t, name, opts, hport, sport, stport, level)
     p = t.portico(text, conf_name=name + ".conf")
+    p.stport = stport
     return p, hport, sport, rec
+
+
+def status_get(p):
+    """(Resp or error text) of GET /metrics on p's status listener."""
+    c = H.Conn.to(p.stport, timeout=ptest.bound(10))
+    try:
+        c.send(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        return H.read_response(c)
+    except Exception as e:
+        return "%s: %s" % (type(e).__name__, e)
+    finally:
+        c.close()
 
 
 def logs(rec):
@@ -197,6 +215,12 @@ def main(t):
     r = socks_outcome(sport, echo)
     t.check(r == 0x02, "DENY after AGAIN, no SOCKS code: reply 0x02",
             S.rep_name(r))
+    r = status_get(p)
+    t.check(isinstance(r, H.Resp) and r.status == 503 and
+            r.reason == "Service Unavailable" and
+            r.get("retry-after") == "120" and r.closes(),
+            "the status listener: 503 Service Unavailable, Retry-After: "
+            "120, Connection: close", lambda: H.describe(r))
     t.stop_portico(p)
 
     # an ERROR is not a refusal the module shapes
@@ -208,6 +232,21 @@ def main(t):
             "ERROR at DIAL: 500 whatever the module set", raw)
     r = socks_outcome(sport, echo)
     t.check(r == 0x01, "ERROR at DIAL: SOCKS5 reply 0x01", S.rep_name(r))
+    t.stop_portico(p)
+
+    # an ERROR where a status request goes too (it is never dialled)
+    p, hport, sport, rec = start(
+        t, "error2", 'phase = "ACCESS"; verdict = "ERROR"; '
+        'http_status = 429;')
+    r = raw_get(hport, url % "e2")
+    t.check(isinstance(r, H.Resp) and r.status == 500,
+            "ERROR at ACCESS: 500", lambda: H.describe(r))
+    r = status_get(p)
+    t.check(isinstance(r, H.Resp) and r.status == 500 and
+            r.reason == "Internal Server Error" and
+            r.get("retry-after") is None and r.closes(),
+            "the status listener: 500 Internal Server Error, whatever the "
+            "module set, and closes", lambda: H.describe(r))
     t.stop_portico(p)
 
 
