@@ -56,8 +56,7 @@ def main(t):
     hport = ptest.free_port()
     conf = S.socks_conf(t, sport, limits=dict(connect_timeout=CONNECT_S),
                         more_listeners=['  { address = "127.0.0.1:%d"; '
-                                        'protocol = "http"; }' % hport],
-                        )
+                                        'protocol = "http"; }' % hport])
     p = t.portico(conf, nofile=NOFILE)
     wpid = p.workers().get(0)
     t.check(wpid is not None, "one worker runs", str(p.all_children()))
