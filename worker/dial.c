@@ -34,12 +34,17 @@ dial_finish(struct pt_conn *c, int err)
 {
 	struct conn_side	*s = &c->c_side[SIDE_UPSTREAM];
 	dial_done_fn		 done = c->c_dial_done;
+	/* No descriptor for the socket (only socket() fails so) is the
+	 * worker's shortage, not the upstream's: target.c waits for one. */
+	bool			 nofile = err == EMFILE || err == ENFILE;
 
 	pt_timer_stop(&c->c_timer);
 	c->c_dial_done = NULL;
-	counters_observe(HIST_CONNECT, counters_now_us() - c->c_dial_us);
+	if (!nofile)
+		counters_observe(HIST_CONNECT, counters_now_us() - c->c_dial_us);
 	if (err != 0) {
-		counters_add(CTR_UPSTREAM_FAILED, 1);
+		if (!nofile)
+			counters_add(CTR_UPSTREAM_FAILED, 1);
 		loop_io_close(&s->io);
 		s->ready = 0;
 		s->hup = s->reset = false;
@@ -95,15 +100,6 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 	c->c_dial_us = counters_now_us();
 	fd = upstream_socket(to->sa.ss_family,
 	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-		/* The worker's own shortage, not the upstream's: no
-		 * upstream_failed, no connect time (target.c waits). */
-		rc = errno;
-		pt_timer_stop(&c->c_timer);
-		c->c_dial_done = NULL;
-		done(c, rc);
-		return;
-	}
 	if (fd < 0) {
 		dial_finish(c, errno);
 		return;
