@@ -188,18 +188,25 @@ target_on_established(struct pt_conn *c, enum pt_verdict v)
 
 static void	target_on_dialed(struct pt_conn *c, int err);
 
+/* Connects to what DIAL judged, within <timeout_ms>. */
+static void
+target_connect(struct pt_conn *c, unsigned timeout_ms)
+{
+	struct pt_addr	 to;
+
+	sockaddr_unmap((const struct sockaddr *)&c->c_req.target, &to);
+	dial_start(c, &to, timeout_ms, target_on_dialed);
+}
+
 static void
 target_on_fd_retry(struct pt_timer *tm, void *arg)
 {
 	struct pt_conn	*c = arg;
-	struct pt_addr	 to;
 	uint64_t	 waited = loop_now() - c->c_target.fd_wait_since;
 	unsigned	 ms = worker_self()->conf->limits.connect_timeout_ms;
 
 	(void)tm;
-	sockaddr_unmap((const struct sockaddr *)&c->c_req.target, &to);
-	dial_start(c, &to, waited < ms ? ms - (unsigned)waited : 1,
-	    target_on_dialed);
+	target_connect(c, waited < ms ? ms - (unsigned)waited : 1);
 }
 
 /*
@@ -267,7 +274,6 @@ static void
 target_on_dial(struct pt_conn *c, enum pt_verdict v)
 {
 	struct target	*t = &c->c_target;
-	struct pt_addr	 to;
 
 	if (target_refused(c, PT_PHASE_DIAL, v))
 		return;
@@ -281,9 +287,7 @@ target_on_dial(struct pt_conn *c, enum pt_verdict v)
 		return;
 	}
 	/* What DIAL judged is what we connect to. */
-	sockaddr_unmap((const struct sockaddr *)&c->c_req.target, &to);
-	dial_start(c, &to, worker_self()->conf->limits.connect_timeout_ms,
-	    target_on_dialed);
+	target_connect(c, worker_self()->conf->limits.connect_timeout_ms);
 }
 
 /*
