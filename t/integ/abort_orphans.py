@@ -57,7 +57,7 @@ def state_toward(listen_port, client):
     """The state of portico's socket toward <client> (hex, as
     /proc/net/tcp has it), or None once it is gone."""
     cport = client.getsockname()[1]
-    for lp, rp, st, _ in ptest._proc_net_tcp():
+    for lp, rp, st, _, _ in ptest._proc_net_tcp():
         if lp == listen_port and rp == cport:
             return st
     return None

@@ -5,8 +5,9 @@ Single-flight in the auth module: logins with the same credentials that
 arrive while those credentials are being verified in the worker wait for
 that verification instead of running their own (counted as
 auth_coalesced). One worker, threads = 1: a "blocker" login of another
-user (an Argon2id hash of ~0.4 s) holds the only thread, so each burst of
-20 logins sent meanwhile is in the worker together, deterministically.
+user (an Argon2id hash scaled to ~0.4 s of this machine's CPU) holds the
+only thread, so each burst of 20 logins sent meanwhile is in the worker
+together.
 Counters are read on the status listener's /metrics.
 
 - 20 HTTP logins bob:b-pw: 20 x 200, 1 verification for them, 19
@@ -17,7 +18,12 @@ Counters are read on the status listener's /metrics.
   wait on it: the other 13 are served by that verification (it ran for
   them), the worker lives on (same pid);
 - everyone of a burst leaves before the thread took the job: it is
-  never verified (cancelled), and the next login of that user works;
+  never verified (cancelled), and the next login of that user works.
+  Shown under any timing (Proxy.abandoned): two blockers hold the
+  thread, the worker has read every login before its client closes,
+  and an attempt counts only if the first blocker was still unanswered
+  once the worker had closed every burst connection (else another user
+  is tried, three at most);
 - SOCKS5: the starter and 3 of 9 waiters leave, the 6 others log in;
   then everyone of a SOCKS5 burst leaves (FIN, no request sent) before
   the thread took the job: never verified either (the core closes a
@@ -37,6 +43,7 @@ lines).
 """
 import os
 import re
+import select
 import sys
 import time
 
@@ -86,19 +93,68 @@ class Proxy:
             out[name] = int(v) if v is not None else None
         return out
 
-    def blocker(self):
-        """A login of a new slow user on the only thread; its socket."""
+    def blocker(self, queued=False):
+        """A login of a new slow user; its socket. It takes the only
+        thread (returns once the thread verifies), or with <queued> waits
+        behind what the thread has (returns once the worker read it, so
+        it queued before anything sent after)."""
         self.nblock += 1
         worker = self.p.workers()[0]
         base = A.verifier_cpu(worker)
         s = ptest.connect(self.port, timeout=ptest.bound(20))
         s.sendall(http_req(self.o.port, "blk%d" % self.nblock,
                            "slow%d:s-pw" % self.nblock))
-        # The burst comes once the thread verifies this one (a burst
-        # first would find the thread idle; a fixed pause was too short
-        # for a sanitized build on a loaded machine).
-        A.wait_verifying(worker, base, ptest.bound(10))
+        if queued:
+            ptest.wait_read(self.port, [s], ptest.bound(10))
+        else:
+            # The burst comes once the thread verifies this one (a burst
+            # first would find the thread idle; a fixed pause was too
+            # short for a sanitized build on a loaded machine).
+            A.wait_verifying(worker, base, ptest.bound(10))
         return s
+
+    def abandoned(self, port, start, send):
+        """A burst of logins of one user on listener <port>, all gone
+        before the thread took their job: (verifications it cost,
+        coalesced, the three blockers' status codes), or None when this
+        attempt could not show it.
+
+        <start>() opens the burst's clients (sockets, or objects with
+        .sock), <send>(clients) sends their logins. Arranged so that the
+        thread cannot take the burst's job before the worker saw every
+        client leave, whatever the machine's speed: a first blocker on
+        the thread and a second queued behind it hold the thread for two
+        slow verifications; the logins are read by the worker before
+        their clients close (a FIN read with a request is a half-close,
+        whose answer is still wanted); and the attempt counts only if the
+        first blocker is still unanswered once the worker has closed its
+        end of every burst connection. A third blocker, queued last, is
+        answered only after all the thread had left to do, so a
+        verification of the burst would be counted by then."""
+        m0 = self.metrics()
+        cs = start()
+        raw = [getattr(c, "sock", c) for c in cs]
+        cports = [r.getsockname()[1] for r in raw]
+        b1 = self.blocker()
+        b2 = self.blocker(queued=True)
+        send(cs)
+        read = ptest.wait_read(port, raw, ptest.bound(10))
+        for c in cs:
+            c.close()
+        closed = ptest.wait_server_closed(port, cports, ptest.bound(10))
+        early = select.select([b1], [], [], 0)[0] != []
+        b3 = self.blocker(queued=True)
+        heads = [read_head(b) for b in (b1, b2, b3)]
+        for b in (b1, b2, b3):
+            b.close()
+        m1 = self.metrics()
+        if not (read and closed) or early:
+            self.t.diag("abandoned burst not arranged (logins read %s, "
+                        "closes seen %s, first blocker answered before "
+                        "%s): again" % (read, closed, early))
+            return None
+        return (m1.get("verifications") - m0.get("verifications"),
+                m1.get("coalesced") - (m0.get("coalesced") or 0), heads)
 
     def http_socks(self, n):
         return [ptest.connect(self.port, timeout=ptest.bound(20))
@@ -132,7 +188,7 @@ class Proxy:
             c.send(cred)
             if i == 0:
                 time.sleep(0.02)
-        time.sleep(0.05)
+        ptest.wait_read(self.sport, [c.sock for c in cs], ptest.bound(10))
         return cs, methods, b
 
     def socks_burst(self, user, pw):
@@ -173,6 +229,17 @@ class Proxy:
         return out
 
 
+def abandon(px, port, user, start, send):
+    """Proxy.abandoned with <user>, then <user>1 and <user>2 while an
+    attempt could not show it: (the user of the attempt that did, its
+    result), or (None, None)."""
+    for u in (user, user + "1", user + "2"):
+        got = px.abandoned(port, start, lambda cs, u=u: send(cs, u))
+        if got is not None:
+            return u, got
+    return None, None
+
+
 def good_bursts(t, px):
     m0 = px.metrics()
     codes = px.http_burst("bob:b-pw", "good")
@@ -208,7 +275,7 @@ def leaving(t, px, workers):
     time.sleep(0.02)
     for i, s in enumerate(socks[1:], 1):
         s.sendall(http_req(px.o.port, "w%d" % i, "dave:d-pw"))
-    time.sleep(0.05)
+    ptest.wait_read(px.port, socks, ptest.bound(10))
     for s in socks[:7]:
         s.close()
     codes = [read_head(s) for s in socks[7:]]
@@ -225,24 +292,17 @@ def leaving(t, px, workers):
             "19 coalesced)", (m0, m1))
 
     # All of a burst leave before the thread took their job.
-    socks = px.http_socks(6)
-    b = px.blocker()
-    for i, s in enumerate(socks):
-        s.sendall(http_req(px.o.port, "gone%d" % i, "erin:e-pw"))
-        if i == 0:
-            time.sleep(0.02)
-    time.sleep(0.05)
-    for s in socks:
-        s.close()
-    blk = read_head(b)
-    b.close()
-    m2 = px.metrics()
-    t.check(blk == 200 and
-            m2.get("verifications") == m1.get("verifications") + 1 and
-            m2.get("coalesced") == (m1.get("coalesced") or 0) + 5,
-            "six logins of one user, all gone before the thread took "
-            "theirs: never verified (only the blocker is)", (blk, m1, m2))
-    st, head = A.curl_head(px.port, px.o.url + "/co/erin", "erin:e-pw")
+    def http_send(socks, user):
+        for i, s in enumerate(socks):
+            s.sendall(http_req(px.o.port, "gone%d" % i, user + ":e-pw"))
+
+    user, got = abandon(px, px.port, "erin", lambda: px.http_socks(6),
+                        http_send)
+    t.check(got == (3, 5, [200] * 3), "six logins of one user, all "
+            "gone before the thread took theirs: never verified (only the "
+            "three blockers are), 5 coalesced", (user, got))
+    st, head = A.curl_head(px.port, px.o.url + "/co/erin",
+                           (user or "erin") + ":e-pw")
     t.check(st == 200, "the next login of that user works", head)
 
     # SOCKS5: the starter and 3 of 9 waiters leave.
@@ -264,28 +324,30 @@ def leaving(t, px, workers):
 
     # SOCKS5: all of a burst leave (FIN, no request) before the thread
     # took their job.
-    m3 = px.metrics()
-    cs, methods, b = px.socks_logins(6, b"\x01\x04ivan\x04i-pw")
-    for c in cs:
-        c.close()
-    blk = read_head(b)
-    b.close()
-    # A second blocker queues behind whatever the thread has left to do:
-    # once it is served, a verification for those six would have ended.
-    b = px.blocker()
-    blk2 = read_head(b)
-    b.close()
-    m4 = px.metrics()
-    t.check(methods == [b"\x05\x02"] * 6 and blk == blk2 == 200 and
-            m4.get("verifications") == m3.get("verifications") + 2 and
-            m4.get("coalesced") == (m3.get("coalesced") or 0) + 5,
+    methods = []
+
+    def socks_start():
+        cs = [K.Client.to(px.sport, timeout=ptest.bound(20))
+              for _ in range(6)]
+        for c in cs:
+            c.send(b"\x05\x01\x02")
+        methods.extend(c.read_exact(2) for c in cs)
+        return cs
+
+    def socks_send(cs, user):
+        for c in cs:
+            c.send(b"\x01" + bytes([len(user)]) + user.encode() +
+                   b"\x04i-pw")
+
+    user, got = abandon(px, px.sport, "ivan", socks_start, socks_send)
+    t.check(set(methods) == {b"\x05\x02"} and got == (3, 5, [200] * 3),
             "six SOCKS5 logins of one user, all gone (FIN, no request "
             "sent) before the thread took theirs: never verified (only "
-            "the two blockers are)", (methods, blk, blk2, m3, m4))
+            "the three blockers are), 5 coalesced", (user, methods, got))
     t.check(px.p.workers() == workers, "the worker never died",
             (workers, px.p.workers()))
     bad = px.p.log_lines(r"pt_conn_resume without AGAIN|auth: failure "
-                         r".*user=\"(dave|erin|gina|ivan)\"")
+                         r".*user=\"(dave|erin\d?|gina|ivan\d?)\"")
     t.check(not bad, "no connection that left was resumed again or "
             "answered (no stray resume, no failure line)", bad)
 
@@ -423,9 +485,10 @@ def main(t):
         return
     t0 = time.monotonic()
     o = H.origin(t)
-    slow = A.argon2id("s-pw", t_cost=4, m_kib=32768)
-    users = [("slow%d" % i, slow) for i in range(1, 12)]
-    for u in ("bob", "carol", "dave", "erin", "frank", "gina", "ivan"):
+    slow = A.argon2id_lasting("s-pw", 0.4)
+    users = [("slow%d" % i, slow) for i in range(1, 40)]
+    for u in ("bob", "carol", "dave", "erin", "erin1", "erin2", "frank",
+              "gina", "ivan", "ivan1", "ivan2"):
         users.append((u, A.argon2id(u[0] + "-pw")))
     ulist = A.write_users(t, users)
     port, sport, stport = (ptest.free_port(), ptest.free_port(),

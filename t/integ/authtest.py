@@ -6,8 +6,10 @@ build tree's modules/auth/.libs), userlist hashes made with real tools
 curl through the proxy.
 """
 import base64
+import math
 import os
 import re
+import resource
 import secrets
 import shutil
 import subprocess
@@ -43,6 +45,24 @@ def argon2id(password, t_cost=1, m_kib=1024, p=1):
     salt = secrets.token_hex(8)
     return _run(["argon2", salt, "-id", "-t", str(t_cost), "-k", str(m_kib),
                  "-p", str(p), "-e"], password.encode())
+
+
+def argon2id_lasting(password, seconds, m_kib=32768):
+    """An Argon2id PHC string (<m_kib> of memory) whose verification takes
+    about <seconds> or more of CPU time on this machine: its t_cost is
+    scaled from the CPU time of a timed run of the argon2 program at t=8
+    (which also pays the program's start and first touch of the memory,
+    so the estimate errs long). A login that must hold a verification
+    thread while a test does something then holds it about as long on a
+    fast machine as on a slow one, where a fixed t_cost lasted 0.2 s on
+    one machine and too little on another."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    argon2id(password, t_cost=8, m_kib=m_kib)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    per_pass = max((r1.ru_utime + r1.ru_stime -
+                    r0.ru_utime - r0.ru_stime) / 8, 0.001)
+    t_cost = min(max(int(math.ceil(seconds / per_pass)), 1), 1000)
+    return argon2id(password, t_cost=t_cost, m_kib=m_kib)
 
 
 def mkpasswd(password, method):

@@ -120,14 +120,14 @@ def client_conns(pid, ports):
     """Accepted connections <pid> holds on listener <ports> (TCP sockets
     whose local port is one of them, listening ones left out)."""
     mine = ptest.socket_inodes(pid)
-    return sum(1 for lp, _, st, ino in ptest._proc_net_tcp()
+    return sum(1 for lp, _, st, ino, _ in ptest._proc_net_tcp()
                if lp in ports and st != "0A" and ino in mine)
 
 
 def upstreams(pid, port):
     """Connections <pid> holds to remote <port> (an origin or target)."""
     mine = ptest.socket_inodes(pid)
-    return sum(1 for _, rp, st, ino in ptest._proc_net_tcp()
+    return sum(1 for _, rp, st, ino, _ in ptest._proc_net_tcp()
                if rp == port and st != "0A" and ino in mine)
 
 

@@ -589,8 +589,9 @@ def usable_cpus():
 
 
 def _proc_net_tcp():
-    """Yields (local_port, remote_port, state, inode) for every TCP socket
-    of this network namespace, v4 and v6."""
+    """Yields (local_port, remote_port, state, inode, rx_queue) for every
+    TCP socket of this network namespace, v4 and v6. rx_queue: bytes
+    received that its owner has not read yet."""
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(name) as f:
@@ -603,12 +604,14 @@ def _proc_net_tcp():
                 continue
             lport = int(p[1].rsplit(":", 1)[1], 16)
             rport = int(p[2].rsplit(":", 1)[1], 16)
-            yield lport, rport, p[3], int(p[9])
+            rxq = int(p[4].split(":")[1], 16)
+            yield lport, rport, p[3], int(p[9]), rxq
 
 
 def listening(port):
     """True when some socket listens on TCP <port> (no connection made)."""
-    return any(lp == port and st == "0A" for lp, _, st, _ in _proc_net_tcp())
+    return any(lp == port and st == "0A"
+               for lp, _, st, _, _ in _proc_net_tcp())
 
 
 def socket_inodes(pid):
@@ -640,7 +643,7 @@ def owner_of(conn, listen_port, pids):
     (connected to <listen_port>): the socket whose local port is
     <listen_port> and remote port is conn's local port. None if unknown."""
     cport = conn.getsockname()[1]
-    inodes = {ino for lp, rp, st, ino in _proc_net_tcp()
+    inodes = {ino for lp, rp, st, ino, _ in _proc_net_tcp()
               if lp == listen_port and rp == cport and st != "0A" and ino}
     if not inodes:
         return None
@@ -648,6 +651,39 @@ def owner_of(conn, listen_port, pids):
         if socket_inodes(pid) & inodes:
             return pid
     return None
+
+
+def server_ends(listen_port, client_ports):
+    """{client port: (state, rx_queue)} of the accepted ends (local port
+    <listen_port>) of the loopback connections from <client_ports>; a
+    port whose server end is gone is absent."""
+    ports = set(client_ports)
+    return {rp: (st, rxq) for lp, rp, st, _, rxq in _proc_net_tcp()
+            if lp == listen_port and rp in ports and st != "0A"}
+
+
+def wait_read(listen_port, socks, timeout):
+    """Waits (bounded) until the server on <listen_port> has read all that
+    each client socket of <socks> sent: the receive queue of its end is
+    empty. True if so. A test that means "the client left while its
+    request was being served" waits here before the close: a FIN read
+    together with the request is a half-close, and the answer is still
+    wanted."""
+    ports = [s.getsockname()[1] for s in socks]
+    return bool(wait_for(lambda: all(
+        e[1] == 0 for e in [server_ends(listen_port, ports).get(p, ("", 1))
+                            for p in ports]), timeout, interval=0.01))
+
+
+def wait_server_closed(listen_port, client_ports, timeout):
+    """Waits (bounded) until the server on <listen_port> has closed its end
+    of each connection from <client_ports> (LAST_ACK, CLOSING or gone:
+    not ESTABLISHED, not CLOSE_WAIT). True if so. The ports are taken
+    before the clients close (getsockname() fails after)."""
+    return bool(wait_for(lambda: not any(
+        st in ("01", "08") for st, _ in
+        server_ends(listen_port, client_ports).values()), timeout,
+        interval=0.01))
 
 
 # ---------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def burst(port, origin, n):
 def conns_to(port):
     """Established connections whose remote end is <port> (portico's
     upstream sockets toward that origin)."""
-    return sum(1 for lp, rp, st, _ in ptest._proc_net_tcp()
+    return sum(1 for lp, rp, st, _, _ in ptest._proc_net_tcp()
                if rp == port and st == "01")
 
 
