@@ -391,6 +391,23 @@ al_fits(const struct al_out *o, size_t start, size_t budget, size_t n,
 	return used + n + (last ? 0 : 3) <= budget;
 }
 
+/*
+ * The escape of the valid sequence u[0..n) when it is U+0085, U+2028 or
+ * U+2029, else NULL. JSON allows them raw, but Python's str.splitlines
+ * and JavaScript before ES2019 end a line at each, which would split a
+ * record for a line-oriented reader. Only reached for bytes >= 0x80, so
+ * an ASCII field never pays for it.
+ */
+static const char *
+al_json_line_end(const unsigned char *u, size_t n)
+{
+	if (n == 2 && u[0] == 0xc2 && u[1] == 0x85)
+		return "\\u0085";
+	if (n == 3 && u[0] == 0xe2 && u[1] == 0x80 && (u[2] & 0xfe) == 0xa8)
+		return u[2] == 0xa8 ? "\\u2028" : "\\u2029";
+	return NULL;
+}
+
 void
 al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
 {
@@ -435,7 +452,8 @@ al_put_json(struct al_out *o, const char *s, size_t len, size_t budget)
 			esc[0] = (char)u[i];
 			esc[1] = '\0';
 		} else if ((n = al_utf8_len(u + i, len - i)) > 0) {
-			piece = s + i;
+			if ((piece = al_json_line_end(u + i, n)) == NULL)
+				piece = s + i;
 		} else {
 			n = al_utf8_bad_len(u + i, len - i);
 			piece = "\\ufffd";

@@ -101,7 +101,8 @@ int		 al_http_status(const struct al_rec *r);
 bool		 al_is_denied(const struct al_rec *r);
 
 /* Escapers, each appending at most <budget> bytes of <o> and marking a
- * cut with "...". JSON: RFC 8259, invalid UTF-8 as U+FFFD. Quoted
+ * cut with "...". JSON: RFC 8259, invalid UTF-8 as U+FFFD, and U+0085,
+ * U+2028, U+2029 as \uXXXX (line ends to str.splitlines). Quoted
  * (combined): '"', '\\', controls and bytes >= 0x7f as \xHH (and the
  * space when <space>). Squid: controls, space and bytes >= 0x7f as %HH. */
 void		 al_put_json(struct al_out *o, const char *s, size_t len,

@@ -5,8 +5,9 @@
  * backslashes, newlines, invalid UTF-8) in every field a client
  * controls, checked by a strict JSON reader written here (RFC 8259, one
  * object of strings, numbers and nulls) and by field counts for the
- * space-separated layouts; budgets that keep any record under
- * AL_REC_MAX; the query cut; SOCKS status mapping; the dropped line.
+ * space-separated layouts; U+0085, U+2028 and U+2029 escaped in JSON;
+ * budgets that keep any record under AL_REC_MAX; the query cut; SOCKS
+ * status mapping; the dropped line.
  */
 #include "config.h"
 
@@ -462,6 +463,80 @@ test_accesslog_utf8_subparts(void)
 	}
 }
 
+/*
+ * U+2028, U+2029 and U+0085 are valid in a JSON string, but Python's
+ * str.splitlines and JavaScript before ES2019 end a line there: JSON
+ * writes them as \u escapes, alone, at either end, among other UTF-8,
+ * after a run long enough for the 16-byte scan. A sequence cut short is
+ * still one U+FFFD, never an escape of what it might have been.
+ */
+static void
+test_accesslog_json_escapes_line_separators(void)
+{
+	static const struct {
+		const char	*in, *out;
+		size_t		 budget;
+	} cases[] = {
+		{ "\xe2\x80\xa8", "\\u2028", 700 },
+		{ "\xe2\x80\xa9", "\\u2029", 700 },
+		{ "\xc2\x85", "\\u0085", 700 },
+		{ "\xe2\x80\xa8tail", "\\u2028tail", 700 },
+		{ "\xe2\x80\xa9tail", "\\u2029tail", 700 },
+		{ "\xc2\x85tail", "\\u0085tail", 700 },
+		{ "head\xe2\x80\xa8", "head\\u2028", 700 },
+		{ "head\xe2\x80\xa9", "head\\u2029", 700 },
+		{ "head\xc2\x85", "head\\u0085", 700 },
+		{ "\xc3\xa9\xe2\x80\xa8\xe6\x97\xa5\xc2\x85\xe2\x80\xa9"
+		    "\xf0\x9f\x98\x80", "\xc3\xa9\\u2028\xe6\x97\xa5\\u0085"
+		    "\\u2029\xf0\x9f\x98\x80", 700 },
+		{ "\xe2\x80\xa8\xe2\x80\xa9\xc2\x85\xc2\x85",
+		    "\\u2028\\u2029\\u0085\\u0085", 700 },
+		{ "0123456789abcdefghij\xe2\x80\xa9 \"q\"",
+		    "0123456789abcdefghij\\u2029 \\\"q\\\"", 700 },
+		/* Their neighbours end no line: as they are. */
+		{ "\xe2\x80\xa7\xe2\x80\xaa\xc2\x84\xc2\x86\xc2\xa0",
+		    "\xe2\x80\xa7\xe2\x80\xaa\xc2\x84\xc2\x86\xc2\xa0", 700 },
+		/* Cut short: one U+FFFD for the maximal subpart. */
+		{ "ab\xe2\x80", "ab\\ufffd", 700 },
+		{ "\xe2\x80", "\\ufffd", 700 },
+		{ "\xe2\x80x", "\\ufffdx", 700 },
+		{ "ab\xc2", "ab\\ufffd", 700 },
+		{ "\xe2\x80\xe2\x80\xa8", "\\ufffd\\u2028", 700 },
+		{ "\xe2\x80\xc2\x85", "\\ufffd\\u0085", 700 },
+		/* The budget counts the escape, and never splits it. */
+		{ "ab\xe2\x80\xa8", "ab...", 7 },
+		{ "ab\xe2\x80\xa8", "ab\\u2028", 8 },
+		{ "ab\xc2\x85z", "ab...", 10 },
+	};
+	struct al_rec	 r = t_get();
+	struct t_json	 j;
+	struct al_out	 o;
+	char		 got[800];
+	const char	*line;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o = (struct al_out){ got, 0, sizeof(got) };
+		al_put_json(&o, cases[i].in, strlen(cases[i].in),
+		    cases[i].budget);
+		CHECKF(o.len == strlen(cases[i].out) &&
+		    memcmp(got, cases[i].out, o.len) == 0,
+		    "case %zu: %.*s, want %s", i, (int)o.len, got,
+		    cases[i].out);
+	}
+	/* In a whole record: no raw separator, and a reader gets them back. */
+	r.ua = t_s("a\xe2\x80\xa8" "b\xe2\x80\xa9" "c\xc2\x85" "d");
+	r.user = t_s("\xc2\x85");
+	line = t_fmt(AL_FMT_JSON, &r, true);
+	CU_ASSERT(strstr(line, "\xe2\x80\xa8") == NULL);
+	CU_ASSERT(strstr(line, "\xe2\x80\xa9") == NULL);
+	CU_ASSERT(strstr(line, "\xc2\x85") == NULL);
+	CHECKF_FATAL(t_json_parse(line, &j), "parses: %s", line);
+	CU_ASSERT_STRING_EQUAL(j.ua, "a\xe2\x80\xa8" "b\xe2\x80\xa9" "c\xc2\x85"
+	    "d");
+	CU_ASSERT_STRING_EQUAL(j.user, "\xc2\x85");
+}
+
 static void
 test_accesslog_budgets(void)
 {
@@ -672,6 +747,8 @@ register_accesslog_fmt_suite(void)
 	CU_add_test(s, "hostile_squid", test_accesslog_hostile_squid);
 	CU_add_test(s, "hostile_combined", test_accesslog_hostile_combined);
 	CU_add_test(s, "utf8_subparts", test_accesslog_utf8_subparts);
+	CU_add_test(s, "json_escapes_line_separators",
+	    test_accesslog_json_escapes_line_separators);
 	CU_add_test(s, "budgets", test_accesslog_budgets);
 	CU_add_test(s, "addresses", test_accesslog_addresses);
 	CU_add_test(s, "dropped_line", test_accesslog_dropped_line);

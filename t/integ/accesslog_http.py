@@ -21,6 +21,10 @@ three logs at once: JSON, squid and combined, each to its own file.
   backslashes, control bytes and invalid UTF-8: the JSON line parses and
   gives back each valid byte, the squid and combined lines stay one line
   with their fields;
+- a User-Agent and Referer holding U+2028, U+2029 and U+0085 (as their
+  UTF-8 bytes): the JSON record is one line even to str.splitlines, gives
+  the text back through json.loads, and the file never holds their raw
+  bytes (they are written as \\u escapes);
 - query = false: the query string is not in that log's target;
 - a listener with accesslog = { enabled = false; }: served, not logged;
 - `portico -t` refuses a bad log entry, naming the file and the line of
@@ -28,6 +32,7 @@ three logs at once: JSON, squid and combined, each to its own file.
 - records are in the files soon after the requests (the flush timer),
   not only at exit.
 """
+import json
 import os
 import re
 import socket
@@ -257,6 +262,39 @@ def main(t):
             "combined: six lines in Apache's layout, printable ASCII only, "
             "quotes and bytes >= 0x80 as \\xHH; the unparsed request's "
             "request line is \"-\"", lambda: cl)
+
+    # -- line separators -------------------------------------------------
+    # U+2028, U+2029 and U+0085 are valid raw in JSON, but Python's
+    # str.splitlines and JavaScript before ES2019 end a line there. HTTP
+    # allows their bytes (obs-text) in a header value, not in a target.
+    seps_ua = "ls\u2028ps\u2029nel\u0085 \u00e9\u2028\u65e5"
+    seps_ref = "\u0085r\u2029"
+    st3, _, _, _ = raw_get(port, ("http://127.0.0.1:%d/len?n=1&tag=seps" %
+                                  origin.port).encode(),
+                           [(b"User-Agent", seps_ua.encode()),
+                            (b"Referer", seps_ref.encode())])
+    AL.wait_json(jlog, lambda rs: tagged(rs, "tag=seps"))
+    with open(jlog, "rb") as f:
+        data = f.read()
+    mine = [ln for ln in data.split(b"\n") if b"tag=seps" in ln]
+    text = mine[0].decode("utf-8", errors="replace") if mine else ""
+    try:
+        back = json.loads(text)
+    except ValueError as e:
+        back = {"error": str(e)}
+    raw = [b for b in (b"\xe2\x80\xa8", b"\xe2\x80\xa9", b"\xc2\x85")
+           if b in data]
+    t.check(st3 == 200 and len(mine) == 1 and
+            len(text.splitlines()) == 1 and
+            len(data.decode("utf-8", errors="replace").splitlines()) ==
+            data.count(b"\n") and
+            back.get("user_agent") == seps_ua and
+            back.get("referer") == seps_ref and not raw,
+            "U+2028, U+2029 and U+0085 in User-Agent and Referer: the JSON "
+            "record is one line to str.splitlines too, json.loads gives the "
+            "text back, and the file holds none of their raw bytes",
+            lambda: ["status %s, raw %r" % (st3, raw), repr(mine),
+                     str(back)])
 
     recs = AL.transactions(AL.json_records(jlog)[0])
     t.check(qst == 200 and not [r for r in recs
