@@ -49,6 +49,7 @@
 #include "common/log.h"
 #include "worker/dns_hosts.h"
 #include "worker/dns_mem.h"
+#include "worker/host.h"
 #include "worker/loop.h"
 
 #define DNS_NAME_MAX		253	/* RFC 1035 2.3.4, without the dot */
@@ -141,9 +142,11 @@ static unsigned			 dns_cache_used;
 
 /*
  * Copies <name> into <out> lower-cased, without one trailing dot, and
- * checks it could be a DNS name: labels of 1..63 bytes, 253 in all, no
- * control bytes or spaces (they come from clients, and c-ares would send
- * them). Returns false for a name no server could know.
+ * checks it is a name as host.c decides one (labels of 1..63 letters,
+ * digits, '-' or '_', 253 bytes in all). Every protocol gives only such
+ * names (host_parse at its edge); this is the second lock: a byte that
+ * c-ares would read another way (a backslash escape) or send as it is
+ * never reaches it. Returns false for a name no server could know.
  */
 static bool
 dns_name_norm(const char *name, size_t len, char *out, size_t *len_out)
@@ -157,14 +160,16 @@ dns_name_norm(const char *name, size_t len, char *out, size_t *len_out)
 		return false;
 	for (i = 0; i < len; i++) {
 		c = (unsigned char)name[i];
+		if (c >= 'A' && c <= 'Z')
+			c = (unsigned char)(c + 'a' - 'A');
 		if (c == '.') {
 			if (label == 0)
 				return false;
 			label = 0;
-		} else if (c <= ' ' || c == 0x7f || ++label > DNS_LABEL_MAX) {
+		} else if (!host_is_name_byte(c) || ++label > DNS_LABEL_MAX) {
 			return false;
 		}
-		out[i] = c >= 'A' && c <= 'Z' ? (char)(c + 'a' - 'A') : (char)c;
+		out[i] = (char)c;
 	}
 	if (label == 0)
 		return false;

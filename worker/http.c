@@ -38,6 +38,7 @@
 #include "worker/buf.h"
 #include "worker/dns.h"
 #include "worker/http_head.h"
+#include "worker/host.h"
 #include "worker/http_parse.h"
 #include "worker/phase.h"
 #include "worker/pool.h"
@@ -1427,6 +1428,7 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 	struct http_state	*h = http_st(c);
 	struct http_flow	*q = &h->req;
 	struct http_uri		 u;
+	struct host		 hp;
 	unsigned		 flags;
 	ssize_t			 n;
 
@@ -1489,18 +1491,21 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 		    PT_PROTO_HTTP;
 		http_set_path(c, u.path);
 	}
-	if (u.host.len == 0 || u.host.len >= sizeof(h->host)) {
+	/* The host as the modules, the resolver and the log all read it
+	 * (worker/host.h): a name that one of them could read another way
+	 * is refused here, before any phase. */
+	if (host_parse(u.host.ptr, u.host.len, &hp) == HOST_BAD ||
+	    hp.len >= sizeof(h->host)) {
 		http_fail(c, 400, "bad host");
 		return;
 	}
 	/* h->host still names the parked upstream's origin. */
 	if (h->parked && (h->is_connect || h->is_websocket ||
-	    u.port != h->port || u.host.len != h->hostlen ||
-	    strncasecmp(u.host.ptr, h->host, h->hostlen) != 0))
+	    u.port != h->port || hp.len != h->hostlen ||
+	    memcmp(hp.text, h->host, hp.len) != 0))
 		http_unpark(c);
-	memcpy(h->host, u.host.ptr, u.host.len);
-	h->host[u.host.len] = '\0';
-	h->hostlen = u.host.len;
+	memcpy(h->host, hp.text, hp.len + 1);
+	h->hostlen = hp.len;
 	h->port = u.port;
 	c->c_req.host.ptr = h->host;
 	c->c_req.host.len = h->hostlen;

@@ -408,15 +408,22 @@ socks4_on_auth(struct pt_conn *c, enum pt_verdict v)
 	socks_fail(c, SOCKS5_FAILURE, "SOCKS4 has no password");
 }
 
-/* Fills c_req from a parsed destination: copies, since the bytes it
- * points into are about to be consumed. */
-static void
-socks_take_dest(struct pt_conn *c, const struct socks_dest *d)
+/* Fills c_req from a parsed destination, read as every later step reads
+ * it (socks_dest_canon): copies, since the bytes it points into are about
+ * to be consumed. False, nothing set, for a name that is no host. */
+static bool
+socks_take_dest(struct pt_conn *c, const struct socks_dest *given)
 {
 	struct socks_state		*s = socks_st(c);
+	struct socks_dest		 dest = *given, *d = &dest;
+	struct host			 h;
 	const struct sockaddr_in	*sin;
 	const struct sockaddr_in6	*sin6;
 
+	c->c_req.method.ptr = s->udp ? "UDP" : "CONNECT";
+	c->c_req.method.len = strlen(c->c_req.method.ptr);
+	if (!socks_dest_canon(d, &h))
+		return false;
 	s->port = d->port;
 	target_known(c, NULL, 0);
 	if (d->atyp == SOCKS_ATYP_DOMAIN) {
@@ -440,8 +447,7 @@ socks_take_dest(struct pt_conn *c, const struct socks_dest *d)
 	c->c_req.host.ptr = s->host;
 	c->c_req.host.len = strlen(s->host);
 	c->c_req.port = s->port;
-	c->c_req.method.ptr = s->udp ? "UDP" : "CONNECT";
-	c->c_req.method.len = strlen(c->c_req.method.ptr);
+	return true;
 }
 
 /* Drops the <used> bytes of a parsed message from the buffer. */
@@ -493,7 +499,12 @@ socks_parse_one(struct pt_conn *c)
 			}
 			/* The USERID is the client's claim, checked by
 			 * nothing: no user. */
-			socks_take_dest(c, &r4.dest);
+			if (!socks_take_dest(c, &r4.dest)) {
+				socks_consume(s, r4.len);
+				socks_fail(c, SOCKS5_HOST_UNREACH,
+				    "bad destination name");
+				return false;
+			}
 			socks_consume(s, r4.len);
 			if (auth) {
 				/* Refused below whatever AUTH says; its
@@ -583,7 +594,12 @@ socks_parse_one(struct pt_conn *c)
 		s->udp = r.cmd == SOCKS5_CMD_UDP;
 		if (s->udp)
 			c->c_req.proto = PT_PROTO_UDP;
-		socks_take_dest(c, &r.dest);
+		if (!socks_take_dest(c, &r.dest)) {
+			socks_consume(s, r.len);
+			socks_fail(c, SOCKS5_HOST_UNREACH,
+			    "bad destination name");
+			return false;
+		}
 		socks_consume(s, r.len);
 		socks_request(c);
 		return false;

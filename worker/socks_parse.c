@@ -164,6 +164,33 @@ socks_parse_dest(const uint8_t *p, size_t avail, struct socks_dest *dest,
 	return PARSE_OK;
 }
 
+bool
+socks_dest_canon(struct socks_dest *d, struct host *h)
+{
+	if (d->atyp != SOCKS_ATYP_DOMAIN)
+		return true;
+	switch (host_parse(d->name.ptr, d->name.len, h)) {
+	case HOST_NAME:
+		d->name.ptr = h->text;
+		d->name.len = h->len;
+		return true;
+	case HOST_IPV4:
+		d->atyp = SOCKS_ATYP_IPV4;
+		socks_addr_set_v4(&d->addr, (const uint8_t *)&((const struct
+		    sockaddr_in *)(const void *)&h->addr.sa)->sin_addr,
+		    d->port);
+		return true;
+	case HOST_IPV6:
+		d->atyp = SOCKS_ATYP_IPV6;
+		socks_addr_set_v6(&d->addr, (const uint8_t *)&((const struct
+		    sockaddr_in6 *)(const void *)&h->addr.sa)->sin6_addr,
+		    d->port);
+		return true;
+	default:
+		return false;
+	}
+}
+
 int
 socks5_parse_greeting(const uint8_t *buf, size_t len,
     struct socks5_greeting *out)

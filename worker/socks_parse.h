@@ -16,6 +16,7 @@
 #include "portico/module.h"
 #include "common/parse.h"
 #include "common/sockaddr.h"
+#include "worker/host.h"
 
 
 /* RFC 1928 6: reply codes, which are also what a failure becomes on the
@@ -116,6 +117,17 @@ int	socks4_parse_request(const uint8_t *buf, size_t len,
  * never returned: a datagram is whole or bad. */
 int	socks5_parse_udp(const uint8_t *buf, size_t len,
 	    struct socks5_udp_header *out);
+/*
+ * <d> as every later step reads it (worker/host.h): a DOMAIN that is an
+ * address in any form a URL allows ("127.0.0.1", "0177.1", "[::1]")
+ * becomes that address (atyp IPV4 or IPV6, with the port), so it is
+ * judged and dialled as one and never asked of the resolver; a name is
+ * pointed at <h>'s canonical text (lower case, no final dot), which must
+ * outlive the use of <d>. Returns false, <d> unchanged, for a DOMAIN that
+ * is no host: the caller refuses it (SOCKS5 0x04, SOCKS4 0x5B) or drops
+ * the datagram. Addresses pass as they are.
+ */
+bool	socks_dest_canon(struct socks_dest *d, struct host *h);
 /* Writes the reply VER REP RSV ATYP BND.ADDR BND.PORT for <bound> (an
  * IPv4 or IPv6 address; NULL: 0.0.0.0:0). Returns its length (<= 22). */
 size_t	socks5_fmt_reply(uint8_t *out, uint8_t rep,

@@ -778,6 +778,7 @@ udp_on_client(struct loop_io *io, uint32_t events)
 {
 	struct udp_assoc		*a = (struct udp_assoc *)io;
 	struct socks5_udp_header	 h;
+	struct host			 host;
 	const char			*p;
 	size_t				 len;
 	uint64_t			 paid = 0;
@@ -798,9 +799,10 @@ udp_on_client(struct loop_io *io, uint32_t events)
 		if (!udp_from_client(a, &udp_from[i]) ||
 		    (udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) ||
 		    socks5_parse_udp((const uint8_t *)p, len, &h) != PARSE_OK ||
-		    h.frag != 0) {
+		    h.frag != 0 || !socks_dest_canon(&h.dest, &host)) {
 			/* Foreign senders, fragments (which we do not
-			 * reassemble) and malformed headers are dropped. */
+			 * reassemble), malformed headers and names that are
+			 * no host are dropped. */
 			udp_drop(a, CTR_UDP_DROP_INVALID, 1);
 			continue;
 		}

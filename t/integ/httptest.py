@@ -632,6 +632,8 @@ class DnsServer:
         self.port = self.sock.getsockname()[1]
         self.address = "%s:%d" % (host, self.port)
         self.queries = []
+        # Each question's labels as bytes, as they came on the wire.
+        self.raw_queries = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -662,12 +664,13 @@ class DnsServer:
         if qd != 1:
             return None
         off = 12
-        labels = []
+        labels, raw = [], []
         while True:
             ln = data[off]
             off += 1
             if ln == 0:
                 break
+            raw.append(bytes(data[off:off + ln]))
             labels.append(data[off:off + ln].decode("ascii", "replace"))
             off += ln
         qtype, qclass = struct.unpack("!HH", data[off:off + 4])
@@ -676,6 +679,7 @@ class DnsServer:
         tname = {1: "A", 28: "AAAA"}.get(qtype, str(qtype))
         with self.lock:
             self.queries.append((name, tname))
+            self.raw_queries.append(tuple(raw))
         rd = flags & 0x0100
         entry = self.table.get(name)
         answers = []

@@ -26,7 +26,8 @@
  *	TAGS mod=<m> conn=<id> rcs=<rc,...>		the tag calls' results
  *	<PHASE> mod=<m> worker=<id> pid=<pid> conn=<id> txn=<n> proto=<n>
  *	    listener=<name> lidx=<i> path=<p> ua=<v> xtest=<v> user=<u> label=<l>
- *	    class=<v> status=<n> error=<rest of the line>	(one line)
+ *	    class=<v> hosthex=<h> status=<n> error=<rest of the line>
+ *	    (one line; hosthex: the host's bytes in hex, "-" when empty)
  *
  * Empty or absent values are written "-", spaces as '_' (error keeps
  * its spaces: it ends the line). ua and xtest are pt_req_header() of
@@ -251,16 +252,25 @@ static void
 fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
     struct pt_req *req, struct fieldrec_conf *fc)
 {
-	char		 b[7][300], path[1500];
+	char		 b[7][300], path[1500], hx[2 * 256 + 2];
 	struct pt_str	 ua, xt, cls;
 	bool		 has_ua, has_xt, has_cls;
+	size_t		 i;
+
+	/* The host, byte for byte: what a module judges, to be compared
+	 * with what the resolver was asked (t/integ/host_names.py). */
+	for (i = 0; i < req->host.len && i < 256; i++)
+		snprintf(hx + 2 * i, 3, "%02x", (unsigned char)req->host.ptr[i]);
+	if (i == 0)
+		memcpy(hx, "-", 2);
 
 	has_ua = pt_req_header(conn, "user-agent", &ua);
 	has_xt = pt_req_header(conn, "X-TEST", &xt);
 	has_cls = pt_req_tag(conn, "class", &cls);
 	fieldrec_printf(fc, "%s mod=%s worker=%d pid=%d conn=%llu txn=%llu "
 	    "proto=%d listener=%s lidx=%d path=%s ua=%s xtest=%s user=%s "
-	    "label=%s class=%s status=%d error=%s\n", fieldrec_phases[phase],
+	    "label=%s class=%s hosthex=%s status=%d error=%s\n",
+	    fieldrec_phases[phase],
 	    FIELDREC_NAME, fc->worker, fc->pid,
 	    (unsigned long long)pt_conn_id(conn),
 	    (unsigned long long)req->txn, (int)req->proto,
@@ -273,7 +283,7 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	    fieldrec_val(req->user.ptr, req->user.len, b[4], sizeof(b[4])),
 	    fieldrec_val(req->label.ptr, req->label.len, b[5], sizeof(b[5])),
 	    has_cls ? fieldrec_val(cls.ptr, cls.len, b[6], sizeof(b[6])) :
-	    "-", req->status, req->error != NULL ? req->error : "-");
+	    "-", hx, req->status, req->error != NULL ? req->error : "-");
 }
 
 static void

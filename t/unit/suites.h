@@ -31,6 +31,8 @@ void	register_http_head_suite(void);
 void	register_budget_suite(void);
 /* ---- t/unit/test_handover.c ------------------------------------------ */
 void	register_handover_suite(void);
+/* ---- t/unit/test_host.c ---------------------------------------------- */
+void	register_host_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -45,6 +47,7 @@ void	register_handover_suite(void);
 	register_http_head_suite,					\
 	register_req_suite,						\
 	register_budget_suite,						\
-	register_handover_suite
+	register_handover_suite,					\
+	register_host_suite
 
 #endif
