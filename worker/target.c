@@ -275,6 +275,11 @@ target_on_dial(struct pt_conn *c, enum pt_verdict v)
 {
 	struct target	*t = &c->c_target;
 
+	/* Refused before any connect: nothing was reached, so LOG sees no
+	 * target (the access log's upstream is what was connected to; the
+	 * refusal's reason says why). */
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR)
+		memset(&c->c_req.target, 0, sizeof(c->c_req.target));
 	if (target_refused(c, PT_PHASE_DIAL, v))
 		return;
 	/* Only after a wait: the client had no time to leave otherwise,

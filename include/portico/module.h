@@ -127,7 +127,12 @@ struct pt_str {
 struct pt_req {
 	enum pt_proto		 proto;
 	struct pt_str		 method;	/* HTTP method, or empty */
-	struct pt_str		 host;		/* target as the client named it */
+	/* The target host as the client named it, in the one form every
+	 * step reads (the core refuses any other first): a name in lower
+	 * case of letters, digits, '-', '_' and dots, without a final dot;
+	 * an address in text (dotted decimal, RFC 5952), however the client
+	 * wrote it ("0177.1" is "127.0.0.1"). */
+	struct pt_str		 host;
 	uint16_t		 port;
 	/* From AUTH on: a user some module verified, or empty. AUTH hooks
 	 * see the name the client offered (Basic, RFC 1929); when no AUTH
@@ -138,7 +143,9 @@ struct pt_req {
 	struct pt_str		 password;	/* during AUTH only */
 	struct sockaddr_storage	 peer;		/* client address */
 	struct sockaddr_storage	 local;		/* our address on the client leg */
-	struct sockaddr_storage	 target;	/* resolved, from DIAL on */
+	/* The address DIAL judges and the connect uses, from DIAL on;
+	 * AF_UNSPEC again when DIAL refused it (nothing was reached). */
+	struct sockaddr_storage	 target;
 	int			 status;	/* HTTP status or SOCKS reply */
 	uint64_t		 bytes_in;	/* client -> upstream */
 	uint64_t		 bytes_out;	/* upstream -> client */

@@ -8,7 +8,9 @@ real auth and acl modules loaded beside it (JSON and squid logs):
   user); a wrong password, 407; the right one, 200 with the user;
 - HTTP to a host an acl rule denies: 403, the rule's name as the label,
   the refusal reason as the error, TCP_DENIED/403, no upstream; an
-  allowed request carries the allowing rule's label;
+  allowed request carries the allowing rule's label; a name refused at
+  DIAL (it resolves to a denied address) names no upstream either
+  (HIER_NONE), since nothing was connected to;
 - a CONNECT tunnel to an echo server: proto connect, target host:port,
   status 200, bytes both ways exactly what the tunnel carried (plus the
   CONNECT head and the 200 line), TCP_TUNNEL/200 in squid;
@@ -45,7 +47,8 @@ def start(t):
     ports = {k: ptest.free_port() for k in ("web", "open", "socks",
                                             "sopen")}
     users = A.write_users(t, [("alice", A.argon2id("secret"))])
-    dns = H.dns_server(t, {"known.test": {"A": ["127.0.0.1"]}})
+    dns = H.dns_server(t, {"known.test": {"A": ["127.0.0.1"]},
+                           "three.test": {"A": ["127.0.0.3"]}})
     jlog, slog = t.path("access.json"), t.path("access.squid")
     mods = [
         '{ name = "auth"; path = "%s"; userlist = "%s"; }' % (A.AUTH_SO,
@@ -53,6 +56,7 @@ def start(t):
         '{ name = "acl"; path = "%s"; default = "allow"; '
         'allow_private = true; rules = ( '
         '{ name = "blocked"; action = "deny"; host = [ "blocked.test" ]; },'
+        ' { name = "three"; action = "deny"; dst = [ "127.0.0.3/32" ]; },'
         ' { name = "local"; action = "allow"; dst = [ "127.0.0.0/8" ]; } );'
         ' }' % AL.ACL_SO,
         AL.module(['file = "%s"; format = "json";' % jlog,
@@ -139,6 +143,19 @@ def refusals(t, p, ports, origin, jlog, slog, n):
             s.get("url") == "http://blocked.test/some/where?x=1",
             "acl deny: 403, the rule's name as the label, a reason, no "
             "upstream; squid TCP_DENIED/403 with the URL",
+            lambda: [repr(cp.stdout), str(r), str(s)])
+    # Refused at DIAL, once resolved: nothing was connected to, so no
+    # upstream is named (it named the refused 127.0.0.3 before).
+    cp = H.curl(["-x", "http://127.0.0.1:%d" % ports["open"], "-o",
+                 "/dev/null", "-w", "%{http_code}", "http://three.test/d"])
+    n += 1
+    r = find(jlog, lambda x: x["target"] == "http://three.test/d")
+    s = squid_find(slog, lambda g: g["url"] == "http://three.test/d")
+    t.check(cp.stdout == b"403" and r.get("status") == 403 and
+            r.get("label") == "three" and r.get("upstream") is None and
+            s.get("hier") == "HIER_NONE",
+            "acl deny at DIAL (a name resolving to a denied address): "
+            "403, no upstream in the record, squid HIER_NONE",
             lambda: [repr(cp.stdout), str(r), str(s)])
     return n
 

@@ -11,7 +11,8 @@ Proxy-* field (issue 9):
 - both pass: TRACE gets 200 message/http echoing the request line and
   its other fields, without Proxy-Authorization (nor the credentials in
   any form) and Proxy-Foo; AUTH and ACCESS ran, DIAL did not, nothing
-  reached the origin.
+  reached the origin;
+- and portico.conf(5) says so.
 """
 import base64
 import os
@@ -61,7 +62,22 @@ def phases(rec):
         return []
 
 
+def manual(t):
+    """portico.conf(5) says what the checks above show: the proxy answers
+    them itself only once AUTH and ACCESS let them through (it said
+    "without running the AUTH and ACCESS phases", issue 29)."""
+    with open(os.path.join(ptest.SRCDIR, "man", "portico.conf.5")) as f:
+        text = " ".join(f.read().split())
+    i = text.find(".Ql Max-Forwards is used by OPTIONS and TRACE only")
+    para = text[i:i + 900] if i >= 0 else ""
+    t.check(para and "without running the AUTH" not in para and
+            "once the AUTH and ACCESS phases let it through" in para,
+            "portico.conf(5): OPTIONS and TRACE with Max-Forwards: 0 are "
+            "answered after AUTH and ACCESS, as they are", para[:400])
+
+
 def main(t):
+    manual(t)
     o = H.origin(t)
     url = o.url + "/echo?id=trace"
     secret = base64.b64encode(b"alice:secret")
