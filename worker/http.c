@@ -1123,41 +1123,25 @@ http_flow_grow(struct http_flow *f)
 /* ---- the request head ----------------------------------------------- */
 
 /* Decodes "Basic base64(user:pass)" into h->cred; sets c_req user and
- * password. Other schemes leave them empty for a module to judge. */
+ * password. Other schemes leave them empty for a module to judge; so
+ * does a malformed Basic credential (http_parse_basic), which AUTH then
+ * answers as none (407) rather than as a part of it. */
 static void
 http_credentials(struct pt_conn *c, const struct http_msg *m)
 {
-	static const char	 b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
 	struct http_state	*h = http_st(c);
 	const struct http_header *a;
-	const char		*p, *end, *colon, *q;
-	unsigned		 acc = 0, bits = 0;
-	size_t			 n = 0;
+	const char		*colon;
+	size_t			 n;
 
 	/* Nothing of the last request's credentials may reach this one's
 	 * AUTH (keep-alive): the user is the connection's, if any. */
 	req_user_reset(c);
 	memset(&c->c_req.password, 0, sizeof(c->c_req.password));
 	a = http_header_find(m, "proxy-authorization");
-	if (a == NULL || a->value.len < 6 ||
-	    strncasecmp(a->value.ptr, "basic ", 6) != 0)
-		return;
-	p = a->value.ptr + 6;
-	end = a->value.ptr + a->value.len;
-	while (p < end && *p == ' ')
-		p++;
-	for (; p < end && *p != '='; p++) {
-		if ((q = memchr(b64, *p, 64)) == NULL || n + 1 >= sizeof(h->cred))
-			return;
-		acc = acc << 6 | (unsigned)(q - b64);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			h->cred[n++] = (char)(acc >> bits & 0xff);
-		}
-	}
-	if ((colon = memchr(h->cred, ':', n)) == NULL)
+	if (a == NULL || http_parse_basic(a->value, h->cred,
+	    sizeof(h->cred) - 1, &n) != 0 ||
+	    (colon = memchr(h->cred, ':', n)) == NULL)
 		return;
 	c->c_req.user.ptr = h->cred;
 	c->c_req.user.len = (size_t)(colon - h->cred);

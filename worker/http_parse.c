@@ -312,6 +312,7 @@ msg_reset(struct http_msg *m)
 	m->expect_continue = false;
 	m->te_close = m->te_coded = false;
 	m->host_count = 0;
+	m->proxy_auth_count = 0;
 	m->host = none;
 	m->max_forwards = -1;
 	m->error_status = 0;
@@ -774,6 +775,10 @@ field_note(struct http_msg *m, const struct http_header *h,
 		if (http_str_ieq(h->name, "transfer-encoding"))
 			te_note(h->value, f);
 		break;
+	case 19:
+		if (http_str_ieq(h->name, "proxy-authorization"))
+			m->proxy_auth_count++;
+		break;
 	}
 	return PARSE_OK;
 }
@@ -879,6 +884,10 @@ req_finish(struct http_msg *m, const struct http_frame *f)
 
 	if (m->host_count > 1)
 		return msg_fail(m, 400, "more than one Host");
+	/* Which one a front proxy checked and which one we would is
+	 * anybody's guess: neither. */
+	if (m->proxy_auth_count > 1)
+		return msg_fail(m, 400, "more than one Proxy-Authorization");
 	if (m->host_count == 0 && m->version == 11)
 		return msg_fail(m, 400, "missing Host");
 	if (host_check(m->host) != 0)
@@ -1195,6 +1204,47 @@ http_chunked_feed(struct http_chunked *ch, const char *buf, size_t len,
 		i++;
 	}
 	return ch->state == CH_ERROR ? -1 : (ssize_t)i;
+}
+
+int
+http_parse_basic(struct pt_str value, char *out, size_t cap,
+    size_t *len_out)
+{
+	static const char	 b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char		*p = value.ptr, *end = value.ptr + value.len;
+	const char		*q;
+	unsigned		 acc = 0, bits = 0;
+	size_t			 n = 0, nchars = 0, npad = 0;
+
+	*len_out = 0;
+	if (value.len < 5 || !http_mem_ieq(p, "basic", 5) ||
+	    (value.len > 5 && p[5] != ' '))
+		return 1;
+	for (p += 5; p < end && *p == ' '; p++)
+		;
+	for (; p < end && (q = memchr(b64, *p, 64)) != NULL; p++, nchars++) {
+		acc = acc << 6 | (unsigned)(q - b64);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n == cap)
+				return -1;
+			out[n++] = (char)(acc >> bits & 0xff);
+		}
+	}
+	for (; p < end && *p == '=' && npad < 2; p++)
+		npad++;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	/* One token68 and nothing after it (no second credential, no junk
+	 * after the padding); padded to a multiple of 4 when padded at
+	 * all, and never one character short of a byte. */
+	if (p != end || nchars == 0 || nchars % 4 == 1 ||
+	    (npad > 0 && (nchars + npad) % 4 != 0))
+		return -1;
+	*len_out = n;
+	return 0;
 }
 
 const struct http_header *

@@ -76,6 +76,7 @@ struct http_msg {
 	 * ("gzip, chunked"): without the chunks the bytes are still coded. */
 	bool			 te_coded;
 	int			 host_count;	/* Host fields seen */
+	int			 proxy_auth_count; /* Proxy-Authorization */
 	struct pt_str		 host;		/* the Host value, if one */
 	int			 max_forwards;	/* -1: absent */
 
@@ -153,6 +154,17 @@ int	http_parse_authority(struct pt_str target, struct http_uri *out);
  */
 ssize_t	http_chunked_feed(struct http_chunked *ch, const char *buf, size_t len,
 	    size_t max_trailer, size_t *data_off_out, size_t *data_len_out);
+/*
+ * A Proxy-Authorization value: "Basic", 1*SP, one token68 of base64
+ * (RFC 7617, RFC 4648: padded to a multiple of 4 when padded at all),
+ * optional trailing white space, nothing else. Decodes it into <out>
+ * (<cap> bytes) with its length in *len_out. Returns 0; 1 for another
+ * scheme (left to the modules); -1 for a Basic credential that is not
+ * exactly one well-formed token (a list, junk after the padding, a bad
+ * length, too long): never read as its first part.
+ */
+int	http_parse_basic(struct pt_str value, char *out, size_t cap,
+	    size_t *len_out);
 /* Finds a header by case-insensitive name; NULL when absent. */
 const struct http_header *http_header_find(const struct http_msg *m,
 	    const char *name);

@@ -6,6 +6,8 @@ listeners, with a userlist of hashes made by real tools: Argon2id (the
 argon2 program), bcrypt and yescrypt (mkpasswd), bcrypt (htpasswd -B),
 SHA-512-crypt (mkpasswd).
 
+- two Proxy-Authorization fields: 400; a list of Basic credentials or
+  junk after the padding: 407 (none), never the first one read;
 - curl -x without credentials: 407 with Proxy-Authenticate: Basic
   realm="<realm>", charset="UTF-8", and no failure line (a challenge);
   wrong password: 407 and one failure line reason=bad-password; right:
@@ -25,6 +27,7 @@ SHA-512-crypt (mkpasswd).
   userlist's file and line and the scheme; so do bad listener groups;
 - entries written by portico-passwd (default costs) log in.
 """
+import base64
 import os
 import re
 import subprocess
@@ -97,6 +100,24 @@ def main(t):
             '\r\n' in head, "the challenge names the realm and UTF-8", head)
     t.check(A.failures(p) == [], "a request without credentials writes no "
             "failure line", A.failures(p))
+    # What a front proxy checked and what portico checks cannot differ:
+    # an ambiguous or malformed credential is never read as its first
+    # (right) part. bob:s3cret encodes with padding ("...dA==").
+    good = base64.b64encode(b"bob:s3cret")
+    for label, extra, want in (
+            ("two Proxy-Authorization fields, both right", b"Proxy-"
+             b"Authorization: Basic %s\r\nProxy-Authorization: Basic %s"
+             b"\r\n" % (good, good), 400),
+            ("a list, the right credentials first", b"Proxy-Authorization:"
+             b" Basic %s, Basic eDp5\r\n" % good, 407),
+            ("junk after the padding", b"Proxy-Authorization: Basic %sjunk"
+             b"\r\n" % good, 407)):
+        st, got, how, _ = H.raw_exchange(
+            ports["main"], b"GET %s HTTP/1.1\r\nHost: x\r\n%sConnection: "
+            b"close\r\n\r\n" % ((url % "amb").encode(), extra),
+            timeout=ptest.bound(5))
+        t.check(st == want, "%s: %d, never read as its first part"
+                % (label, want), repr(got[:300]))
 
     st, head = A.curl_head(ports["main"], url % "wrong", "bob:nope")
     verifs += 1

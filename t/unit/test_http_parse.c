@@ -299,6 +299,11 @@ static const struct req_case req_cases[] = {
 	    BAD(400, "more than one Host") },
 	{ S("GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n"),
 	    BAD(400, "more than one Host") },
+	/* Proxy-Authorization: which of two a front proxy checked is
+	 * anybody's guess. */
+	{ S("GET / HTTP/1.1\r\nHost: a\r\nProxy-Authorization: Basic YTpi"
+	    "\r\nproxy-authorization: Basic YzpkCg==\r\n\r\n"),
+	    BAD(400, "more than one Proxy-Authorization") },
 	{ S("GET / HTTP/1.1\r\nHost: a b\r\n\r\n"), BAD(400, "invalid Host") },
 	{ S("GET / HTTP/1.1\r\nHost: a\tb\r\n\r\n"), BAD(400, "invalid Host") },
 	{ S("GET / HTTP/1.1\r\nHost: u@a\r\n\r\n"), BAD(400, "invalid Host") },
@@ -1264,6 +1269,58 @@ test_http_mem_ieq_words_agree_with_bytes(void)
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Basic credentials: one token68 and nothing else, or refused whole. */
+static void
+test_http_basic_one_token_or_none(void)
+{
+	static const struct {
+		const char	*value;
+		int		 rc;
+		const char	*decoded;
+	} cases[] = {
+		{ "Basic YWxpY2U6c2VjcmV0", 0, "alice:secret" },
+		{ "basic YWxpY2U6c2VjcmV0", 0, "alice:secret" },
+		{ "BASIC   YWxpY2U6c2VjcmV0  ", 0, "alice:secret" },
+		{ "Basic YTpi", 0, "a:b" },
+		{ "Basic YTpiYw==", 0, "a:bc" },
+		{ "Basic YTpiYw", 0, "a:bc" },
+		{ "Basic YTpiY2Q=", 0, "a:bcd" },
+		{ "Digest username=\"a\"", 1, NULL },
+		{ "Bearer abc", 1, NULL },
+		{ "Basicx YTpi", 1, NULL },
+		{ "Basic", -1, NULL },
+		{ "Basic ", -1, NULL },
+		{ "Basic YTpiYw==junk", -1, NULL },
+		{ "Basic YTpiYw== junk", -1, NULL },
+		{ "Basic YTpiYw===", -1, NULL },
+		{ "Basic YTpiYw=", -1, NULL },
+		{ "Basic YTpi, Basic YzpkCg==", -1, NULL },
+		{ "Basic YTpi,Basic YzpkCg==", -1, NULL },
+		{ "Basic YTpiY", -1, NULL },
+		{ "Basic YTp\x01iYw==", -1, NULL },
+		{ "Basic YT-pi", -1, NULL },
+	};
+	char	 out[64];
+	size_t	 i, n;
+	int	 rc;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rc = http_parse_basic((struct pt_str){ cases[i].value,
+		    strlen(cases[i].value) }, out, sizeof(out), &n);
+		CHECKF(rc == cases[i].rc, "\"%s\": %d, want %d",
+		    cases[i].value, rc, cases[i].rc);
+		if (rc == 0 && cases[i].decoded != NULL)
+			CHECKF(n == strlen(cases[i].decoded) &&
+			    memcmp(out, cases[i].decoded, n) == 0,
+			    "\"%s\": decoded %.*s", cases[i].value, (int)n,
+			    out);
+	}
+	/* Longer than the buffer: refused, not cut. */
+	rc = http_parse_basic((struct pt_str){ "Basic YWxpY2U6c2VjcmV0", 22 },
+	    out, 5, &n);
+	CU_ASSERT(rc == -1);
+}
+
 void
 register_http_parse_suite(void)
 {
@@ -1297,6 +1354,8 @@ register_http_parse_suite(void)
 	    test_http_hop_fields_include_connection_names);
 	CU_add_test(s, "str_ieq_folds_ascii_only",
 	    test_http_str_ieq_folds_ascii_only);
+	CU_add_test(s, "basic_one_token_or_none",
+	    test_http_basic_one_token_or_none);
 	CU_add_test(s, "mem_ieq_words_agree_with_bytes",
 	    test_http_mem_ieq_words_agree_with_bytes);
 }
