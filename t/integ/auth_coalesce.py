@@ -5,7 +5,7 @@ Single-flight in the auth module: logins with the same credentials that
 arrive while those credentials are being verified in the worker wait for
 that verification instead of running their own (counted as
 auth_coalesced). One worker, threads = 1: a "blocker" login of another
-user (an Argon2id hash scaled to ~0.4 s of this machine's CPU) holds the
+user (an Argon2id hash scaled to ~0.3 s of this machine's CPU) holds the
 only thread, so each burst of 20 logins sent meanwhile is in the worker
 together.
 Counters are read on the status listener's /metrics.
@@ -19,9 +19,9 @@ Counters are read on the status listener's /metrics.
   them), the worker lives on (same pid);
 - everyone of a burst leaves before the thread took the job: it is
   never verified (cancelled), and the next login of that user works.
-  Shown under any timing (Proxy.abandoned): two blockers hold the
+  Shown under any timing (Proxy.abandoned): three blockers hold the
   thread, the worker has read every login before its client closes,
-  and an attempt counts only if the first blocker was still unanswered
+  and an attempt counts only if the second blocker was still unanswered
   once the worker had closed every burst connection (else another user
   is tried, three at most);
 - SOCKS5: the starter and 3 of 9 waiters leave, the 6 others log in;
@@ -116,42 +116,47 @@ class Proxy:
     def abandoned(self, port, start, send):
         """A burst of logins of one user on listener <port>, all gone
         before the thread took their job: (verifications it cost,
-        coalesced, the three blockers' status codes), or None when this
+        coalesced, the four blockers' status codes), or None when this
         attempt could not show it.
 
         <start>() opens the burst's clients (sockets, or objects with
         .sock), <send>(clients) sends their logins. Arranged so that the
         thread cannot take the burst's job before the worker saw every
-        client leave, whatever the machine's speed: a first blocker on
-        the thread and a second queued behind it hold the thread for two
-        slow verifications; the logins are read by the worker before
-        their clients close (a FIN read with a request is a half-close,
-        whose answer is still wanted); and the attempt counts only if the
-        first blocker is still unanswered once the worker has closed its
-        end of every burst connection. A third blocker, queued last, is
-        answered only after all the thread had left to do, so a
-        verification of the burst would be counted by then."""
+        client leave, whatever the machine's speed: a blocker on the
+        thread and two queued behind it hold the thread for three slow
+        verifications; the logins are read by the worker before their
+        clients close (a FIN read with a request is a half-close, whose
+        answer is still wanted); and the attempt counts only if the
+        second blocker is still unanswered once the worker has closed its
+        end of every burst connection (then the thread is on the first
+        or second, or has just taken the third: never the burst's). A
+        fourth blocker, queued last, is answered only after all the
+        thread had left to do, so a verification of the burst would be
+        counted by then."""
         m0 = self.metrics()
+        t0 = time.monotonic()
         cs = start()
         raw = [getattr(c, "sock", c) for c in cs]
         cports = [r.getsockname()[1] for r in raw]
-        b1 = self.blocker()
-        b2 = self.blocker(queued=True)
+        bs = [self.blocker(), self.blocker(queued=True),
+              self.blocker(queued=True)]
         send(cs)
         read = ptest.wait_read(port, raw, ptest.bound(10))
         for c in cs:
             c.close()
         closed = ptest.wait_server_closed(port, cports, ptest.bound(10))
-        early = select.select([b1], [], [], 0)[0] != []
-        b3 = self.blocker(queued=True)
-        heads = [read_head(b) for b in (b1, b2, b3)]
-        for b in (b1, b2, b3):
+        early = select.select([bs[1]], [], [], 0)[0] != []
+        t_closed = time.monotonic() - t0
+        bs.append(self.blocker(queued=True))
+        heads = [read_head(b) for b in bs]
+        for b in bs:
             b.close()
         m1 = self.metrics()
         if not (read and closed) or early:
             self.t.diag("abandoned burst not arranged (logins read %s, "
-                        "closes seen %s, first blocker answered before "
-                        "%s): again" % (read, closed, early))
+                        "closes seen %s, second blocker answered before "
+                        "%s; blockers %r, %.2f s): again"
+                        % (read, closed, early, heads, t_closed))
             return None
         return (m1.get("verifications") - m0.get("verifications"),
                 m1.get("coalesced") - (m0.get("coalesced") or 0), heads)
@@ -298,9 +303,9 @@ def leaving(t, px, workers):
 
     user, got = abandon(px, px.port, "erin", lambda: px.http_socks(6),
                         http_send)
-    t.check(got == (3, 5, [200] * 3), "six logins of one user, all "
+    t.check(got == (4, 5, [200] * 4), "six logins of one user, all "
             "gone before the thread took theirs: never verified (only the "
-            "three blockers are), 5 coalesced", (user, got))
+            "four blockers are), 5 coalesced", (user, got))
     st, head = A.curl_head(px.port, px.o.url + "/co/erin",
                            (user or "erin") + ":e-pw")
     t.check(st == 200, "the next login of that user works", head)
@@ -340,10 +345,10 @@ def leaving(t, px, workers):
                    b"\x04i-pw")
 
     user, got = abandon(px, px.sport, "ivan", socks_start, socks_send)
-    t.check(set(methods) == {b"\x05\x02"} and got == (3, 5, [200] * 3),
+    t.check(set(methods) == {b"\x05\x02"} and got == (4, 5, [200] * 4),
             "six SOCKS5 logins of one user, all gone (FIN, no request "
             "sent) before the thread took theirs: never verified (only "
-            "the three blockers are), 5 coalesced", (user, methods, got))
+            "the four blockers are), 5 coalesced", (user, methods, got))
     t.check(px.p.workers() == workers, "the worker never died",
             (workers, px.p.workers()))
     bad = px.p.log_lines(r"pt_conn_resume without AGAIN|auth: failure "
@@ -485,8 +490,8 @@ def main(t):
         return
     t0 = time.monotonic()
     o = H.origin(t)
-    slow = A.argon2id_lasting("s-pw", 0.4)
-    users = [("slow%d" % i, slow) for i in range(1, 40)]
+    slow = A.argon2id_lasting("s-pw", 0.3)
+    users = [("slow%d" % i, slow) for i in range(1, 48)]
     for u in ("bob", "carol", "dave", "erin", "erin1", "erin2", "frank",
               "gina", "ivan", "ivan1", "ivan2"):
         users.append((u, A.argon2id(u[0] + "-pw")))

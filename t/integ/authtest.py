@@ -187,7 +187,8 @@ def wait_verifying(pid, base, timeout):
     <base> (a verifier_cpu reading): a login is on a thread. True if so.
     A scenario that queues logins behind one starts them only then: on a
     loaded machine a fixed pause let them reach the thread first."""
-    return bool(ptest.wait_for(lambda: verifier_cpu(pid) > base, timeout))
+    return bool(ptest.wait_for(lambda: verifier_cpu(pid) > base, timeout,
+                               interval=0.01))
 
 
 def basic_get(origin_port, path, cred):
