@@ -22,7 +22,8 @@ host misread as a public address sends nothing anywhere.
   asked for blocked.test nor www.sfx.test, the origin never reached;
 - numbers: "0177.0.0.2", "0x7f.0.0.2", "2130706434", "127.2" are judged
   and connected to as 127.0.0.2 (an origin there answers), never asked of
-  the DNS; "0177.0.0.3" is denied by the rule on 127.0.0.3/32; numbers
+  the DNS (a UDP datagram to "0177.0.0.2" too); "0177.0.0.3" is denied
+  by the rule on 127.0.0.3/32; numbers
   that are no address ("1.2.3.4.5", "foo.123", "08.0.0.1", "4294967296")
   are refused.
 """
@@ -37,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 import acltest as ACL  # noqa: E402
+import sockstest as S  # noqa: E402
 
 NAME_RX = re.compile(rb"^[a-z0-9_-]+(\.[a-z0-9_-]+)*\Z")
 PROTOS = ("socks5", "socks4a", "udp", "http", "connect")
@@ -284,6 +286,19 @@ def numbers(t, px, dns, o2):
            ("rep 4", "cd 91", "status 400")}
     t.check(not bad, "numbers: forms that are no address are refused "
             "(0x04, 0x5B, 400)", bad)
+    # A datagram to "0177.0.0.2" goes to 127.0.0.2: its echo comes back
+    # from there.
+    echo = S.udp_echo(t, "127.0.0.2")
+    d.udp_send(b"0177.0.0.2", echo.port)
+    d.udp.settimeout(ptest.bound(5))
+    try:
+        dg = d.udp.recv(2048)
+    except OSError as e:
+        dg = repr(e)
+    t.check(echo.count() == 1 and isinstance(dg, bytes) and
+            dg.startswith(b"\x00\x00\x00\x01\x7f\x00\x00\x02") and
+            dg.endswith(b"hn"), "numbers: a UDP datagram to 0177.0.0.2 "
+            "reaches 127.0.0.2 and its answer comes back from there", dg)
     d.close()
     with dns.lock:
         later = dns.raw_queries[nq:]
