@@ -376,8 +376,9 @@ auth_start(struct pt_conn *conn, struct pt_req *req, struct auth_conf *ac,
 	j->via_helper = false;
 	j->entry = ul_find(&ac->ul, j->user, j->ulen);
 	j->known = j->entry != NULL;
+	j->costliest = ac->ul.costliest;
 	if (j->entry == NULL)
-		j->entry = ac->dummy;
+		j->entry = j->costliest;
 	((struct auth_connctx *)pt_conn_ctx(conn, &pt_module_auth))->job = j;
 	pool_submit(auth_pool, j, auth_done);
 	flights_add(&auth_flights, &j->flight);

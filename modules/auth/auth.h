@@ -17,8 +17,7 @@
 
 struct auth_conf {
 	char		*userlist_path;		/* NULL with a helper */
-	struct userlist	 ul;
-	const struct ul_entry *dummy;		/* unknown users' hash */
+	struct userlist	 ul;			/* ul.costliest: unknown users' */
 	char		*realm;
 	unsigned	 cache_ttl;		/* s, 0: no cache */
 	unsigned	 cache_size;

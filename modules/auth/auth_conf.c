@@ -234,22 +234,6 @@ auth_counters(struct auth_conf *ac)
 	    ac->ctr_coalesced < 0 ? -1 : 0;
 }
 
-/* The unknown-user hash: the userlist's costliest Argon2id entry when it
- * has one (by m=), else its first entry, so probing for names costs what
- * a wrong password costs on a typical entry. */
-static const struct ul_entry *
-auth_pick_dummy(const struct userlist *ul)
-{
-	const struct ul_entry	*d = ul->n > 0 ? &ul->v[0] : NULL;
-	size_t			 i;
-
-	for (i = 0; i < ul->n; i++)
-		if (ul->v[i].scheme == UL_ARGON2ID &&
-		    (d->scheme != UL_ARGON2ID || ul->v[i].mem_kib > d->mem_kib))
-			d = &ul->v[i];
-	return d;
-}
-
 int
 auth_conf(struct pt_modconf *mc, const config_setting_t *node,
     const char **errstr)
@@ -290,7 +274,6 @@ auth_conf(struct pt_modconf *mc, const config_setting_t *node,
 		if (ul_load(&ac->ul, ac->userlist_path, hash_crypt_ok,
 		    auth_err, sizeof(auth_err)) < 0)
 			goto fail;
-		ac->dummy = auth_pick_dummy(&ac->ul);
 	}
 	if (getrandom(ac->key, sizeof(ac->key), 0) !=
 	    (ssize_t)sizeof(ac->key)) {

@@ -19,9 +19,13 @@ struct hash_scratch;
 struct hash_scratch *hash_scratch_new(void);
 void		 hash_scratch_free(struct hash_scratch *hs);
 /* Whether <pass> (<plen> bytes, NUL at pass[plen]) matches <hash>. The
- * time spent depends on the hash's costs, not on where they differ. */
+ * time spent depends on the hash's costs, not on where they differ nor
+ * on what the password holds (one with a NUL is hashed, then refused). */
 bool		 hash_verify(struct hash_scratch *hs, enum ul_scheme scheme,
 		    const char *hash, const char *pass, size_t plen);
+/* About 30 us of CPU spent hashing, for nothing: pool.c pads a failed
+ * login with it until it lasted what a costliest verification lasts. */
+void		 hash_burn(void);
 /* crypt_checksalt: the system's crypt(3) verifies this setting. */
 bool		 hash_crypt_ok(const char *hash);
 

@@ -5,12 +5,18 @@
  * job under a mutex and answers AGAIN, a thread verifies and posts the
  * job back with pt_post, and the worker resumes the connection.
  *
+ * A failed login lasts what a verification of the userlist's costliest
+ * hash lasts, whoever the user is (pool_pad, pad.c): otherwise a wrong
+ * password for a user with cheap costs answers sooner than an unknown
+ * name, which is verified against the costliest, and the user shows.
+ *
  * Bounded on purpose: the pool has threads + queue job slots made at
  * start, so memory is fixed (threads x the largest Argon2id m= of the
- * userlist, plus ~33 KiB of crypt scratch per thread) and a burst of
- * logins beyond the slots is refused at once (503) instead of queueing
- * without end. Slots are taken and returned on the worker thread only;
- * the mutex guards the queue to the threads and the stop flag.
+ * userlist, plus ~33 KiB of crypt scratch per thread, 64 KiB while it
+ * pads) and a burst of logins beyond the slots is refused at once (503)
+ * instead of queueing without end. Slots are taken and returned on the
+ * worker thread only; the mutex guards the queue to the threads, the
+ * stop flag and the padding's durations.
  *
  * It deliberately knows nothing of HTTP, SOCKS or the userlist's file:
  * auth.c decides what to verify and what the answer means.
@@ -30,6 +36,7 @@
 #include <openssl/crypto.h>
 
 #include "modules/auth/hash.h"
+#include "modules/auth/pad.h"
 
 struct auth_pool {
 	pthread_mutex_t		 lock;
@@ -44,7 +51,47 @@ struct auth_pool {
 	pthread_t		*th;
 	struct auth_job		*jobs;
 	unsigned		 njobs;
+	struct auth_pad		 pad;		/* lock */
 };
+
+static void
+pool_sample(struct auth_pool *p, uint64_t ns)
+{
+	pthread_mutex_lock(&p->lock);
+	pad_sample(&p->pad, ns);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* After <j>'s verification, begun at <t0>: measured if its entry is
+ * like the costliest, padded if it is cheaper and failed. The padding
+ * burns CPU rather than sleeps, so the load a failed login makes does
+ * not tell the user either. */
+static void
+pool_pad(struct auth_pool *p, struct hash_scratch *hs,
+    const struct auth_job *j, bool verified, uint64_t t0)
+{
+	const struct ul_entry	*c = j->costliest;
+	uint64_t		 now = pad_now(), target;
+
+	if (!j->entry->cheaper) {
+		pool_sample(p, now - t0);
+		return;
+	}
+	if (verified || c == NULL)
+		return;
+	pthread_mutex_lock(&p->lock);
+	target = pad_target(&p->pad);
+	pthread_mutex_unlock(&p->lock);
+	if (target == 0) {
+		/* No recent duration: the costliest verification itself,
+		 * which lasts as long (and a bit more), measured. */
+		(void)hash_verify(hs, c->scheme, c->hash, j->pass, j->plen);
+		pool_sample(p, pad_now() - now);
+		return;
+	}
+	while (pad_now() - t0 < target)
+		hash_burn();
+}
 
 static void *
 pool_main(void *arg)
@@ -53,6 +100,7 @@ pool_main(void *arg)
 	struct hash_scratch	*hs = hash_scratch_new();
 	struct auth_job		*j;
 	pt_post_fn		 done;
+	uint64_t		 t0;
 	bool			 ok, cancelled;
 
 	/* Linux nice values are per thread: a lower priority than the
@@ -76,12 +124,18 @@ pool_main(void *arg)
 		cancelled = j->cancelled;
 		pthread_mutex_unlock(&p->lock);
 
-		/* An unknown user is checked against another user's hash
-		 * (auth.c picks it) so it costs what a wrong password
-		 * costs; the answer is no whatever the password. */
-		ok = !cancelled && hs != NULL && j->entry != NULL &&
-		    hash_verify(hs, j->entry->scheme, j->entry->hash, j->pass,
-		    j->plen);
+		/* An unknown user is checked against the costliest hash
+		 * (auth.c picks it), the answer no whatever the password,
+		 * and a failure of a cheaper one is padded to cost as much:
+		 * a failed login costs the same whoever the user is. */
+		if (cancelled || hs == NULL || j->entry == NULL)
+			ok = false;
+		else {
+			t0 = pad_now();
+			ok = hash_verify(hs, j->entry->scheme, j->entry->hash,
+			    j->pass, j->plen);
+			pool_pad(p, hs, j, ok && j->known, t0);
+		}
 		j->ok = ok && j->known;
 		pt_post(&j->post, done, j);
 	}

@@ -2,7 +2,12 @@
 /*
  * The auth module's verification pool, one per worker: a fixed set of
  * job slots (threads + queue) and a few threads that verify passwords
- * off the worker's loop and post each result back with pt_post.
+ * off the worker's loop and post each result back with pt_post. A
+ * failed verification lasts what one of j->costliest lasts lately, so a
+ * 407 takes as long whoever the user is: an entry that ranks below it
+ * (ul_entry.cheaper) burns CPU after a failure until it does; a success
+ * is never padded. Unknown users and entries like the costliest are
+ * what that duration is measured on.
  */
 #ifndef PT_AUTH_POOL_H
 #define PT_AUTH_POOL_H
@@ -25,6 +30,9 @@ struct auth_job {
 	struct pt_req		*req;
 	const struct ul_entry	*entry;		/* the hash to verify */
 	bool			 known;		/* entry is the user's own */
+	/* The userlist's costliest entry: entry when the user is unknown,
+	 * and what a failure of a cheaper entry is padded to (pad.c). */
+	const struct ul_entry	*costliest;
 	bool			 ok;		/* out: verified */
 	int			 result;	/* helper: 1 OK, 0 ERR, <0 */
 	bool			 via_helper;

@@ -4,9 +4,10 @@
  * lines allowed, anything else an error naming the file and line. Every
  * hash is classified at load so a weak or unknown scheme is refused by
  * name before the configuration is adopted, never found out at the
- * first login. It deliberately verifies no password (hash.c does, on the
- * verification threads) and knows nothing of portico, so the unit tests
- * run it alone.
+ * first login; and given an estimate of what verifying it costs, so the
+ * costliest (unknown users' hash, what failures are padded to) is known.
+ * It deliberately verifies no password (hash.c does, on the verification
+ * threads) and knows nothing of portico, so the unit tests run it alone.
  */
 #include "modules/auth/userlist.h"
 
@@ -129,6 +130,157 @@ ul_hash_check(const char *h, enum ul_scheme *scheme, uint32_t *mem_kib,
 	return "plain-text password or unknown hash refused";
 }
 
+/* a x b, or UINT64_MAX when that does not fit. */
+static uint64_t
+ul_mul(uint64_t a, uint64_t b)
+{
+	return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* The m=, t=, p= of an Argon2id hash; false when it has none. */
+static bool
+ul_argon2id_costs(const char *h, unsigned long *m, unsigned long *t,
+    unsigned long *p)
+{
+	const char	*s = h + strlen("$argon2id$v=19$");
+
+	if (!ul_prefix(h, "$argon2id$v=19$"))
+		return false;
+	return ul_prefix(s, "m=") && (s += 2, ul_number(&s, ',', m)) &&
+	    ul_prefix(s, "t=") && (s += 2, ul_number(&s, ',', t)) &&
+	    ul_prefix(s, "p=") && (s += 2, ul_number(&s, '$', p));
+}
+
+/* yescrypt's variable-length number (libxcrypt's crypt-yescrypt
+ * setting): the first character's place in the alphabet says how many
+ * more follow, six bits each, and the value is offset by <min>. */
+static bool
+ul_y64(const char **sp, uint64_t min, uint64_t *out)
+{
+	static const char	 abc[] = "./0123456789"
+				     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "abcdefghijklmnopqrstuvwxyz";
+	const char		*s = *sp, *at;
+	uint64_t		 start = 0, end = 47, bits = 0, chars = 1, v, c;
+
+	if (*s == '\0' || (at = strchr(abc, *s++)) == NULL)
+		return false;
+	c = (uint64_t)(at - abc);
+	v = min;
+	while (c > end) {
+		v += (end + 1 - start) << bits;
+		start = end + 1;
+		end = start + (62 - end) / 2;
+		chars++;
+		bits += 6;
+	}
+	v += (c - start) << bits;
+	while (--chars > 0) {
+		if (*s == '\0' || (at = strchr(abc, *s++)) == NULL)
+			return false;
+		bits -= 6;
+		v += (uint64_t)(at - abc) << bits;
+	}
+	*sp = s;
+	*out = v;
+	return true;
+}
+
+/* $y$ flavour N_log2 r [have [p] [t] [g] [NROM]] $salt$hash: N x r x p
+ * with t's extra passes, or 0 when the setting cannot be read. */
+static uint64_t
+ul_yescrypt_cost(const char *h)
+{
+	const char	*s = h + 3;
+	uint64_t	 flavour, nlog2, r, have, p = 1, t = 0, skip, w;
+
+	if (!ul_y64(&s, 0, &flavour) || !ul_y64(&s, 1, &nlog2) ||
+	    nlog2 > 63 || !ul_y64(&s, 1, &r))
+		return 0;
+	if (*s != '$') {
+		if (!ul_y64(&s, 1, &have) ||
+		    ((have & 1) && !ul_y64(&s, 2, &p)) ||
+		    ((have & 2) && !ul_y64(&s, 1, &t)) ||
+		    ((have & 4) && !ul_y64(&s, 1, &skip)) ||
+		    ((have & 8) && !ul_y64(&s, 1, &skip)))
+			return 0;
+	}
+	if (*s != '$')
+		return 0;
+	/* Time relative to t = 0's 4/3 N blocks, in eighths. */
+	w = t == 0 ? 8 : t == 1 ? 9 : ul_mul(t, 6);
+	return ul_mul(ul_mul(ul_mul((uint64_t)1 << nlog2, r), p), w) / 8;
+}
+
+uint64_t
+ul_cost(const struct ul_entry *e)
+{
+	const char	*h = e->hash, *s;
+	unsigned long	 m, t, p, rounds = 5000;
+	uint64_t	 c;
+
+	if (e->scheme == UL_ARGON2ID)
+		return ul_argon2id_costs(h, &m, &t, &p) ?
+		    ul_mul((uint64_t)t + 1, m) : 0;
+	if (ul_prefix(h, "$2")) {
+		/* $2b$NN$: 2^NN rounds of bcrypt's key setup. */
+		c = 4;
+		if (isdigit((unsigned char)h[4]) &&
+		    isdigit((unsigned char)h[5]))
+			c = (uint64_t)(h[4] - '0') * 10 +
+			    (uint64_t)(h[5] - '0');
+		c = c < 4 ? 4 : c > 56 ? 56 : c;
+		return (uint64_t)1 << (c + 7);
+	}
+	if (ul_prefix(h, "$5$") || ul_prefix(h, "$6$")) {
+		/* crypt(3) clamps rounds= to 1000..999999999. */
+		s = h + 3;
+		if (ul_prefix(s, "rounds=")) {
+			for (s += 7, rounds = 0; isdigit((unsigned char)*s) &&
+			    rounds <= 999999999; s++)
+				rounds = rounds * 10 +
+				    (unsigned long)(*s - '0');
+			rounds = rounds < 1000 ? 1000 : rounds > 999999999 ?
+			    999999999 : rounds;
+		}
+		return rounds / 2;
+	}
+	if (ul_prefix(h, "$y$"))
+		return ul_yescrypt_cost(h);
+	return 0;
+}
+
+bool
+ul_costlier(const struct ul_entry *a, const struct ul_entry *b)
+{
+	if (a->cost != b->cost)
+		return a->cost > b->cost;
+	return a->lanes < b->lanes;
+}
+
+/* Every entry's cost; the costliest, and which rank below it. */
+static void
+ul_rank(struct userlist *ul)
+{
+	struct ul_entry	*e;
+	unsigned long	 m, t, p;
+	size_t		 i;
+
+	ul->costliest = NULL;
+	for (i = 0; i < ul->n; i++) {
+		e = &ul->v[i];
+		e->cost = ul_cost(e);
+		e->lanes = 1;
+		if (e->scheme == UL_ARGON2ID && ul_argon2id_costs(e->hash, &m,
+		    &t, &p))
+			e->lanes = (uint32_t)p;
+		if (ul->costliest == NULL || ul_costlier(e, ul->costliest))
+			ul->costliest = e;
+	}
+	for (i = 0; i < ul->n; i++)
+		ul->v[i].cheaper = ul_costlier(ul->costliest, &ul->v[i]);
+}
+
 static int
 ul_cmp(const void *a, const void *b)
 {
@@ -230,6 +382,7 @@ ul_parse(struct userlist *ul, char *text, size_t len, const char *file,
 		}
 	ul->v = v;
 	ul->n = n;
+	ul_rank(ul);
 	return 0;
 fail:
 	free(v);
