@@ -110,6 +110,10 @@ pool_main(void *arg)
 	    p->nice) < 0)
 		pt_log_err(PT_LOG_WARNING, errno, "auth: setpriority %d",
 		    p->nice);
+	/* Named only now: a thread that shows as pt-auth (ps, /proc) has
+	 * its priority, so nothing that looks at it sees the nice value of
+	 * the thread that made it. */
+	pthread_setname_np(pthread_self(), "pt-auth");
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		while (p->head == NULL && !p->stop)
@@ -180,7 +184,6 @@ pool_start(struct auth_pool **out, unsigned threads, unsigned queue,
 	for (i = 0; i < threads; i++) {
 		if ((rc = pthread_create(&p->th[i], &attr, pool_main, p)) != 0)
 			break;
-		pthread_setname_np(p->th[i], "pt-auth");
 		p->started++;
 	}
 	pthread_attr_destroy(&attr);
