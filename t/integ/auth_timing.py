@@ -49,13 +49,7 @@ KINDS = (("unknown", "nobody:d-pw", 407),
 
 
 def read_status(s):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        d = s.recv(65536)
-        if not d:
-            break
-        data += d
-    m = re.match(rb"HTTP/1\.1 (\d{3})", data)
+    m = re.match(rb"HTTP/1\.1 (\d{3})", ptest.recv_head(s) or b"")
     return int(m.group(1)) if m else 0
 
 

@@ -68,9 +68,20 @@ class Driver:
         self.px = px
         self.udp = None
 
-    def socks5(self, name, port):
-        s = ptest.connect(self.px.sport, timeout=ptest.bound(5))
+    @staticmethod
+    def _talk(port, talk):
+        """<talk>(socket) on a new connection to <port>: its word for the
+        answer, or "error ..." when the connection failed."""
+        s = ptest.connect(port, timeout=ptest.bound(5))
         try:
+            return talk(s)
+        except OSError as e:
+            return "error %s" % e
+        finally:
+            s.close()
+
+    def socks5(self, name, port):
+        def talk(s):
             s.sendall(b"\x05\x01\x00")
             if ptest.recv_exact(s, 2) != b"\x05\x00":
                 return "no method"
@@ -78,22 +89,15 @@ class Driver:
                       struct.pack("!H", port))
             r = recv_some(s, ptest.bound(5))
             return "rep %d" % r[1] if len(r) >= 2 else "closed"
-        except OSError as e:
-            return "error %s" % e
-        finally:
-            s.close()
+        return self._talk(self.px.sport, talk)
 
     def socks4a(self, name, port):
-        s = ptest.connect(self.px.sport, timeout=ptest.bound(5))
-        try:
+        def talk(s):
             s.sendall(b"\x04\x01" + struct.pack("!H", port) +
                       b"\x00\x00\x00\x01u\x00" + name + b"\x00")
             r = recv_some(s, ptest.bound(5))
             return "cd %d" % r[1] if len(r) >= 2 else "closed"
-        except OSError as e:
-            return "error %s" % e
-        finally:
-            s.close()
+        return self._talk(self.px.sport, talk)
 
     def http(self, name, port):
         return self._http(b"GET http://%s:%d/hn HTTP/1.1\r\nHost: h.test\r\n"
@@ -104,16 +108,11 @@ class Driver:
                           % (name, port))
 
     def _http(self, req):
-        s = ptest.connect(self.px.port, timeout=ptest.bound(5))
-        try:
+        def talk(s):
             s.sendall(req)
-            r = recv_some(s, ptest.bound(5))
-            m = re.match(rb"HTTP/1\.1 (\d{3})", r)
+            m = re.match(rb"HTTP/1\.1 (\d{3})", recv_some(s, ptest.bound(5)))
             return "status %s" % m.group(1).decode() if m else "closed"
-        except OSError as e:
-            return "error %s" % e
-        finally:
-            s.close()
+        return self._talk(self.px.port, talk)
 
     def udp_send(self, name, port):
         """A datagram to <name>:<port> on one association (no answer is
