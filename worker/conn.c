@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Connection life cycle: allocation from the worker's pool, the single
- * timer, and the single exit, conn_close(). Protocol logic (tcp.c, later
- * http.c and socks5.c) and byte pumping (relay.c) live elsewhere; this file
+ * timer, and the single exit, conn_close(). Protocol logic (tcp.c,
+ * http.c, socks.c) and byte pumping (relay.c) live elsewhere; this file
  * only guarantees that every connection ends exactly once, that its LOG
  * hooks run, and that its memory outlives every callback on the stack.
  */

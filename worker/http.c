@@ -1163,15 +1163,11 @@ http_connect_port_allowed(uint16_t port)
 	return false;
 }
 
-/*
- * The head of a TRACE reply: the request head as received (RFC 9110
- * 9.3.8), less the fields that were for us (Proxy-Authorization holds
- * the client's credentials; Proxy-* fields are hop-by-hop to the proxy)
- * and those likely to hold secrets, which 9.3.8 says the last recipient
- * should leave out (Authorization, Cookie). The head parsed strictly,
- * so it is whole lines ending in LF. Writes to <out> when not NULL;
- * returns the length either way.
- */
+/* Whether the field line at <p> (<l> bytes) stays out of a TRACE echo:
+ * the fields that were for us (Proxy-Authorization holds the client's
+ * credentials; Proxy-* fields are hop-by-hop to the proxy) and those
+ * likely to hold secrets, which RFC 9110 9.3.8 says the last recipient
+ * should leave out (Authorization, Cookie). */
 static bool
 http_trace_secret(const char *p, size_t l)
 {
@@ -1180,6 +1176,12 @@ http_trace_secret(const char *p, size_t l)
 	    (l >= 7 && strncasecmp(p, "cookie:", 7) == 0);
 }
 
+/*
+ * The body of a TRACE reply: the request head as received (RFC 9110
+ * 9.3.8), less the lines http_trace_secret names. The head was parsed
+ * strictly, so it is whole lines ending in LF. Writes to <out> when not
+ * NULL; returns the length either way.
+ */
 static size_t
 http_trace_copy(const char *head, size_t len, char *out)
 {

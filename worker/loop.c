@@ -6,8 +6,9 @@
  * costs one clock read, and tests can freeze the clock.
  *
  * Timers are armed rarely: a connection keeps one timer and pushes its
- * idle deadline forward lazily (see conn.c), so the heap is not touched on
- * every read.
+ * idle deadline forward lazily (reads and writes only stamp
+ * c_last_active; relay.c's and http.c's timer callbacks move the
+ * deadline when it fires), so the heap is not touched on every read.
  */
 #include "config.h"
 
