@@ -46,9 +46,11 @@ enum conf_proto {
 	CONF_PROTO_STATUS,	/* GET /metrics and /status (worker/status.c) */
 };
 
+/* relay.method: how tunnels and large bodies move (worker/relay.c). */
 enum conf_relay {
 	CONF_RELAY_SPLICE = 0,
 	CONF_RELAY_COPY,
+	CONF_RELAY_AUTO,	/* copy, splice a direction while it is bulk */
 };
 
 struct conf_listener {

@@ -49,6 +49,7 @@ static const char *const counters_names[CTR_COUNT] = {
 	"dns_hits", "dns_misses", "dns_failures", "udp_up", "udp_down",
 	"udp_drop_invalid", "udp_drop_resolving", "udp_drop_send",
 	"udp_drop_too_big", "udp_drop_module", "udp_drop_unsolicited",
+	"spliced",
 };
 
 /* 0.5 ms to 30 s: loopback connects and cached lookups fall in the

@@ -43,6 +43,10 @@ enum counter_id {
 	CTR_UDP_DROP_TOO_BIG,	/* a reply too big for its header */
 	CTR_UDP_DROP_MODULE,	/* a module's datagram callback refused it */
 	CTR_UDP_DROP_UNSOLICITED, /* a reply from an address never sent to */
+	/* Payload bytes read into a pipe with splice() rather than into a
+	 * buffer (tunnels and bodies, both directions): what relay.method
+	 * "auto" chose (worker/relay.c). */
+	CTR_SPLICED,
 	CTR_COUNT
 };
 

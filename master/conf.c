@@ -843,9 +843,10 @@ conf_relay(struct conf_ctx *cc, const config_setting_t *root)
 	const char		*method;
 	long long		 v;
 
-	/* copy: on one pinned core it carried 1.3 to 1.5 times what splice
-	 * did through tunnels (bench/FAIRNESS.md, "splice against copy"). */
-	conf->relay = CONF_RELAY_COPY;
+	/* auto: copy while a direction is interactive, splice while it is
+	 * bulk; chosen by the worker's CPU per byte across load shapes
+	 * (bench/RESULTS.md, "Relay method"). */
+	conf->relay = CONF_RELAY_AUTO;
 	if (conf_group(cc, root, "relay", conf_relay_keys, &g) < 0)
 		return -1;
 	if (g != NULL) {
@@ -857,9 +858,11 @@ conf_relay(struct conf_ctx *cc, const config_setting_t *root)
 				conf->relay = CONF_RELAY_SPLICE;
 			else if (strcmp(method, "copy") == 0)
 				conf->relay = CONF_RELAY_COPY;
+			else if (strcmp(method, "auto") == 0)
+				conf->relay = CONF_RELAY_AUTO;
 			else
-				return conf_err(cc, m, "expected \"splice\" "
-				    "or \"copy\"");
+				return conf_err(cc, m, "expected \"auto\", "
+				    "\"splice\" or \"copy\"");
 		}
 	}
 	if (conf_int(cc, g, "buffer_size", 4096, 1048576, 16384, &v) < 0)

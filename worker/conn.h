@@ -83,6 +83,10 @@ struct relay_dir {
 	bool		 pipe_full;	/* splice in said EAGAIN with bytes in
 					 * the pipe: read again after a write */
 	bool		 pipe_big;	/* the pipe was grown (relay.c) */
+	/* relay.method "auto": the direction is bulk and splices; streak
+	 * counts reads in a row that said otherwise (relay_auto_note). */
+	bool		 bulk;
+	uint8_t		 streak;
 	bool		 done;		/* EOF read and passed on */
 	/* The destination's transport could not pass the EOF on yet
 	 * (shutdown said -EAGAIN) since shut_since (relay.c). */

@@ -748,9 +748,8 @@ http_transaction_done(struct pt_conn *c)
  * through the module), not for chunked bodies (the framing is checked),
  * and only once the buffers hold nothing of the flow, so the order of the
  * bytes holds. A body of known length is read exactly: never a byte of
- * the next message.
+ * the next message. Which bodies are worth a pipe: relay_body_splices.
  */
-#define HTTP_SPLICE_MIN		8192
 
 static struct relay_dir *
 http_flow_dir(struct pt_conn *c, const struct http_flow *f)
@@ -764,12 +763,14 @@ http_flow_splices(const struct pt_conn *c, const struct http_flow *f)
 {
 	if (f->piped > 0)
 		return true;
-	if (!relay_splices() || c->c_transport != NULL || !f->head_done ||
+	if (c->c_transport != NULL || !f->head_done ||
 	    f->body_done || http_flow_has_buffered(f) ||
 	    (f->in != NULL && f->in_raw < f->in_len))
 		return false;
-	return f->body == HTTP_BODY_CLOSE || (f->body == HTTP_BODY_LENGTH &&
-	    f->remaining >= HTTP_SPLICE_MIN);
+	if (f->body == HTTP_BODY_CLOSE)
+		return relay_body_splices(UINT64_MAX);
+	return f->body == HTTP_BODY_LENGTH &&
+	    relay_body_splices(f->remaining);
 }
 
 /* The budget a read from <src> spends: PT_DIR_UP from the client. */

@@ -3,9 +3,11 @@
  * The tunnel pump: moves bytes between the two legs of a connection in both
  * directions, either through a pooled pipe with splice() (no copy through
  * user space) or through a pooled buffer used as a ring, read and written
- * over at most two segments. Which is faster depends on transfer sizes
- * (bench/), so it is a setting. HTTP bodies borrow the same pipes
- * (relay_splice_in/out).
+ * over at most two segments. A pipe costs the worker a fraction of a
+ * copy's CPU per byte in bulk and nothing saved on small messages, so by
+ * default (relay.method "auto") each direction copies until it carries
+ * bulk, splices while it does, and copies again once its messages are
+ * small (relay.h). HTTP bodies borrow the same pipes (relay_splice_in/out).
  *
  * Within a direction, reading and writing overlap: while a write waits
  * for the destination, the source is read into the free part of the ring
@@ -51,7 +53,7 @@
  * and dial.c use, so a connection handed over costs no epoll_ctl. */
 #define RELAY_EVENTS		CONN_SIDE_EVENTS
 
-static bool		 relay_use_splice;
+static enum conf_relay	 relay_method;
 /*
  * Pipes count against the user's pipe-user-pages-soft quota by capacity,
  * empty or not (16,384 pages by default, shared by every process of the
@@ -79,9 +81,9 @@ static void	relay_on_timer(struct pt_timer *t, void *arg);
 #define RELAY_SHUT_RETRY_MS	50
 
 void
-relay_init(bool splice)
+relay_init(enum conf_relay method)
 {
-	relay_use_splice = splice;
+	relay_method = method;
 }
 
 void
@@ -172,9 +174,37 @@ relay_release(struct pt_conn *c)
 }
 
 bool
-relay_splices(void)
+relay_body_splices(uint64_t len)
 {
-	return relay_use_splice;
+	switch (relay_method) {
+	case CONF_RELAY_SPLICE:
+		return len >= RELAY_BODY_MIN;
+	case CONF_RELAY_AUTO:
+		return len >= RELAY_AUTO_BODY_MIN;
+	default:
+		return false;
+	}
+}
+
+/*
+ * relay.method "auto": a read of direction <r> that says it is in the
+ * other mode (<against>: bulk while copying, interactive while splicing)
+ * adds to the streak, one that agrees ends it; a long enough streak
+ * turns the direction over (relay.h).
+ */
+static void
+relay_auto_note(struct relay_dir *r, bool against)
+{
+	if (relay_method != CONF_RELAY_AUTO)
+		return;
+	if (!against) {
+		r->streak = 0;
+		return;
+	}
+	if (++r->streak >= (r->bulk ? RELAY_SMALL_READS : RELAY_BULK_READS)) {
+		r->bulk = !r->bulk;
+		r->streak = 0;
+	}
 }
 
 ssize_t
@@ -198,6 +228,7 @@ relay_splice_in(struct relay_dir *d, int fd, size_t len)
 		return n;
 	}
 	d->pipe_fill += (size_t)n;
+	counters_add(CTR_SPLICED, n);
 	if (n >= RELAY_GROW_AT)
 		relay_pipe_grow(d);
 	if (d->pipe_fill == 0)
@@ -368,15 +399,19 @@ relay_read_pending(struct pt_conn *c, struct relay_dir *r,
 
 /*
  * Whether direction <r> may splice from <src> to <dst> now: the method is
- * splice and both sockets carry the bytes as they are, plain sockets or a
- * transport that says so (kTLS: pt_transport.plain) with nothing held of
- * its own (held bytes are older, and come through read() first).
+ * splice, or auto with the direction bulk, and both sockets carry the
+ * bytes as they are, plain sockets or a transport that says so (kTLS:
+ * pt_transport.plain) with nothing held of its own (held bytes are older,
+ * and come through read() first).
  */
 static bool
-relay_can_splice(struct pt_conn *c, struct conn_side *src,
-    struct conn_side *dst)
+relay_can_splice(struct pt_conn *c, const struct relay_dir *r,
+    struct conn_side *src, struct conn_side *dst)
 {
-	return relay_use_splice && (conn_plain(c, src) & PT_PLAIN_RX) &&
+	if (relay_method == CONF_RELAY_COPY ||
+	    (relay_method == CONF_RELAY_AUTO && !r->bulk))
+		return false;
+	return (conn_plain(c, src) & PT_PLAIN_RX) &&
 	    (conn_plain(c, dst) & PT_PLAIN_TX) && conn_pending(c, src) == 0;
 }
 
@@ -393,10 +428,10 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 	struct conn_side *dst = &c->c_side[src == &c->c_side[SIDE_CLIENT] ?
 			    SIDE_UPSTREAM : SIDE_CLIENT];
 	struct iovec	 iov[2];
-	size_t		 want;
+	size_t		 want, room;
 	ssize_t		 n;
 	int		 niov;
-	bool		 can = relay_can_splice(c, src, dst);
+	bool		 can = relay_can_splice(c, r, src, dst);
 
 	/* The ring's bytes go out before the pipe's (relay_write), so the
 	 * ring takes no bytes while the pipe holds older ones: a side that
@@ -412,7 +447,11 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 		    max < RELAY_PIPE_SIZE ? max : RELAY_PIPE_SIZE,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n >= 0) {
+			/* Only an empty pipe offered all the room there was. */
+			if (r->pipe_fill == 0 && n > 0)
+				relay_auto_note(r, n < RELAY_SMALL);
 			r->pipe_fill += (size_t)n;
+			counters_add(CTR_SPLICED, n);
 			if (n >= RELAY_GROW_AT)
 				relay_pipe_grow(r);
 			return n;
@@ -447,7 +486,7 @@ ring:
 	niov = relay_ring_room(r, iov);
 	if (niov == 0)
 		return -EAGAIN;
-	want = iov[0].iov_len + (niov == 2 ? iov[1].iov_len : 0);
+	want = room = iov[0].iov_len + (niov == 2 ? iov[1].iov_len : 0);
 	/* Capped by the budget, a full read says nothing of the socket. */
 	if (want > max) {
 		niov = relay_iov_cap(iov, niov, max);
@@ -466,6 +505,15 @@ ring:
 		r->tail += (uint32_t)n;
 	if (n > 0 && !relay_plain(c, src))
 		n += relay_read_pending(c, r, src, max - (size_t)n);
+	/* Unless the budget capped it: a read that filled a free half
+	 * buffer or more says the source has more waiting, a short read
+	 * from a plain socket that it had less. */
+	if (n > 0 && room <= max) {
+		if ((size_t)n == room && room >= buf_size(r->buf) / 2)
+			relay_auto_note(r, true);
+		else if ((size_t)n < want && relay_plain(c, src))
+			relay_auto_note(r, false);
+	}
 	return n;
 }
 

@@ -3,8 +3,10 @@
 #ifndef PT_WORKER_RELAY_H
 #define PT_WORKER_RELAY_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
+#include "common/conf_types.h"
 #include "worker/conn.h"
 
 /*
@@ -29,9 +31,25 @@
 
 /* ---- worker/relay.c -------------------------------------------------- */
 
-/* Sets the method (splice or copy) for this worker. Buffers come from
- * worker/buf.h. Worker, before the loop. */
-void	 relay_init(bool splice);
+/*
+ * relay.method "auto": a direction copies until its reads say it is bulk
+ * (RELAY_BULK_READS reads in a row that each filled at least half of the
+ * buffer: its source has more waiting than a buffer holds), then splices
+ * until they say it is interactive again (RELAY_SMALL_READS splices in a
+ * row that found less than RELAY_SMALL bytes for an empty pipe). A body
+ * splices from RELAY_AUTO_BODY_MIN bytes on, or when it ends at close;
+ * with "splice", from RELAY_BODY_MIN. Why these: bench/RESULTS.md,
+ * "Relay method".
+ */
+#define RELAY_BULK_READS	2
+#define RELAY_SMALL		4096
+#define RELAY_SMALL_READS	4
+#define RELAY_BODY_MIN		8192
+#define RELAY_AUTO_BODY_MIN	65536
+
+/* Sets the method for this worker. Buffers come from worker/buf.h.
+ * Worker, before the loop. */
+void	 relay_init(enum conf_relay method);
 void	 relay_fini(void);
 /* Both sockets are open: start pumping. Bytes already in c_dir[d].buf
  * (head..tail, a buffer from worker/buf.h) are written first: an HTTP
@@ -44,7 +62,8 @@ void	 relay_release(struct pt_conn *c);
 /*
  * Bodies of known length or delimited by close, for http.c: the same
  * pooled pipes, one per direction (c_dir[d]), without the tunnel pump.
- * relay_splices() says whether this worker splices at all.
+ * relay_body_splices(len) says whether a body of <len> bytes still to
+ * come (UINT64_MAX: until the origin closes) goes through a pipe.
  * relay_splice_in takes a pipe from the pool when <d> holds none and moves
  * at most <len> bytes from socket <fd> into it: bytes, 0 at EOF, or -errno
  * (-EAGAIN: the socket is empty when d->pipe_fill is 0, else the pipe may
@@ -53,7 +72,7 @@ void	 relay_release(struct pt_conn *c);
  * -errno. Either gives an empty pipe back to the pool, so a connection
  * between messages holds none. Worker.
  */
-bool	 relay_splices(void);
+bool	 relay_body_splices(uint64_t len);
 ssize_t	 relay_splice_in(struct relay_dir *d, int fd, size_t len);
 ssize_t	 relay_splice_out(struct relay_dir *d, int fd);
 

@@ -84,6 +84,9 @@ static const struct status_series status_core[] = {
 	  CTR_UDP_DROP_MODULE },
 	{ "udp_datagrams_dropped_total", NULL, NULL,
 	  "reason=\"unsolicited\"", CTR_UDP_DROP_UNSOLICITED },
+	{ "relay_spliced_bytes_total", "counter", "Payload bytes of tunnels "
+	  "and bodies moved through a pipe with splice(2) instead of being "
+	  "copied (both directions; relay.method).", NULL, CTR_SPLICED },
 };
 #define STATUS_NCORE	(sizeof(status_core) / sizeof(status_core[0]))
 

@@ -309,7 +309,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	 * rewrite adds. */
 	buf_init(conf->buffer_size, conf->http.max_header_size + 4096,
 	    2 * maxconn);
-	relay_init(conf->relay == CONF_RELAY_SPLICE);
+	relay_init(conf->relay);
 	req_init(maxconn);
 	http_init(conf, maxconn);
 	socks_init(conf, maxconn);

@@ -5,9 +5,11 @@ The tunnel relay reads while a write waits (a ring buffer in copy mode,
 the room left in the pipe in splice mode): bytes must still arrive exact
 and in order when the receiver is slow and reads odd sizes, so that the
 ring wraps and the pipe fills. Through an HTTP CONNECT tunnel, for
-relay.method "splice" and "copy" (buffer_size 65536: writes that large
-are cut short when the socket fills, which is what makes the ring wrap;
-a wrong second segment of the ring fails the copy checks):
+relay.method "splice", "copy" and "auto" (buffer_size 65536: writes that
+large are cut short when the socket fills, which is what makes the ring
+wrap; a wrong second segment of the ring fails the copy checks; with
+"auto" the odd sizes and pauses turn a direction from ring to pipe and
+back, and bytes held in one must leave before the other's):
 
 - upload: the client writes 8 MiB in writes of random sizes; the origin
   reads it slowly, in random small pieces: sha256 equal;
@@ -171,7 +173,7 @@ def main(t):
     data = os.urandom(SIZE)
     origin = Origin(data)
     t.at_exit(origin.stop)
-    for method in ("splice", "copy"):
+    for method in ("splice", "copy", "auto"):
         one_method(t, method, origin, data)
 
 

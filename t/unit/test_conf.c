@@ -415,7 +415,7 @@ test_conf_applies_defaults_when_options_absent(void)
 	CU_ASSERT_EQUAL(conf->limits.idle_timeout_ms, 300000);
 	CU_ASSERT_EQUAL(conf->http.response_timeout_ms, 60000);
 	CU_ASSERT_PTR_NULL(conf->resolver.servers);
-	CU_ASSERT_EQUAL(conf->relay, CONF_RELAY_COPY);
+	CU_ASSERT_EQUAL(conf->relay, CONF_RELAY_AUTO);
 	CU_ASSERT_EQUAL(conf->buffer_size, 16384);
 	CU_ASSERT_EQUAL_FATAL(conf->nlisteners, 1);
 	CU_ASSERT_EQUAL(conf->listeners[0].backlog, 4096);
@@ -859,7 +859,18 @@ static void
 test_conf_rejects_unknown_relay_method(void)
 {
 	EXPECT_CONF_ERROR("relay = {\n\tmethod = \"sendfile\";\n};\n"
-	    LISTENER, 2, "expected \"splice\" or \"copy\"");
+	    LISTENER, 2, "expected \"auto\", \"splice\" or \"copy\"");
+}
+
+static void
+test_conf_relay_auto(void)
+{
+	struct pt_config	*conf;
+
+	conf = LOAD_OK("relay = { method = \"auto\"; };\n" LISTENER);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(conf);
+	CU_ASSERT_EQUAL(conf->relay, CONF_RELAY_AUTO);
+	conf_free(conf);
 }
 
 static void
@@ -1222,6 +1233,7 @@ register_conf_suite(void)
 	    test_conf_rejects_unknown_log_level);
 	CU_add_test(s, "rejects_unknown_relay_method",
 	    test_conf_rejects_unknown_relay_method);
+	CU_add_test(s, "relay_auto", test_conf_relay_auto);
 	CU_add_test(s, "rejects_unparsable_address",
 	    test_conf_rejects_unparsable_address);
 	CU_add_test(s, "rejects_ipv6_without_brackets",
