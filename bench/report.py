@@ -34,6 +34,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_relay  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # scenario -> (title, unit, value function name, higher is better, what)
@@ -142,7 +145,7 @@ PER_CPU_RATE = ("tls-handshakes", "tls-resumed", "https-1k")
 # label added to the peer's name).
 ROWS_OF = {"tls-connect-ktls": ("tls-connect", "kTLS")}
 PEER_ORDER = ["portico", "direct", "tinyproxy", "squid", "privoxy", "dante",
-              "microsocks"]
+              "microsocks", "portico-copy", "portico-splice", "floor"]
 
 
 def value(rec, kind):
@@ -728,6 +731,8 @@ def main():
                 L.append("")
                 L.append("![%s](%s) ([PNG](%s))" % (
                     title, os.path.relpath(c[0], odir), os.path.relpath(c[1], odir)))
+
+    L.extend(report_relay.relay_lines(allrecs))
 
     # What was thrown away, so a reader can see it was not hidden.
     disc = {}
