@@ -15,6 +15,16 @@
  * end of the measured window; requests, bytes and latencies count in the
  * window only.
  *
+ * tunnel reports the tunnels it held up, not a rate; with --rr (request
+ * and response: --payload bytes out, the same back from an echo, then the
+ * next) it reports round trips like requests, each one a latency sample,
+ * the cost of a proxy per interactive exchange rather than per byte.
+ *
+ * serve --write BYTES sets the size of the TCP source's sends and of the
+ * echo's reads and writes (loadgen_serve.c), so a relay benchmark can
+ * feed a proxy small or large writes; its /eof/N answers a body that the
+ * close ends, which http and http-close count like any other response.
+ *
  * With --tls the client speaks TLS to the proxy, an HTTPS proxy
  * (loadgen_tls.c: TLS 1.3, TLS_AES_128_GCM_SHA256, X25519 only), and
  * --tls-resume resumes each client's last session with its ticket; the
@@ -193,10 +203,18 @@ lg_progress(const struct lg_opts *o, const struct lg_result *res,
 	last_down = res->down;
 }
 
-static const char *
-rate_unit(enum lg_scenario s)
+/* idle and tunnel count what they held up, not a rate; tunnel --rr
+ * counts its round trips. */
+static bool
+counts_held(const struct lg_opts *o)
 {
-	switch (s) {
+	return o->scenario == LG_IDLE || (o->scenario == LG_TUNNEL && !o->rr);
+}
+
+static const char *
+rate_unit(const struct lg_opts *o)
+{
+	switch (o->scenario) {
 	case LG_HANDSHAKES:
 		return "setups/s";
 	case LG_UDP:
@@ -204,7 +222,7 @@ rate_unit(enum lg_scenario s)
 	case LG_IDLE:
 		return "connections held";
 	case LG_TUNNEL:
-		return "tunnels";
+		return o->rr ? "round trips/s" : "tunnels";
 	default:
 		return "requests/s";
 	}
@@ -222,7 +240,7 @@ report(const struct lg_opts *o, const struct lg_result *res)
 	if (res->stopped && res->wall_s > 0 && res->wall_s < dur)
 		dur = res->wall_s;
 	rate = (double)res->requests / dur;
-	if (o->scenario == LG_IDLE || o->scenario == LG_TUNNEL)
+	if (counts_held(o))
 		rate = 0;
 	up = (double)res->up / (1 << 20) / dur;
 	down = (double)res->down / (1 << 20) / dur;
@@ -277,13 +295,12 @@ report(const struct lg_opts *o, const struct lg_result *res)
 	else
 		printf("%ld connections", o->connections);
 	printf(", warm-up %g s, measured %g s\n", o->warmup, dur);
-	if (o->scenario == LG_IDLE || o->scenario == LG_TUNNEL)
+	if (counts_held(o))
 		printf("  %llu %s\n", (unsigned long long)res->requests,
-		    rate_unit(o->scenario));
+		    rate_unit(o));
 	else
 		printf("  %llu done, %.1f %s\n",
-		    (unsigned long long)res->requests, rate,
-		    rate_unit(o->scenario));
+		    (unsigned long long)res->requests, rate, rate_unit(o));
 	printf("  %.3f MiB/s up, %.3f MiB/s down\n", up, down);
 	printf("  latency us: p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f\n",
 	    lat_quantile(0.50), lat_quantile(0.90), lat_quantile(0.99),
@@ -321,13 +338,16 @@ usage(FILE *f)
 "SCENARIO:\n"
 "  http              keep-alive GETs of --path (through --proxy, or direct)\n"
 "  http-close        the same, a new connection per request\n"
-"  tunnel            N tunnels (CONNECT or SOCKS5) streaming both ways\n"
+"  tunnel            N tunnels (CONNECT or SOCKS5) streaming both ways;\n"
+"                    with --rr, round trips to an echo instead\n"
 "  socks-handshakes  full SOCKS5 setups per second\n"
 "  udp               one SOCKS5 UDP ASSOCIATE, round trips to an echo\n"
 "  idle              hold N connections or tunnels for --duration\n"
 "  serve             the origin: --http P --tcp-echo P --tcp-sink P\n"
-"                    [--tcp-source N] --tcp-close P --udp-echo P, until\n"
-"                    killed\n"
+"                    [--tcp-source N] --tcp-close P --udp-echo P\n"
+"                    [--write BYTES], until killed; --http answers\n"
+"                    /bytes/N (Content-Length), /chunked/N and /eof/N\n"
+"                    (no length: Connection: close, the close ends it)\n"
 "options: --proxy HOST:PORT  --proxy-type http|socks5  --target HOST:PORT\n"
 "  --path /bytes/1024  --connections N (50)  --duration S (5)\n"
 "  --warmup S (1)  --payload BYTES  --window N  --rate PPS\n"
@@ -337,6 +357,12 @@ usage(FILE *f)
 "  --pipeline (SOCKS5: greeting, credentials and request in one write,\n"
 "  before any reply is read)\n"
 "  --no-send (tunnel: only read, a download from a --tcp-source target)\n"
+"  --rr (tunnel: request/response to a --tcp-echo target; each tunnel\n"
+"  writes --payload bytes (16384 unless given), waits until as many came\n"
+"  back, writes the next; a round trip counts as a request and is one\n"
+"  latency sample)\n"
+"  --write BYTES (serve, 1..1048576: each send() of the --tcp-source, and\n"
+"  the --tcp-echo's read and write; without it 64 KiB sends, 16 KiB echo)\n"
 "  --tls (TLS to the proxy: an HTTPS proxy; TLS 1.3, TLS_AES_128_GCM_SHA256,\n"
 "  X25519 only)  --tls-resume (--tls, each client resuming its last\n"
 "  session with its ticket)\n");
@@ -573,6 +599,11 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 	case 'n':
 		o->no_send = true;
 		return 0;
+	case 'q':
+		o->rr = true;
+		return 0;
+	case 'B':
+		return opt_long("write", arg, 1, 1 << 20, &o->s_write);
 	case 'R':
 		o->tls_resume = true;
 		/* FALLTHROUGH */
@@ -596,6 +627,16 @@ opts_check(struct lg_opts *o)
 {
 	enum lg_scenario	 s = o->scenario;
 
+	if (o->s_write > 0 && s != LG_SERVE) {
+		fprintf(stderr, "loadgen %s: --write is for serve\n",
+		    o->scenario_name);
+		return -1;
+	}
+	if (o->rr && (s != LG_TUNNEL || o->no_send)) {
+		fprintf(stderr, "loadgen %s: --rr is for tunnel, without "
+		    "--no-send\n", o->scenario_name);
+		return -1;
+	}
 	if (s == LG_SERVE) {
 		if (!o->have_s_http && !o->have_s_echo && !o->have_s_sink &&
 		    !o->have_s_udp && !o->have_s_close) {
@@ -678,6 +719,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "json",	 no_argument,	    NULL, 'j' },
 		{ "pipeline",	 no_argument,	    NULL, 'L' },
 		{ "no-send",	 no_argument,	    NULL, 'n' },
+		{ "rr",		 no_argument,	    NULL, 'q' },
 		{ "tls",	 no_argument,	    NULL, 'l' },
 		{ "tls-resume",	 no_argument,	    NULL, 'R' },
 		{ "expect-size", required_argument, NULL, 'x' },
@@ -687,6 +729,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "tcp-source",	 required_argument, NULL, 'S' },
 		{ "udp-echo",	 required_argument, NULL, 'U' },
 		{ "tcp-close",	 required_argument, NULL, 'C' },
+		{ "write",	 required_argument, NULL, 'B' },
 		{ "help",	 no_argument,	    NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};

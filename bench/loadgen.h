@@ -2,7 +2,8 @@
 /*
  * loadgen: shared types of the load generator. loadgen.c holds the command
  * line, the clock, the latency histogram and the report; loadgen_tcp.c the
- * TCP client scenarios (http, http-close, tunnel, socks-handshakes, idle);
+ * TCP client scenarios (http, http-close, tunnel and tunnel --rr,
+ * socks-handshakes, idle);
  * loadgen_udp.c the SOCKS5 UDP scenario; loadgen_serve.c the origin.
  */
 #ifndef LOADGEN_H
@@ -74,6 +75,8 @@ struct lg_opts {
 	long long		 expect_size;	/* -1: unset */
 	bool			 json;
 	bool			 no_send;	/* tunnel: read only */
+	/* tunnel --rr: --payload bytes out, the same back, then the next */
+	bool			 rr;
 	/* --tls: TLS to the proxy (an HTTPS proxy); --tls-resume: each
 	 * client offers its last session ticket */
 	bool			 tls, tls_resume;
@@ -83,6 +86,9 @@ struct lg_opts {
 	bool			 have_s_close;
 	bool			 have_s_udp;
 	long long		 tcp_source;	/* -1: the sink sends nothing */
+	/* --write: bytes per send() of the source, the echo's buffer; 0:
+	 * the defaults (64 KiB sends, a 16 KiB echo) */
+	long			 s_write;
 };
 
 /* What a run counted; filled by a scenario, printed by main(). */

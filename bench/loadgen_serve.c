@@ -4,13 +4,25 @@
  *
  *   --http PORT      HTTP/1.1: GET or HEAD of /bytes/N answers N bytes of
  *                    'x' with Content-Length, /chunked/N the same chunked,
- *                    anything else 404; keep-alive unless the client says
- *                    close (or is HTTP/1.0 without keep-alive). A request
- *                    is read whole before its answer is written and the
- *                    next is read only once the answer is out.
+ *                    /eof/N the same with neither (Connection: close, the
+ *                    close ends the body: the framing of old origins and
+ *                    of HTTP/1.0), anything else 404; keep-alive unless
+ *                    the client says close (or is HTTP/1.0 without
+ *                    keep-alive), or the path was /eof/N. A request is
+ *                    read whole before its answer is written and the next
+ *                    is read only once the answer is out.
  *   --tcp-echo PORT  sends back what it reads.
  *   --tcp-sink PORT  reads and discards; with --tcp-source N also sends N
  *                    bytes on each connection (0: without end).
+ *   --write BYTES    (1..1048576) the size of each send() of the source,
+ *                    and of the echo's buffer: it reads up to BYTES and
+ *                    sends back what it read. A short send of the source
+ *                    is finished before the next BYTES start, so every
+ *                    send asks for BYTES, or the rest of the same write.
+ *                    Without it the source sends 64 KiB a time (a short
+ *                    send starts a new 64 KiB) and the echo reads 16 KiB.
+ *                    A relay benchmark varies it to see small and large
+ *                    writes reach the proxy.
  *   --tcp-close PORT accepts and closes at once, the target of SOCKS
  *                    set-up runs (a FIN, not a reset: a reset can beat
  *                    the proxy's connect and turn a set-up into a failure).
@@ -36,8 +48,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SV_BUF		16384	/* request head; echo buffer */
-#define SV_OUT		65536
+#define SV_BUF		16384	/* request head; echo without --write */
+#define SV_OUT		65536	/* http output; source without --write */
 #define SV_BATCH	64
 
 enum sv_kind {
@@ -55,13 +67,14 @@ struct sv_conn {
 	enum sv_kind	 kind;
 	int		 fd;
 	uint32_t	 events;
-	uint8_t		*in;		/* SV_BUF */
+	uint8_t		*in;		/* SV_BUF, echo: sv_echo_len */
 	size_t		 in_len;
 	uint8_t		*out;		/* SV_OUT; echo uses <in> */
 	size_t		 out_off, out_len;
 	uint64_t	 body_left;	/* http: body bytes not yet queued */
 	bool		 chunked, last_chunk, close_after;
 	long long	 source_left;	/* sink: bytes to send, -1 endless */
+	size_t		 src_off;	/* sink: of the current write, sent */
 	struct sv_conn	*prev, *next;	/* sv_conns */
 };
 
@@ -70,7 +83,18 @@ static int			 sv_ep;
 /* Every accepted connection, so an exit frees them all. */
 static struct sv_conn		*sv_conns;
 static long long		 sv_source = -1;
-static uint8_t			 sv_x[SV_OUT];
+/* 'x' for bodies and the source: SV_OUT bytes, or --write's if more */
+static uint8_t			*sv_x;
+/*
+ * The source's write size, and the sends it makes per wake-up: SV_OUT
+ * bytes' worth, what one send carries without --write, so small writes
+ * cost the source more system calls, not a lower rate. <sv_src_carry>
+ * (--write given): a short send is finished before the next write starts.
+ */
+static size_t			 sv_src_write = SV_OUT;
+static int			 sv_src_sends = 1;
+static bool			 sv_src_carry;
+static size_t			 sv_echo_len = SV_BUF;
 
 static void
 sv_on_signal(int sig)
@@ -155,9 +179,7 @@ sv_accept(struct sv_conn *l)
 				continue;
 			return;
 		}
-		c = calloc(1, sizeof(*c));
-		if (c == NULL || (c->in = malloc(SV_BUF)) == NULL) {
-			free(c);
+		if ((c = calloc(1, sizeof(*c))) == NULL) {
 			close(fd);
 			continue;
 		}
@@ -173,7 +195,9 @@ sv_accept(struct sv_conn *l)
 		sv_conns = c;
 		c->kind = l->kind == SV_L_HTTP ? SV_HTTP : l->kind ==
 		    SV_L_ECHO ? SV_ECHO : SV_SINK;
-		if (c->kind == SV_HTTP && (c->out = malloc(SV_OUT)) == NULL) {
+		if ((c->in = malloc(c->kind == SV_ECHO ? sv_echo_len :
+		    SV_BUF)) == NULL || (c->kind == SV_HTTP &&
+		    (c->out = malloc(SV_OUT)) == NULL)) {
 			sv_close(c);
 			continue;
 		}
@@ -232,7 +256,7 @@ http_answer(struct sv_conn *c, size_t hl)
 	const char	*p = (const char *)c->in, *sp, *path, *eol;
 	char		 line[SV_BUF + 1];
 	unsigned long long n = 0;
-	bool		 head, ok = false, v10;
+	bool		 head, ok = false, v10, eof = false;
 	int		 len;
 
 	head = hl > 5 && memcmp(p, "HEAD ", 5) == 0;
@@ -256,6 +280,8 @@ http_answer(struct sv_conn *c, size_t hl)
 		ok = true;
 	else if (sscanf(path, "/chunked/%llu", &n) == 1)
 		ok = c->chunked = !v10;
+	else if (sscanf(path, "/eof/%llu", &n) == 1)
+		ok = eof = true;
 	if (!ok) {
 		len = snprintf((char *)c->out, SV_OUT, "HTTP/1.1 404 Not Found"
 		    "\r\nContent-Length: 0\r\n%s\r\n", c->close_after ?
@@ -267,6 +293,14 @@ http_answer(struct sv_conn *c, size_t hl)
 		    "Connection: close\r\n" : "");
 		c->body_left = head ? 0 : n;
 		c->last_chunk = !head;
+	} else if (eof) {
+		/* Only the close tells the client the body ended, so the
+		 * connection closes whatever the request said (HEAD too:
+		 * the same head, then the close). */
+		c->close_after = true;
+		len = snprintf((char *)c->out, SV_OUT, "HTTP/1.1 200 OK\r\n"
+		    "Connection: close\r\n\r\n");
+		c->body_left = head ? 0 : n;
 	} else {
 		len = snprintf((char *)c->out, SV_OUT, "HTTP/1.1 200 OK\r\n"
 		    "Content-Length: %llu\r\n%s\r\n", n, c->close_after ?
@@ -370,7 +404,7 @@ echo_on_event(struct sv_conn *c)
 				continue;
 		}
 		c->out_off = c->in_len = 0;
-		n = recv(c->fd, c->in, SV_BUF, 0);
+		n = recv(c->fd, c->in, sv_echo_len, 0);
 		if (n < 0 && errno == EAGAIN) {
 			sv_watch(c, EPOLLIN);
 			return;
@@ -381,14 +415,48 @@ echo_on_event(struct sv_conn *c)
 		}
 		c->in_len = (size_t)n;
 	}
-	sv_watch(c, EPOLLIN);
+	/* The last round's read is not sent yet: a request/response client
+	 * (tunnel --rr) sends nothing more until it has it back. */
+	sv_watch(c, c->out_off < c->in_len ? EPOLLOUT : EPOLLIN);
+}
+
+/* The source's share of one wake-up: sv_src_sends sends, fewer when the
+ * socket fills. */
+static void
+source_send(struct sv_conn *c)
+{
+	ssize_t	 n;
+	size_t	 len;
+	int	 i;
+
+	for (i = 0; i < sv_src_sends && c->source_left != 0; i++) {
+		len = sv_src_write - c->src_off;
+		if (c->source_left > 0 && (long long)len > c->source_left)
+			len = (size_t)c->source_left;
+		n = send(c->fd, sv_x, len, MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN) {
+			sv_close(c);
+			return;
+		}
+		if (n < 0)
+			break;
+		if (c->source_left > 0)
+			c->source_left -= n;
+		c->src_off += (size_t)n;
+		if (c->src_off == sv_src_write || !sv_src_carry)
+			c->src_off = 0;
+		/* Short: the send buffer is full, EAGAIN would follow. */
+		if ((size_t)n < len)
+			break;
+	}
+	if (c->source_left == 0)
+		sv_watch(c, EPOLLIN);
 }
 
 static void
 sink_on_event(struct sv_conn *c, uint32_t events)
 {
 	ssize_t	 n;
-	size_t	 len;
 	int	 i;
 
 	for (i = 0; i < 16 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR));
@@ -401,20 +469,8 @@ sink_on_event(struct sv_conn *c, uint32_t events)
 			return;
 		}
 	}
-	if (!(events & EPOLLOUT) || c->source_left == 0)
-		return;
-	len = sizeof(sv_x);
-	if (c->source_left > 0 && (long long)len > c->source_left)
-		len = (size_t)c->source_left;
-	n = send(c->fd, sv_x, len, MSG_NOSIGNAL);
-	if (n < 0 && errno != EAGAIN) {
-		sv_close(c);
-		return;
-	}
-	if (n > 0 && c->source_left > 0)
-		c->source_left -= n;
-	if (c->source_left == 0)
-		sv_watch(c, EPOLLIN);
+	if ((events & EPOLLOUT) && c->source_left != 0)
+		source_send(c);
 }
 
 /* Echoes every pending datagram to its sender, a batch at a time. */
@@ -469,10 +525,22 @@ lg_serve_main(const struct lg_opts *o)
 	struct sigaction	 sa;
 	struct sv_conn		*c;
 	uint8_t			*ubufs = NULL;
+	size_t			 xlen;
 	int			 n, k;
 
 	memset(ls, 0, sizeof(ls));
-	memset(sv_x, 'x', sizeof(sv_x));
+	if (o->s_write > 0) {
+		sv_src_write = sv_echo_len = (size_t)o->s_write;
+		sv_src_sends = o->s_write < SV_OUT ? SV_OUT / (int)o->s_write :
+		    1;
+		sv_src_carry = true;
+	}
+	xlen = sv_src_write > SV_OUT ? sv_src_write : SV_OUT;
+	if ((sv_x = malloc(xlen)) == NULL) {
+		perror("loadgen: malloc");
+		return 1;
+	}
+	memset(sv_x, 'x', xlen);
 	sv_source = o->tcp_source;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = sv_on_signal;
@@ -528,10 +596,11 @@ lg_serve_main(const struct lg_opts *o)
 	}
 	while (sv_conns != NULL)
 		sv_close(sv_conns);
-	for (k = 0; k < 4; k++)
+	for (k = 0; k < (int)(sizeof(ls) / sizeof(ls[0])); k++)
 		if (ls[k].fd > 0)
 			close(ls[k].fd);
 	close(sv_ep);
 	free(ubufs);
+	free(sv_x);
 	return 0;
 }

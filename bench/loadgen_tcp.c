@@ -9,9 +9,10 @@
  *   -> setup: SOCKS5 greeting [RFC 1929] CONNECT, or HTTP CONNECT, when
  *      the scenario tunnels through the proxy
  *   -> the work: http (GET, read the response, again on the same
- *      connection), http-close (one GET, close, again), tunnel (write and
- *      read without end), socks-handshakes (count the setup, close,
- *      again), idle (hold).
+ *      connection, or on a new one when the response was delimited by
+ *      the server's close), http-close (one GET, close, again), tunnel
+ *      (write and read without end), tunnel --rr (round trips, below),
+ *      socks-handshakes (count the setup, close, again), idle (hold).
  *
  * A failed client counts its error, closes, and starts again after
  * LG_RETRY_NS. Clients that close after each exchange (http-close,
@@ -21,6 +22,17 @@
  * With --pipeline a SOCKS5 client writes its greeting, credentials and
  * request at once and then reads the replies in turn, as clients that
  * do not wait for the method selection do.
+ *
+ * A response without Content-Length or chunked framing (serve's /eof/N)
+ * ends at the server's close: that close completes it, is checked against
+ * --expect-size when given, and the next request goes on a new connection,
+ * neither an error nor a retry.
+ *
+ * With --rr a tunnel carries interactive traffic, to an echo: it writes
+ * --payload bytes, reads until as many came back, and writes the next.
+ * Each round trip counts as a request and its time, from the first byte
+ * written to the last read, as a latency sample; a tunnel's setup is then
+ * not sampled. More bytes back than were sent is a size error.
  *
  * With --tls the counted bytes are the plaintext ones (what the proxy
  * relays), not the TLS records.
@@ -56,6 +68,7 @@ enum cl_state {
 	CL_CONNECT,	/* HTTP CONNECT sent, reading the response head */
 	CL_HTTP,	/* request sent, reading the response */
 	CL_STREAM,	/* tunnel: bytes both ways */
+	CL_RR,		/* tunnel --rr: a request out, its echo back */
 	CL_HOLD,	/* idle: holding */
 };
 
@@ -77,10 +90,10 @@ struct client {
 	bool		 up;		/* counted in run->nup */
 	bool		 reused;	/* a response came on it already */
 	uint32_t	 events;	/* epoll mask now */
-	uint64_t	 started;	/* exchange (or setup) began */
+	uint64_t	 started;	/* exchange, setup or --rr trip began */
 	uint64_t	 deadline;
 	uint64_t	 wake;
-	size_t		 req_off;	/* request bytes sent */
+	size_t		 req_off;	/* request bytes sent (--rr: payload) */
 	size_t		 hs_len;
 	uint8_t		 hs[HS_BUF];
 	/* HTTP response */
@@ -89,7 +102,7 @@ struct client {
 	enum rs_state	 rs;
 	int		 status;
 	bool		 has_len, chunked, server_close;
-	uint64_t	 clen, left, got;
+	uint64_t	 clen, left, got;	/* got: --rr, bytes back too */
 	uint64_t	 chunk;
 	int		 ndigits;
 	bool		 ext;
@@ -922,6 +935,86 @@ stream_io(struct run *r, struct client *c, uint32_t events)
 	}
 }
 
+/* --rr: writes what is left of the round trip's request and waits for
+ * what the socket lets through. Returns 0, or -1 after cl_fail. */
+static int
+rr_send(struct run *r, struct client *c)
+{
+	size_t	 want = (size_t)r->o->payload;
+	ssize_t	 n;
+
+	while (c->req_off < want) {
+		n = cl_write(c, r->payload + c->req_off, want - c->req_off);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR) {
+				cl_fail_errno(r, c, errno);
+				return -1;
+			}
+			break;
+		}
+		c->req_off += (size_t)n;
+		c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
+		if (in_window(r))
+			r->res->up += (uint64_t)n;
+	}
+	return cl_watch(r, c, c->req_off < want ? EPOLLIN | EPOLLOUT :
+	    EPOLLIN);
+}
+
+static int
+rr_begin(struct run *r, struct client *c)
+{
+	c->req_off = 0;
+	c->got = 0;
+	c->started = r->now;
+	return rr_send(r, c);
+}
+
+/*
+ * --rr: reads the echo. A large request comes back while its tail is
+ * still going out, so this runs in either phase; the round trip ends
+ * when the whole request is back, and the next begins at once.
+ */
+static void
+rr_on_readable(struct run *r, struct client *c)
+{
+	ssize_t	 n;
+	int	 i;
+
+	for (i = 0; i < 4; i++) {
+		n = cl_recv(c, r->scratch, SCRATCH);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				cl_fail_errno(r, c, errno);
+			return;
+		}
+		if (n == 0) {
+			cl_fail(r, c, LG_ERR_RESET);
+			return;
+		}
+		c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
+		if (in_window(r))
+			r->res->down += (uint64_t)n;
+		c->got += (uint64_t)n;
+		if (c->got > c->req_off) {
+			cl_fail(r, c, LG_ERR_SIZE);
+			return;
+		}
+		if (c->got == (uint64_t)r->o->payload) {
+			if (in_window(r)) {
+				r->res->requests++;
+				lg_lat_add(r->now - c->started);
+			}
+			/* The echo has nothing more to send until the next
+			 * request arrives: no read to try now. */
+			rr_begin(r, c);
+			return;
+		}
+		if (n < SCRATCH && c->tls == NULL)
+			return;
+	}
+}
+
 /* Connected, and through the proxy when there is one. */
 static void
 cl_ready(struct run *r, struct client *c)
@@ -941,16 +1034,22 @@ cl_ready(struct run *r, struct client *c)
 		return;
 	case LG_TUNNEL:
 	case LG_IDLE:
-		c->st = r->o->scenario == LG_TUNNEL ? CL_STREAM : CL_HOLD;
+		c->st = r->o->scenario != LG_TUNNEL ? CL_HOLD : r->o->rr ?
+		    CL_RR : CL_STREAM;
 		c->up = true;
-		/* The latency of a tunnel is its setup. */
-		lg_lat_add(r->now - c->started);
+		/* The latency of a tunnel is its setup, unless round trips
+		 * are what it measures. */
+		if (c->st != CL_RR)
+			lg_lat_add(r->now - c->started);
 		c->deadline = r->now + (uint64_t)(r->o->timeout * NS_PER_S);
 		r->nup++;
 		if (r->nup == r->o->connections)
 			all_up(r);
-		cl_watch(r, c, c->st == CL_STREAM && !r->o->no_send ?
-		    EPOLLIN | EPOLLOUT : EPOLLIN);
+		if (c->st == CL_RR)
+			rr_begin(r, c);
+		else
+			cl_watch(r, c, c->st == CL_STREAM && !r->o->no_send ?
+			    EPOLLIN | EPOLLOUT : EPOLLIN);
 		return;
 	default:
 		return;
@@ -994,6 +1093,14 @@ cl_on_io(struct run *r, struct client *c, uint32_t events)
 	case CL_STREAM:
 	case CL_HOLD:
 		stream_io(r, c, events);
+		return;
+	case CL_RR:
+		if ((events & EPOLLOUT) &&
+		    c->req_off < (size_t)r->o->payload &&
+		    rr_send(r, c) < 0)
+			return;
+		if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			rr_on_readable(r, c);
 		return;
 	default:
 		return;
@@ -1255,7 +1362,9 @@ lg_tcp_main(const struct lg_opts *o, struct lg_result *res)
 		res->cpu_s = lg_cpu() - cpu0;
 		res->wall_s = (double)(r.now - r.from) / NS_PER_S;
 	}
-	if (o->scenario == LG_IDLE || o->scenario == LG_TUNNEL)
+	/* Tunnels and idle connections report how many were up; --rr
+	 * counted its round trips. */
+	if (o->scenario == LG_IDLE || (o->scenario == LG_TUNNEL && !o->rr))
 		res->requests = (uint64_t)r.nup;
 	run_fini(&r);
 	return rc;
