@@ -109,7 +109,8 @@ def relay_lines(allrecs):
     grid = [r for r in allrecs if r.get("scenario") in GRID]
     if not grid:
         return []
-    peers = {r.get("peer") for r in grid}
+    # direct has no row in the grid: the floor is its reference.
+    peers = {r.get("peer") for r in grid} - {"direct"}
     peers = [p for p in ORDER if p in peers] + sorted(peers - set(ORDER))
     L = ["", "## Relay method", "",
          "The relay grid of issue 30: what each peer moves per CPU-second "
@@ -143,8 +144,8 @@ def relay_lines(allrecs):
             continue
         per = "MiB" if unit == "MiB" else "round trips"
         L += ["", "### %s" % title, "",
-              "%s. Figure: %s per proxy CPU-second." % (what[0].upper() +
-                                                          what[1:], per), ""]
+              "What: %s. Figure: %s per proxy CPU-second." % (what, per),
+              ""]
         head = ["shape", "level"] + peers + ["best of copy, splice",
                                              "÷ floor", "÷ 3proxy"]
         if title.startswith("iperf3"):
