@@ -447,8 +447,10 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 		    max < RELAY_PIPE_SIZE ? max : RELAY_PIPE_SIZE,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n >= 0) {
-			/* Only an empty pipe offered all the room there was. */
-			if (r->pipe_fill == 0 && n > 0)
+			/* Only an empty pipe offered all the room there was,
+			 * and a read the budget cut short says nothing. */
+			if (r->pipe_fill == 0 && n > 0 &&
+			    ((size_t)n < max || n >= RELAY_SMALL))
 				relay_auto_note(r, n < RELAY_SMALL);
 			r->pipe_fill += (size_t)n;
 			counters_add(CTR_SPLICED, n);
