@@ -73,16 +73,20 @@ def usable(rec):
     if not rec.get("kept") and rec.get("discard") != "saturated":
         return False
     errs = (rec.get("loadgen") or {}).get("errors") or {}
-    return not any(errs.values()) and rec.get("proxy_cpu_s") and \
-        rec.get("wall_s")
+    return not any(errs.values()) and (rec.get("peer") == "direct" or (
+        rec.get("proxy_cpu_s") and rec.get("wall_s")))
 
 
 def cell(runs, unit):
     """{per_cpu, rate, busy, n, saturated, shim} medians over <runs>."""
     pc, rate, busy, shim = [], [], [], []
+    direct = []
     for r in runs:
         w = work(r, unit)
         if w is None:
+            continue
+        if r.get("peer") == "direct":
+            direct.append(w)
             continue
         cpu, wall = r["proxy_cpu_s"], r["wall_s"]
         pc.append(w * wall / cpu)
@@ -90,6 +94,8 @@ def cell(runs, unit):
         busy.append(cpu / wall)
         if r.get("shim_cpu_s") and w > 0:
             shim.append(r["shim_cpu_s"] / (w * wall / 1024.0))
+    if direct:
+        return {"direct": statistics.median(direct), "n": len(direct)}
     if not pc:
         return None
     return {"per_cpu": statistics.median(pc), "rate": statistics.median(rate),
@@ -109,8 +115,10 @@ def relay_lines(allrecs):
     grid = [r for r in allrecs if r.get("scenario") in GRID]
     if not grid:
         return []
-    # direct has no row in the grid: the floor is its reference.
-    peers = {r.get("peer") for r in grid} - {"direct"}
+    # direct runs in three scenarios only (no proxy: MiB/s alone); the
+    # floor is the grid's reference.
+    peers = {r.get("peer") for r in grid if r.get("peer") != "direct" or
+             r.get("status") == "run"}
     peers = [p for p in ORDER if p in peers] + sorted(peers - set(ORDER))
     L = ["", "## Relay method", "",
          "The relay grid of issue 30: what each peer moves per CPU-second "
@@ -122,7 +130,8 @@ def relay_lines(allrecs):
          "the default configuration (relay.method \"auto\"); portico-copy "
          "and portico-splice force a method; floor is bench/floor, the "
          "least a tunnel costs (splice through one pipe per direction, "
-         "nothing else). Goals: portico's CPU per GiB at most %.2f times "
+         "nothing else); direct (loadgen straight to the origin, three "
+         "shapes) shows what the load side reaches without a proxy. Goals: portico's CPU per GiB at most %.2f times "
          "the floor's (column \"÷ floor\": floor's figure over portico's) "
          "and at least %.1f times 3proxy's work per CPU-second (column "
          "\"÷ 3proxy\"). \"best of copy, splice\": which forced method did "
@@ -167,6 +176,11 @@ def relay_lines(allrecs):
                     if x is None:
                         w = why.get((s, p))
                         row.append("- (%s)" % w if w else "-")
+                        continue
+                    if "direct" in x:
+                        row.append("no proxy<br>%s%s/s" % (
+                            num(x["direct"]), " MiB" if unit == "MiB"
+                            else ""))
                         continue
                     row.append("%s<br>%s%s/s, %.0f%%%s" % (
                         num(x["per_cpu"]), num(x["rate"]),
