@@ -157,6 +157,8 @@ def relay_lines(allrecs):
               ""]
         head = ["shape", "level"] + peers + ["best of copy, splice",
                                              "÷ floor", "÷ 3proxy"]
+        tally = {"rows": 0, "auto_ok": 0, "copy": 0, "splice": 0,
+                 "floor_ok": 0, "floor_n": 0, "peer_ok": 0, "peer_n": 0}
         if title.startswith("iperf3"):
             head.append("shim CPU-s per GiB")
         L.append("| " + " | ".join(head) + " |")
@@ -191,6 +193,9 @@ def relay_lines(allrecs):
                 if cp and sp:
                     b = "splice" if sp["per_cpu"] >= cp["per_cpu"] else "copy"
                     best = max(cp["per_cpu"], sp["per_cpu"])
+                    tally["rows"] += 1
+                    tally[b] += 1
+                    tally["auto_ok"] += bool(a and a["per_cpu"] >= 0.9 * best)
                     row.append("%s (%.2fx the other)%s" % (
                         b, best / min(cp["per_cpu"], sp["per_cpu"]),
                         "; auto %.2f of it" % (a["per_cpu"] / best)
@@ -200,12 +205,16 @@ def relay_lines(allrecs):
                 fl, tp = cells.get("floor"), cells.get("3proxy")
                 if a and fl:
                     q = fl["per_cpu"] / a["per_cpu"]
+                    tally["floor_n"] += 1
+                    tally["floor_ok"] += q <= FLOOR_GOAL
                     row.append("%.2f %s" % (q, "(goal met)" if
                                             q <= FLOOR_GOAL else "(over)"))
                 else:
                     row.append("-")
                 if a and tp:
                     q = a["per_cpu"] / tp["per_cpu"]
+                    tally["peer_n"] += 1
+                    tally["peer_ok"] += q >= PEER_GOAL
                     row.append("%.2f %s" % (q, "(goal met)" if
                                             q >= PEER_GOAL else "(under)"))
                 else:
@@ -216,4 +225,12 @@ def relay_lines(allrecs):
                     row.append("%.2f-%.2f" % (min(sh), max(sh)) if sh
                                else "-")
                 L.append("| " + " | ".join(row) + " |")
+        if tally["rows"]:
+            L += ["", "In %d rows: splice did more per CPU-second than copy "
+                  "in %d, copy in %d; auto reached 0.9 of the better of the "
+                  "two or more in %d; portico was within the floor goal in "
+                  "%d of %d and at the 3proxy goal in %d of %d." % (
+                      tally["rows"], tally["splice"], tally["copy"],
+                      tally["auto_ok"], tally["floor_ok"], tally["floor_n"],
+                      tally["peer_ok"], tally["peer_n"])]
     return L

@@ -1,0 +1,1 @@
+/work/main/_build/dev/bench/floor 50893 35737
