@@ -8,7 +8,7 @@ portico_relay_spliced_bytes_total (bytes read into a pipe):
 
 - default configuration, one CONNECT tunnel to an echo: 100 round trips
   of 100 bytes splice nothing; then 16 MiB streamed both ways at once
-  splice most of it; then round trips again, and the last 40 of them
+  splice at least 8 MiB of it; then round trips again, and the last 40 of them
   splice nothing (both directions went back to copying); every byte
   echoed equals every byte sent (sha256), through all the switches;
 - bodies: a 16 KiB Content-Length download is copied, a 10 MiB one is
@@ -130,9 +130,13 @@ def default_method(t, echo, origin):
     why = lambda: ["error %s" % err, "counter %r" % marks]  # noqa: E731
     t.check(ok and d[0] == 0, "default (auto): 100 round trips of 100 bytes "
             "splice nothing", why)
-    t.check(ok and d[1] >= 16 * ptest.MiB,
+    # Not "all of it": a direction turns to splice after two full reads,
+    # and the echo's direction may see short reads when the proxy keeps
+    # up with it (bench/RESULTS.md, two-way shapes). The client's 16 MiB,
+    # written in one go, fill the reads.
+    t.check(ok and d[1] >= 8 * ptest.MiB,
             "default (auto): 16 MiB streamed both ways (32 MiB relayed) "
-            "splice at least half of it", why)
+            "splice at least 8 MiB of it", why)
     t.check(ok and d[3] == 0, "default (auto): round trips after the "
             "stream go back to copying (the last 40 splice nothing)", why)
     t.check(err is None and sent.hexdigest() == back.hexdigest(),
