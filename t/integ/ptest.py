@@ -14,11 +14,6 @@ build directory):
   PT_BUILDDIR    top of the build tree          (.)
   PT_TESTMODDIR  hookrec.so and badabi.so       (t/modules/.libs)
   PT_KEEP=1      keep the temporary directories, even when all passed
-  PT_SLOTS=N     the -j of the make check running the scenarios (.ci/run
-                 sets both): a scenario runs in one of N slots, a heavy one
-                 (exclusive()) in all of them but one, so a heavy scenario
-                 never has more than one other beside it however large N
-                 (unset, 0 or 1: no slots, as under a hand-run make -j)
   PT_SLOW=N      multiply every time bound by N (default: 3 when the binary
                  is built with AddressSanitizer, else 1)
   PT_SANITIZERS  "yes" or "no": whether the build uses the sanitizers (set by
@@ -235,103 +230,19 @@ def pss_kib(pid):
     return None
 
 
-def _lock_file(name):
-    """An open file to flock(2), shared by every scenario of this user on
-    the machine (the same path whatever the build tree)."""
-    return open(os.path.join(tempfile.gettempdir(), "portico-%s-%d.lock"
-                             % (name, os.getuid())), "a")
-
-
-def _slots_wanted():
-    try:
-        return max(0, int(os.environ.get("PT_SLOTS", "0") or 0))
-    except ValueError:
-        return 0
-
-
-SLOTS = _slots_wanted()
-
-
-class _Slots:
-    """The PT_SLOTS slots this scenario holds: one flock(2)ed file each,
-    released when the process ends however it ends. A scenario that
-    wants slots first waits while a heavy one is gathering its own (the
-    "slotq" lock, held shared for an instant by the one, exclusively by
-    the other while it gathers): so the slot a scenario leaves goes to the
-    heavy one waiting for it, not to the next scenario make starts."""
-
-    def __init__(self):
-        self.held = []
-
-    def _take_free(self):
-        for i in range(SLOTS):
-            f = _lock_file("slot%d" % i)
-            try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                f.close()
-                continue
-            self.held.append(f)
-            return True
-        return False
-
-    def gather(self, n, first, deadline):
-        """Holds <n> slots (or as many as there are by <deadline>, a
-        time.monotonic()). <first>: ahead of the light scenarios (a heavy
-        one, which holds slotq while it gathers); else behind them."""
-        q = _lock_file("slotq")
-        try:
-            if first:
-                fcntl.flock(q.fileno(), fcntl.LOCK_EX)
-            while len(self.held) < n and time.monotonic() < deadline:
-                if not first:
-                    fcntl.flock(q.fileno(), fcntl.LOCK_SH)
-                got = self._take_free()
-                if not first:
-                    fcntl.flock(q.fileno(), fcntl.LOCK_UN)
-                if not got:
-                    time.sleep(0.05)
-        finally:
-            q.close()
-        return len(self.held) >= n
-
-    def release(self):
-        for f in self.held:
-            f.close()
-        self.held = []
-
-
-_slots = _Slots()
-
-
-def take_slot(t):
-    """Under PT_SLOTS (see the top of this file), waits for a slot of its
-    own; Test.run calls it before the scenario starts."""
-    if SLOTS < 2:
-        return
-    t0 = time.monotonic()
-    if not _slots.gather(1, False, t0 + 900):
-        t.diag("no slot free after %d s: going on anyway"
-               % (time.monotonic() - t0))
-    waited = time.monotonic() - t0
-    if waited > 0.5:
-        t.diag("waited %.1f s for a slot" % waited)
-
-
 def exclusive(t, timeout=900):
     """Waits (bounded) until no other heavy scenario of this user runs on
     the machine, and holds that until this process exits. Heavy: one that
     saturates the CPUs (bench_quick, loadgen) or measures latency or a
     rate that another's load would bend (hostile_*, module_budget,
     limits_*). Under `make -j` two of them would measure each other.
-    Under PT_SLOTS=N, it then also holds N - 1 slots: at most one other
-    scenario runs beside it, as under make -j2, whatever N.
     Returns the seconds waited."""
-    f = _lock_file("heavy")
+    import fcntl
+    import tempfile
+    path = os.path.join(tempfile.gettempdir(),
+                        "portico-heavy-%d.lock" % os.getuid())
+    f = open(path, "a")
     t.at_exit(f.close)
-    # No slot held while waiting for another heavy scenario to end: that
-    # one may be waiting for this slot.
-    _slots.release()
     t0 = time.monotonic()
     while True:
         try:
@@ -346,15 +257,6 @@ def exclusive(t, timeout=900):
     waited = time.monotonic() - t0
     if waited > 0.5:
         t.diag("waited %.1f s for another heavy scenario" % waited)
-    if SLOTS >= 2:
-        t1 = time.monotonic()
-        if not _slots.gather(SLOTS - 1, True, t1 + timeout):
-            t.diag("only %d of %d slots after %d s: going on anyway" % (
-                len(_slots.held), SLOTS - 1, timeout))
-        if time.monotonic() - t1 > 0.5:
-            t.diag("waited %.1f s for %d slots" % (time.monotonic() - t1,
-                                                   SLOTS - 1))
-        waited = time.monotonic() - t0
     return waited
 
 
@@ -1788,7 +1690,6 @@ class Test:
             self.name, PORTICO, SLOW, "yes" if SANITIZERS else "no",
             self.tmp))
         try:
-            take_slot(self)
             if not os.access(PORTICO, os.X_OK):
                 self.check(False, "portico binary is executable",
                            "PORTICO=%s" % PORTICO)
