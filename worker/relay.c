@@ -507,13 +507,14 @@ ring:
 		r->tail += (uint32_t)n;
 	if (n > 0 && !relay_plain(c, src))
 		n += relay_read_pending(c, r, src, max - (size_t)n);
-	/* Unless the budget capped it: a read that filled a free half
-	 * buffer or more says the source has more waiting, a short read
-	 * from a plain socket that it had less. */
+	/* Unless the budget capped it: a read of half a buffer or more
+	 * says the source has bulk waiting, a short one of less than
+	 * RELAY_SMALL from a plain socket that it has not. */
 	if (n > 0 && room <= max) {
-		if ((size_t)n == room && room >= buf_size(r->buf) / 2)
+		if ((size_t)n >= buf_size(r->buf) / 2)
 			relay_auto_note(r, true);
-		else if ((size_t)n < want && relay_plain(c, src))
+		else if ((size_t)n < RELAY_SMALL && (size_t)n < want &&
+		    relay_plain(c, src))
 			relay_auto_note(r, false);
 	}
 	return n;

@@ -33,8 +33,8 @@
 
 /*
  * relay.method "auto": a direction copies until its reads say it is bulk
- * (RELAY_BULK_READS reads in a row that each filled at least half of the
- * buffer: its source has more waiting than a buffer holds), then splices
+ * (RELAY_BULK_READS reads in a row of at least half a buffer each, reads
+ * of less than RELAY_SMALL ending the streak), then splices
  * until they say it is interactive again (RELAY_SMALL_READS splices in a
  * row that found less than RELAY_SMALL bytes for an empty pipe). A body
  * splices from RELAY_AUTO_BODY_MIN bytes on, or when it ends at close;

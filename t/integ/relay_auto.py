@@ -8,9 +8,10 @@ portico_relay_spliced_bytes_total (bytes read into a pipe):
 
 - default configuration, one CONNECT tunnel to an echo: 100 round trips
   of 100 bytes splice nothing; then 16 MiB streamed both ways at once
-  splice at least 8 MiB of it; then round trips again, and the last 40 of them
-  splice nothing (both directions went back to copying); every byte
-  echoed equals every byte sent (sha256), through all the switches;
+  splice at least 24 MiB of the 32 relayed; then round trips again, and
+  the last 40 of them splice nothing (both directions went back to
+  copying); every byte echoed equals every byte sent (sha256), through
+  all the switches;
 - bodies: a 16 KiB Content-Length download is copied, a 10 MiB one is
   spliced, both exact;
 - the counter means what it says: with "copy" a 4 MiB stream splices
@@ -130,13 +131,14 @@ def default_method(t, echo, origin):
     why = lambda: ["error %s" % err, "counter %r" % marks]  # noqa: E731
     t.check(ok and d[0] == 0, "default (auto): 100 round trips of 100 bytes "
             "splice nothing", why)
-    # Not "all of it": a direction turns to splice after two full reads,
-    # and the echo's direction may see short reads when the proxy keeps
-    # up with it (bench/RESULTS.md, two-way shapes). The client's 16 MiB,
-    # written in one go, fill the reads.
-    t.check(ok and d[1] >= 8 * ptest.MiB,
+    # Most of it, in both directions: each turns to splice after two
+    # reads of half a buffer, whatever the ring held already; measured:
+    # all but 64 KiB. (A rule that asked for reads filling the ring's
+    # free room left the echo's direction copied while the proxy kept up
+    # with it, in the grid's two-way shapes.)
+    t.check(ok and d[1] >= 24 * ptest.MiB,
             "default (auto): 16 MiB streamed both ways (32 MiB relayed) "
-            "splice at least 8 MiB of it", why)
+            "splice at least 24 MiB of it", why)
     t.check(ok and d[3] == 0, "default (auto): round trips after the "
             "stream go back to copying (the last 40 splice nothing)", why)
     t.check(err is None and sent.hexdigest() == back.hexdigest(),
