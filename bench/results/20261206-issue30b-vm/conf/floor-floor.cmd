@@ -1,0 +1,1 @@
+/work/main/_build/normal/bench/floor 41637 37393
