@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <portico/hash.h>
+
 #include "modules/common/conf_list.h"
 #include "modules/limits/bucket.h"
 
@@ -177,18 +179,12 @@ limits_listener_exists(const config_setting_t *node, const char *name)
 	return false;
 }
 
+/* <h> with a field of <len> bytes hashed in, and a byte 0xff after it
+ * so that fields cannot slide into one another. */
 static uint64_t
 limits_digest(uint64_t h, const void *data, size_t len)
 {
-	const unsigned char	*b = data;
-	size_t			 i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	h ^= 0xff;
-	return h * 0x100000001b3ULL;
+	return pt_hash_fnv64_byte(pt_hash_fnv64(h, data, len), 0xff);
 }
 
 static int
@@ -361,7 +357,7 @@ limits_rates(struct limits_parse *p, struct limits_class *c,
 static uint64_t
 limits_shape(const struct limits_class *c)
 {
-	uint64_t	 h = 0xcbf29ce484222325ULL;
+	uint64_t	 h = PT_HASH_FNV64_BASIS;
 	size_t		 i;
 
 	h = limits_digest(h, &c->key, sizeof(c->key));
