@@ -56,7 +56,7 @@ struct pt_lru {
 
 /* The link of entry <i>. */
 static inline struct pt_lru_link *
-pt_lru_link(struct pt_lru l, uint32_t i)
+pt_lru_at(struct pt_lru l, uint32_t i)
 {
 	return (struct pt_lru_link *)(void *)(l.base + (size_t)i * l.size +
 	    l.link);
@@ -73,14 +73,14 @@ pt_lru_init(struct pt_lru l)
 static inline void
 pt_lru_unlink(struct pt_lru l, uint32_t i)
 {
-	struct pt_lru_link	*e = pt_lru_link(l, i);
+	struct pt_lru_link	*e = pt_lru_at(l, i);
 
 	if (e->newer != PT_LRU_NIL)
-		pt_lru_link(l, e->newer)->older = e->older;
+		pt_lru_at(l, e->newer)->older = e->older;
 	else
 		*l.newest = e->older;
 	if (e->older != PT_LRU_NIL)
-		pt_lru_link(l, e->older)->newer = e->newer;
+		pt_lru_at(l, e->older)->newer = e->newer;
 	else
 		*l.oldest = e->newer;
 }
@@ -89,12 +89,12 @@ pt_lru_unlink(struct pt_lru l, uint32_t i)
 static inline void
 pt_lru_push(struct pt_lru l, uint32_t i)
 {
-	struct pt_lru_link	*e = pt_lru_link(l, i);
+	struct pt_lru_link	*e = pt_lru_at(l, i);
 
 	e->newer = PT_LRU_NIL;
 	e->older = *l.newest;
 	if (*l.newest != PT_LRU_NIL)
-		pt_lru_link(l, *l.newest)->newer = i;
+		pt_lru_at(l, *l.newest)->newer = i;
 	else
 		*l.oldest = i;
 	*l.newest = i;
@@ -112,14 +112,14 @@ pt_lru_touch(struct pt_lru l, uint32_t i)
 static inline uint32_t
 pt_lru_older(struct pt_lru l, uint32_t i)
 {
-	return pt_lru_link(l, i)->older;
+	return pt_lru_at(l, i)->older;
 }
 
 /* The entry used just after listed entry <i>, or PT_LRU_NIL. */
 static inline uint32_t
 pt_lru_newer(struct pt_lru l, uint32_t i)
 {
-	return pt_lru_link(l, i)->newer;
+	return pt_lru_at(l, i)->newer;
 }
 
 #endif /* PORTICO_LRU_H */
