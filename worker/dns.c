@@ -47,6 +47,8 @@
 
 #include "common/counters.h"
 #include "common/log.h"
+#include "portico/hash.h"
+#include "portico/lru.h"
 #include "worker/dns_hosts.h"
 #include "worker/dns_mem.h"
 #include "worker/host.h"
@@ -54,6 +56,7 @@
 
 #define DNS_NAME_MAX		253	/* RFC 1035 2.3.4, without the dot */
 #define DNS_LABEL_MAX		63
+/* The end of a chain, a list or the free list (PT_CHAIN_NIL, PT_LRU_NIL). */
 #define DNS_NIL			UINT32_MAX
 #define DNS_DEFAULT_TIMEOUT_MS	5000
 /* Two tries per server: one lost datagram should not fail a lookup. */
@@ -103,8 +106,7 @@ struct dns_lookup {
 struct dns_entry {
 	uint32_t		 e_hash;
 	uint32_t		 e_chain;	/* bucket chain, or free list */
-	uint32_t		 e_newer;	/* LRU list */
-	uint32_t		 e_older;
+	struct pt_lru_link	 e_lru;
 	uint64_t		 e_expires;	/* loop_now() ms, stale from */
 	uint8_t			 e_naddrs;
 	uint8_t			 e_namelen;
@@ -353,48 +355,30 @@ dns_err_from_ares(int status)
 
 /* ---- cache ----------------------------------------------------------- */
 
+static struct pt_chain
+dns_chain(void)
+{
+	return PT_CHAIN(dns_cache, e_chain, dns_buckets, dns_bucket_mask);
+}
+
+static struct pt_lru
+dns_lru(void)
+{
+	return PT_LRU(dns_cache, e_lru, &dns_lru_newest, &dns_lru_oldest);
+}
+
 static void
 dns_cache_reset(void)
 {
 	unsigned	 i;
 
-	for (i = 0; i <= dns_bucket_mask; i++)
-		dns_buckets[i] = DNS_NIL;
+	pt_chain_clear(dns_chain());
 	for (i = 0; i < dns_cf.cache_max; i++)
 		dns_cache[i].e_chain = i + 1 < dns_cf.cache_max ? i + 1 :
 		    DNS_NIL;
 	dns_cache_free = 0;
-	dns_lru_newest = dns_lru_oldest = DNS_NIL;
+	pt_lru_init(dns_lru());
 	dns_cache_used = 0;
-}
-
-static void
-dns_lru_unlink(uint32_t i)
-{
-	struct dns_entry	*e = &dns_cache[i];
-
-	if (e->e_newer != DNS_NIL)
-		dns_cache[e->e_newer].e_older = e->e_older;
-	else
-		dns_lru_newest = e->e_older;
-	if (e->e_older != DNS_NIL)
-		dns_cache[e->e_older].e_newer = e->e_newer;
-	else
-		dns_lru_oldest = e->e_newer;
-}
-
-static void
-dns_lru_push(uint32_t i)
-{
-	struct dns_entry	*e = &dns_cache[i];
-
-	e->e_newer = DNS_NIL;
-	e->e_older = dns_lru_newest;
-	if (dns_lru_newest != DNS_NIL)
-		dns_cache[dns_lru_newest].e_newer = i;
-	else
-		dns_lru_oldest = i;
-	dns_lru_newest = i;
 }
 
 static uint32_t
@@ -405,8 +389,8 @@ dns_cache_find(const char *key, size_t len, uint32_t hash)
 
 	if (dns_cache == NULL)
 		return DNS_NIL;
-	for (i = dns_buckets[hash & dns_bucket_mask]; i != DNS_NIL;
-	    i = e->e_chain) {
+	for (i = pt_chain_first(dns_chain(), hash); i != DNS_NIL;
+	    i = pt_chain_next(dns_chain(), i)) {
 		e = &dns_cache[i];
 		if (e->e_hash == hash && e->e_namelen == len &&
 		    memcmp(e->e_name, key, len) == 0)
@@ -419,13 +403,9 @@ static void
 dns_cache_remove(uint32_t i)
 {
 	struct dns_entry	*e = &dns_cache[i];
-	uint32_t		*link;
 
-	link = &dns_buckets[e->e_hash & dns_bucket_mask];
-	while (*link != i)
-		link = &dns_cache[*link].e_chain;
-	*link = e->e_chain;
-	dns_lru_unlink(i);
+	pt_chain_del(dns_chain(), i, e->e_hash);
+	pt_lru_unlink(dns_lru(), i);
 	e->e_chain = dns_cache_free;
 	dns_cache_free = i;
 	dns_cache_used--;
@@ -450,14 +430,14 @@ static void
 dns_cache_put(const struct dns_lookup *l, int err, unsigned ttl_s)
 {
 	struct dns_entry	*e;
-	uint32_t		 i, *bucket;
+	uint32_t		 i;
 	int			 k;
 
 	if (dns_cache == NULL)
 		return;
 	i = dns_cache_find(l->l_name, l->l_namelen, l->l_hash);
 	if (i != DNS_NIL) {
-		dns_lru_unlink(i);
+		pt_lru_unlink(dns_lru(), i);
 	} else {
 		if (ttl_s == 0)
 			return;
@@ -466,12 +446,10 @@ dns_cache_put(const struct dns_lookup *l, int err, unsigned ttl_s)
 		e->e_hash = l->l_hash;
 		e->e_namelen = (uint8_t)l->l_namelen;
 		memcpy(e->e_name, l->l_name, l->l_namelen + 1);
-		bucket = &dns_buckets[e->e_hash & dns_bucket_mask];
-		e->e_chain = *bucket;
-		*bucket = i;
+		pt_chain_add(dns_chain(), i, e->e_hash);
 	}
 	e = &dns_cache[i];
-	dns_lru_push(i);
+	pt_lru_push(dns_lru(), i);
 	if (ttl_s == 0) {
 		/* An older answer must not outlive the one replacing it. */
 		dns_cache_remove(i);
@@ -504,8 +482,7 @@ dns_cache_get(const char *key, size_t len, uint32_t hash, int *err_out,
 		dns_cache_remove(i);
 		return false;
 	}
-	dns_lru_unlink(i);
-	dns_lru_push(i);
+	pt_lru_touch(dns_lru(), i);
 	*err_out = e->e_naddrs == 0 ? ENOENT : 0;
 	res->naddrs = e->e_naddrs;
 	for (k = 0; k < e->e_naddrs; k++)
@@ -898,12 +875,11 @@ dns_library_done(void)
 static int
 dns_cache_alloc(unsigned max)
 {
-	uint32_t	 nb = 1;
+	uint32_t	 nb;
 
 	if (max == 0)
 		return 0;
-	while (nb < max && nb < (1u << 30))
-		nb <<= 1;
+	nb = pt_chain_buckets(max);
 	dns_cache = calloc(max, sizeof(*dns_cache));
 	dns_buckets = calloc(nb, sizeof(*dns_buckets));
 	if (dns_cache == NULL || dns_buckets == NULL)

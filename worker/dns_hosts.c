@@ -28,10 +28,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "portico/hash.h"
 #include "worker/dns_hosts.h"
 
 #define DNS_HOSTS_NAME_MAX	253
-#define DNS_HOSTS_NIL		UINT32_MAX
+#define DNS_HOSTS_NIL		PT_CHAIN_NIL
 
 struct dns_hosts_entry {
 	uint32_t	 hash;
@@ -62,6 +63,12 @@ dns_name_hash(const char *s, size_t len)
 	return h;
 }
 
+static struct pt_chain
+dns_hosts_chain(void)
+{
+	return PT_CHAIN(dns_hosts, next, dns_hosts_buckets, dns_hosts_mask);
+}
+
 static uint32_t
 dns_hosts_lookup(const char *key, size_t len, uint32_t hash)
 {
@@ -70,8 +77,8 @@ dns_hosts_lookup(const char *key, size_t len, uint32_t hash)
 
 	if (dns_hosts_buckets == NULL)
 		return DNS_HOSTS_NIL;
-	for (i = dns_hosts_buckets[hash & dns_hosts_mask]; i != DNS_HOSTS_NIL;
-	    i = e->next) {
+	for (i = pt_chain_first(dns_hosts_chain(), hash); i != DNS_HOSTS_NIL;
+	    i = pt_chain_next(dns_hosts_chain(), i)) {
 		e = &dns_hosts[i];
 		if (e->hash == hash && e->namelen == len &&
 		    memcmp(e->name, key, len) == 0)
@@ -102,12 +109,9 @@ dns_hosts_grow(void)
 	dns_hosts_buckets = b;
 	dns_hosts_mask = nb - 1;
 	dns_hosts_cap = cap;
-	for (i = 0; i < nb; i++)
-		b[i] = DNS_HOSTS_NIL;
-	for (i = 0; i < dns_hosts_n; i++) {
-		dns_hosts[i].next = b[dns_hosts[i].hash & dns_hosts_mask];
-		b[dns_hosts[i].hash & dns_hosts_mask] = i;
-	}
+	pt_chain_clear(dns_hosts_chain());
+	for (i = 0; i < dns_hosts_n; i++)
+		pt_chain_add(dns_hosts_chain(), i, dns_hosts[i].hash);
 	return 0;
 }
 
@@ -132,8 +136,7 @@ dns_hosts_add(const char *name, size_t len, int family, const uint8_t *addr)
 		e->namelen = (uint8_t)len;
 		e->hash = hash;
 		i = dns_hosts_n++;
-		e->next = dns_hosts_buckets[hash & dns_hosts_mask];
-		dns_hosts_buckets[hash & dns_hosts_mask] = i;
+		pt_chain_add(dns_hosts_chain(), i, hash);
 	}
 	e = &dns_hosts[i];
 	for (k = 0; k < e->naddrs; k++)

@@ -7,8 +7,9 @@
  *
  * Timers are armed rarely: a connection keeps one timer and pushes its
  * idle deadline forward lazily (reads and writes only stamp
- * c_last_active; relay.c's and http.c's timer callbacks move the
- * deadline when it fires), so the heap is not touched on every read.
+ * c_last_active; the timer callback of relay.c, of http.c, or of
+ * socks.c for a UDP association moves the deadline when it fires), so
+ * the heap is not touched on every read.
  */
 #include "config.h"
 

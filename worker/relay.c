@@ -207,6 +207,35 @@ relay_auto_note(struct relay_dir *r, bool against)
 	}
 }
 
+/*
+ * The splice read both users of a pipe make (relay_read for tunnels,
+ * relay_splice_in for bodies): at most <len> bytes from socket <fd> into
+ * the pipe <d> holds, counted. The pipe grows when the read was large or
+ * when it filled (EAGAIN with bytes in it): a bulk transfer. Bytes, 0 at
+ * EOF, or -errno; what an error means is the caller's to decide.
+ */
+static ssize_t
+relay_pipe_in(struct relay_dir *d, int fd, size_t len)
+{
+	ssize_t	 n;
+
+	if (len > RELAY_PIPE_SIZE)
+		len = RELAY_PIPE_SIZE;
+	n = splice(fd, NULL, d->pipe_w, NULL, len,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	if (n < 0) {
+		n = -errno;
+		if (n == -EAGAIN && d->pipe_fill > 0)
+			relay_pipe_grow(d);
+		return n;
+	}
+	d->pipe_fill += (size_t)n;
+	counters_add(CTR_SPLICED, n);
+	if (n >= RELAY_GROW_AT)
+		relay_pipe_grow(d);
+	return n;
+}
+
 ssize_t
 relay_splice_in(struct relay_dir *d, int fd, size_t len)
 {
@@ -215,22 +244,8 @@ relay_splice_in(struct relay_dir *d, int fd, size_t len)
 
 	if ((rc = relay_pipe_get(d)) < 0)
 		return rc;
-	if (len > RELAY_PIPE_SIZE)
-		len = RELAY_PIPE_SIZE;
-	n = splice(fd, NULL, d->pipe_w, NULL, len,
-	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	if (n < 0) {
-		n = -errno;
-		if (d->pipe_fill == 0)
-			relay_dir_idle(d);
-		else if (n == -EAGAIN)
-			relay_pipe_grow(d);
-		return n;
-	}
-	d->pipe_fill += (size_t)n;
-	counters_add(CTR_SPLICED, n);
-	if (n >= RELAY_GROW_AT)
-		relay_pipe_grow(d);
+	n = relay_pipe_in(d, fd, len);
+	/* A body's direction holds nothing else: an empty pipe goes back. */
 	if (d->pipe_fill == 0)
 		relay_dir_idle(d);
 	return n;
@@ -432,6 +447,7 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 	ssize_t		 n;
 	int		 niov;
 	bool		 can = relay_can_splice(c, r, src, dst);
+	bool		 empty;
 
 	/* The ring's bytes go out before the pipe's (relay_write), so the
 	 * ring takes no bytes while the pipe holds older ones: a side that
@@ -443,22 +459,19 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 	 * instead (a pipe held has bytes or is taken first, so order holds):
 	 * the tunnel must not die for an optimisation. */
 	if (can && relay_pipe_get(r) == 0) {
-		n = splice(src->io.fd, NULL, r->pipe_w, NULL,
-		    max < RELAY_PIPE_SIZE ? max : RELAY_PIPE_SIZE,
-		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		/* Unlike relay_splice_in, an empty pipe is kept whatever the
+		 * read gave: the ring may still hold older bytes, and
+		 * relay_step gives both back once the direction is drained. */
+		empty = r->pipe_fill == 0;
+		n = relay_pipe_in(r, src->io.fd, max);
 		if (n >= 0) {
 			/* Only an empty pipe offered all the room there was,
 			 * and a read the budget cut short says nothing. */
-			if (r->pipe_fill == 0 && n > 0 &&
+			if (empty && n > 0 &&
 			    ((size_t)n < max || n >= RELAY_SMALL))
 				relay_auto_note(r, n < RELAY_SMALL);
-			r->pipe_fill += (size_t)n;
-			counters_add(CTR_SPLICED, n);
-			if (n >= RELAY_GROW_AT)
-				relay_pipe_grow(r);
 			return n;
 		}
-		n = -errno;
 		/* kTLS: a record splice cannot return (an alert, a key
 		 * update) is the transport's to read, once the pipe's older
 		 * bytes are out (pt_transport.plain). */
@@ -468,13 +481,13 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 			goto ring;
 		}
 		/* EAGAIN says "socket empty" or "pipe full", and only an
-		 * empty pipe tells them apart. With bytes in the pipe, the
-		 * source stays ready and is read again after a write. */
+		 * empty pipe tells them apart. With bytes in the pipe (grown
+		 * by relay_pipe_in), the source stays ready and is read
+		 * again after a write. */
 		if (n == -EAGAIN) {
-			if (r->pipe_fill > 0) {
+			if (r->pipe_fill > 0)
 				r->pipe_full = true;
-				relay_pipe_grow(r);
-			} else
+			else
 				src->ready &= ~(uint32_t)EPOLLIN;
 		}
 		return n;

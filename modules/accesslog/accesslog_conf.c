@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,8 @@
 #include <unistd.h>
 
 #include "modules/accesslog/accesslog.h"
+#include "modules/common/conf_list.h"
+#include "modules/common/conf_opts.h"
 
 static const char *const al_top_keys[] = { "name", "path", "logs", NULL };
 static const char *const al_log_keys[] = {
@@ -40,30 +41,6 @@ static const char *const al_severities[] = {
 	"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug",
 	NULL
 };
-
-static int __attribute__((format(printf, 5, 6)))
-al_err(char *err, size_t errsz, const config_setting_t **where_out,
-    const config_setting_t *at, const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 n;
-
-	n = snprintf(err, errsz, "accesslog: ");
-	va_start(ap, fmt);
-	vsnprintf(err + n, errsz - (size_t)n, fmt, ap);
-	va_end(ap);
-	*where_out = at;
-	return -1;
-}
-
-static bool
-al_key_known(const char *const *keys, const char *name)
-{
-	for (; *keys != NULL; keys++)
-		if (strcmp(*keys, name) == 0)
-			return true;
-	return false;
-}
 
 static int
 al_index(const char *const *names, const char *v)
@@ -91,7 +68,7 @@ al_facility(const char *v)
 /* A string member, or NULL; -1 when it has another type. */
 static int
 al_str(const config_setting_t *g, const char *key, const char **out,
-    char *err, size_t errsz, const config_setting_t **where_out)
+    struct conf_err *e)
 {
 	config_setting_t	*s = config_setting_get_member(g, key);
 
@@ -99,16 +76,14 @@ al_str(const config_setting_t *g, const char *key, const char **out,
 	if (s == NULL)
 		return 0;
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return al_err(err, errsz, where_out, s, "%s: expected a "
-		    "string", key);
+		return conf_fail(e, s, "%s: expected a string", key);
 	*out = config_setting_get_string(s);
 	return 0;
 }
 
 static int
 al_int(const config_setting_t *g, const char *key, long long lo,
-    long long hi, long long *out, char *err, size_t errsz,
-    const config_setting_t **where_out)
+    long long hi, long long *out, struct conf_err *e)
 {
 	config_setting_t	*s = config_setting_get_member(g, key);
 	long long		 v;
@@ -120,11 +95,10 @@ al_int(const config_setting_t *g, const char *key, long long lo,
 	else if (config_setting_type(s) == CONFIG_TYPE_INT64)
 		v = config_setting_get_int64(s);
 	else
-		return al_err(err, errsz, where_out, s, "%s: expected an "
-		    "integer", key);
+		return conf_fail(e, s, "%s: expected an integer", key);
 	if (v < lo || v > hi)
-		return al_err(err, errsz, where_out, s, "%s: %lld is out of "
-		    "range (%lld..%lld)", key, v, lo, hi);
+		return conf_fail(e, s, "%s: %lld is out of range "
+		    "(%lld..%lld)", key, v, lo, hi);
 	*out = v;
 	return 0;
 }
@@ -136,8 +110,7 @@ al_int(const config_setting_t *g, const char *key, long long lo,
  * as; a digit 8 or 9 is an error, not a silent other mode.
  */
 static int
-al_mode(const config_setting_t *g, unsigned *out, char *err, size_t errsz,
-    const config_setting_t **where_out)
+al_mode(const config_setting_t *g, unsigned *out, struct conf_err *e)
 {
 	config_setting_t	*s = config_setting_get_member(g, "mode");
 	char			 digits[32];
@@ -154,27 +127,26 @@ al_mode(const config_setting_t *g, unsigned *out, char *err, size_t errsz,
 		    config_setting_get_int(s));
 		p = digits;
 	} else
-		return al_err(err, errsz, where_out, s, "mode: expected an "
-		    "octal mode such as 0640");
+		return conf_fail(e, s, "mode: expected an octal mode such "
+		    "as 0640");
 	if (*p == '\0' || strspn(p, "01234567") != strlen(p) ||
 	    (v = strtoul(p, NULL, 8)) > 0777)
-		return al_err(err, errsz, where_out, s, "mode: \"%s\" is not "
-		    "an octal mode from 0 to 0777 (such as 0640)", p);
+		return conf_fail(e, s, "mode: \"%s\" is not an octal mode "
+		    "from 0 to 0777 (such as 0640)", p);
 	*out = (unsigned)v;
 	return 0;
 }
 
 static int
-al_bool(const config_setting_t *g, const char *key, bool *out, char *err,
-    size_t errsz, const config_setting_t **where_out)
+al_bool(const config_setting_t *g, const char *key, bool *out,
+    struct conf_err *e)
 {
 	config_setting_t	*s = config_setting_get_member(g, key);
 
 	if (s == NULL)
 		return 0;
 	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
-		return al_err(err, errsz, where_out, s, "%s: expected true or "
-		    "false", key);
+		return conf_fail(e, s, "%s: expected true or false", key);
 	*out = config_setting_get_bool(s);
 	return 0;
 }
@@ -182,7 +154,7 @@ al_bool(const config_setting_t *g, const char *key, bool *out, char *err,
 /* Where the log goes: exactly one of file, stdout, syslog. */
 static int
 al_parse_output(const config_setting_t *g, struct al_log_conf *lc,
-    char *err, size_t errsz, const config_setting_t **where_out)
+    struct conf_err *e)
 {
 	config_setting_t	*f, *o, *s;
 	const char		*path = NULL;
@@ -194,78 +166,76 @@ al_parse_output(const config_setting_t *g, struct al_log_conf *lc,
 	s = config_setting_get_member(g, "syslog");
 	n = (f != NULL) + (o != NULL) + (s != NULL);
 	if (n != 1)
-		return al_err(err, errsz, where_out, g, "a log has exactly one "
-		    "of file = \"PATH\", stdout = true or syslog = true "
-		    "(found %d)", n);
+		return conf_fail(e, g, "a log has exactly one of file = "
+		    "\"PATH\", stdout = true or syslog = true (found %d)", n);
 	if (f != NULL) {
 		lc->kind = AL_FILE;
-		if (al_str(g, "file", &path, err, errsz, where_out) < 0)
+		if (al_str(g, "file", &path, e) < 0)
 			return -1;
 		if (path[0] != '/')
-			return al_err(err, errsz, where_out, f, "file: \"%s\" "
-			    "is not an absolute path", path);
+			return conf_fail(e, f, "file: \"%s\" is not an "
+			    "absolute path", path);
 	} else if (o != NULL) {
 		lc->kind = AL_STDOUT;
-		if (al_bool(g, "stdout", &on, err, errsz, where_out) < 0)
+		if (al_bool(g, "stdout", &on, e) < 0)
 			return -1;
 		if (!on)
-			return al_err(err, errsz, where_out, o, "stdout = false "
-			    "names no output: remove the log");
+			return conf_fail(e, o, "stdout = false names no "
+			    "output: remove the log");
 	} else {
 		lc->kind = AL_SYSLOG;
 		if (config_setting_type(s) == CONFIG_TYPE_STRING) {
 			path = config_setting_get_string(s);
 			if (path[0] != '/')
-				return al_err(err, errsz, where_out, s, "syslog: "
-				    "\"%s\" is not an absolute socket path",
-				    path);
+				return conf_fail(e, s, "syslog: \"%s\" is not "
+				    "an absolute socket path", path);
 		} else if (config_setting_type(s) == CONFIG_TYPE_BOOL &&
 		    config_setting_get_bool(s))
 			path = AL_SYSLOG_DEFAULT;
 		else
-			return al_err(err, errsz, where_out, s, "syslog: "
-			    "expected true or a UNIX socket path");
+			return conf_fail(e, s, "syslog: expected true or a "
+			    "UNIX socket path");
 	}
 	if (path != NULL && (lc->path = strdup(path)) == NULL)
-		return al_err(err, errsz, where_out, g, "out of memory");
+		return conf_fail(e, g, "out of memory");
 	return 0;
 }
 
 static int
 al_parse_syslog(const config_setting_t *g, struct al_log_conf *lc,
-    char *err, size_t errsz, const config_setting_t **where_out)
+    struct conf_err *e)
 {
 	const char	*v;
 
 	lc->facility = 16;		/* local0 */
 	lc->severity = 6;		/* info */
-	if (al_str(g, "facility", &v, err, errsz, where_out) < 0)
+	if (al_str(g, "facility", &v, e) < 0)
 		return -1;
 	if (v != NULL && (lc->facility = al_facility(v)) < 0)
-		return al_err(err, errsz, where_out,
+		return conf_fail(e,
 		    config_setting_get_member(g, "facility"), "facility: "
 		    "unknown \"%s\" (daemon, local0..local7, ...)", v);
-	if (al_str(g, "severity", &v, err, errsz, where_out) < 0)
+	if (al_str(g, "severity", &v, e) < 0)
 		return -1;
 	if (v != NULL && (lc->severity = al_index(al_severities, v)) < 0)
-		return al_err(err, errsz, where_out,
+		return conf_fail(e,
 		    config_setting_get_member(g, "severity"), "severity: "
 		    "unknown \"%s\" (err, warning, notice, info, debug, ...)",
 		    v);
-	if (al_str(g, "tag", &v, err, errsz, where_out) < 0)
+	if (al_str(g, "tag", &v, e) < 0)
 		return -1;
 	if (v != NULL && (v[0] == '\0' || strlen(v) > 48 ||
 	    strpbrk(v, " :[]\t\n") != NULL))
-		return al_err(err, errsz, where_out,
+		return conf_fail(e,
 		    config_setting_get_member(g, "tag"), "tag: 1 to 48 "
 		    "characters, no space, ':' or brackets");
 	if ((lc->tag = strdup(v != NULL ? v : "portico")) == NULL)
-		return al_err(err, errsz, where_out, g, "out of memory");
-	if (al_str(g, "syslog_format", &v, err, errsz, where_out) < 0)
+		return conf_fail(e, g, "out of memory");
+	if (al_str(g, "syslog_format", &v, e) < 0)
 		return -1;
 	if (v != NULL && strcmp(v, "rfc5424") != 0 &&
 	    strcmp(v, "rfc3164") != 0)
-		return al_err(err, errsz, where_out,
+		return conf_fail(e,
 		    config_setting_get_member(g, "syslog_format"),
 		    "syslog_format: \"rfc3164\" (the local form) or "
 		    "\"rfc5424\"");
@@ -275,27 +245,26 @@ al_parse_syslog(const config_setting_t *g, struct al_log_conf *lc,
 
 static int
 al_parse_log(const config_setting_t *g, struct al_log_conf *lc,
-    char *err, size_t errsz, const config_setting_t **where_out)
+    struct conf_err *e)
 {
-	config_setting_t	*m;
-	const char		*v;
+	const config_setting_t	*bad;
+	const char		*v, *name;
 	long long		 n;
 	unsigned		 i;
 
 	lc->fd = -1;
 	lc->line = (int)config_setting_source_line(g);
 	if (!config_setting_is_group(g))
-		return al_err(err, errsz, where_out, g, "each entry of logs is "
-		    "a group: { file = \"...\"; format = \"json\"; }");
-	for (i = 0; (m = config_setting_get_elem(g, i)) != NULL; i++)
-		if (!al_key_known(al_log_keys, config_setting_name(m)))
-			return al_err(err, errsz, where_out, m, "unknown "
-			    "setting \"%s\" in a log", config_setting_name(m));
-	if (al_parse_output(g, lc, err, errsz, where_out) < 0)
+		return conf_fail(e, g, "each entry of logs is a group: "
+		    "{ file = \"...\"; format = \"json\"; }");
+	if ((name = conf_unknown_key(g, al_log_keys, &bad)) != NULL)
+		return conf_fail(e, bad, "unknown setting \"%s\" in a log",
+		    name);
+	if (al_parse_output(g, lc, e) < 0)
 		return -1;
 	lc->fmt.format = AL_FMT_SQUID;
 	lc->fmt.query = true;
-	if (al_str(g, "format", &v, err, errsz, where_out) < 0)
+	if (al_str(g, "format", &v, e) < 0)
 		return -1;
 	if (v != NULL) {
 		if (strcmp(v, "squid") == 0)
@@ -305,47 +274,46 @@ al_parse_log(const config_setting_t *g, struct al_log_conf *lc,
 		else if (strcmp(v, "json") == 0)
 			lc->fmt.format = AL_FMT_JSON;
 		else
-			return al_err(err, errsz, where_out,
+			return conf_fail(e,
 			    config_setting_get_member(g, "format"), "format: "
 			    "\"%s\" is not squid, combined or json", v);
 	}
-	if (al_str(g, "time", &v, err, errsz, where_out) < 0)
+	if (al_str(g, "time", &v, e) < 0)
 		return -1;
 	if (v != NULL && strcmp(v, "utc") != 0 && strcmp(v, "local") != 0)
-		return al_err(err, errsz, where_out,
+		return conf_fail(e,
 		    config_setting_get_member(g, "time"), "time: \"utc\" or "
 		    "\"local\"");
 	lc->fmt.local_time = v != NULL && strcmp(v, "local") == 0;
-	if (al_bool(g, "query", &lc->fmt.query, err, errsz, where_out) < 0)
+	if (al_bool(g, "query", &lc->fmt.query, e) < 0)
 		return -1;
 	n = AL_BUFFER_DEFAULT;
-	if (al_int(g, "buffer", AL_BUFFER_MIN, AL_BUFFER_MAX, &n, err, errsz,
-	    where_out) < 0)
+	if (al_int(g, "buffer", AL_BUFFER_MIN, AL_BUFFER_MAX, &n, e) < 0)
 		return -1;
 	lc->buffer = (size_t)n;
 	n = AL_FLUSH_DEFAULT;
-	if (al_int(g, "flush", 1, 10000, &n, err, errsz, where_out) < 0)
+	if (al_int(g, "flush", 1, 10000, &n, e) < 0)
 		return -1;
 	lc->flush_ms = (unsigned)n;
 	lc->mode = 0640;
-	if (al_mode(g, &lc->mode, err, errsz, where_out) < 0)
+	if (al_mode(g, &lc->mode, e) < 0)
 		return -1;
-	if (al_str(g, "writer", &v, err, errsz, where_out) < 0)
+	if (al_str(g, "writer", &v, e) < 0)
 		return -1;
 	if (v != NULL && strcmp(v, "thread") != 0 && strcmp(v, "loop") != 0)
-		return al_err(err, errsz, where_out,
+		return conf_fail(e,
 		    config_setting_get_member(g, "writer"), "writer: "
 		    "\"thread\" or \"loop\"");
 	lc->thread = v == NULL || strcmp(v, "thread") == 0;
 	if (lc->kind != AL_FILE && config_setting_get_member(g, "mode"))
-		return al_err(err, errsz, where_out,
+		return conf_fail(e,
 		    config_setting_get_member(g, "mode"), "mode: for a file "
 		    "only");
 	if (lc->kind == AL_SYSLOG)
-		return al_parse_syslog(g, lc, err, errsz, where_out);
+		return al_parse_syslog(g, lc, e);
 	for (i = 0; al_log_keys[i] != NULL; i++)
 		if (i >= 10 && config_setting_get_member(g, al_log_keys[i]))
-			return al_err(err, errsz, where_out,
+			return conf_fail(e,
 			    config_setting_get_member(g, al_log_keys[i]),
 			    "%s: for a syslog log only", al_log_keys[i]);
 	return 0;
@@ -353,8 +321,7 @@ al_parse_log(const config_setting_t *g, struct al_log_conf *lc,
 
 /* The top-level `user` and `group`, for the owner of the files. */
 static int
-al_owner(const config_setting_t *node, struct al_conf *ac, char *err,
-    size_t errsz, const config_setting_t **where_out)
+al_owner(const config_setting_t *node, struct al_conf *ac, struct conf_err *e)
 {
 	const config_setting_t	*root = node;
 	const char		*user = NULL, *group = NULL;
@@ -369,15 +336,15 @@ al_owner(const config_setting_t *node, struct al_conf *ac, char *err,
 	config_setting_lookup_string(root, "group", &group);
 	if (user != NULL) {
 		if ((pw = getpwnam(user)) == NULL)
-			return al_err(err, errsz, where_out, node, "no such "
-			    "user \"%s\"", user);
+			return conf_fail(e, node, "no such user \"%s\"",
+			    user);
 		ac->uid = pw->pw_uid;
 		ac->gid = pw->pw_gid;
 	}
 	if (group != NULL) {
 		if ((gr = getgrnam(group)) == NULL)
-			return al_err(err, errsz, where_out, node, "no such "
-			    "group \"%s\"", group);
+			return conf_fail(e, node, "no such group \"%s\"",
+			    group);
 		ac->gid = gr->gr_gid;
 	}
 	return 0;
@@ -387,22 +354,24 @@ struct al_conf *
 al_conf_parse(const config_setting_t *node, char *err, size_t errsz,
     const config_setting_t **where_out)
 {
+	struct conf_err		 ce = { err, errsz, where_out, "accesslog" };
+	struct conf_err		*e = &ce;
 	struct al_conf		*ac;
-	config_setting_t	*m, *logs;
+	const config_setting_t	*bad;
+	config_setting_t	*logs;
+	const char		*name;
 	unsigned		 i, n;
 
 	*where_out = NULL;
-	for (i = 0; (m = config_setting_get_elem(node, i)) != NULL; i++)
-		if (!al_key_known(al_top_keys, config_setting_name(m))) {
-			al_err(err, errsz, where_out, m, "unknown setting "
-			    "\"%s\" (the module has logs = ( ... ))",
-			    config_setting_name(m));
-			return NULL;
-		}
+	if ((name = conf_unknown_key(node, al_top_keys, &bad)) != NULL) {
+		conf_fail(e, bad, "unknown setting \"%s\" (the module has "
+		    "logs = ( ... ))", name);
+		return NULL;
+	}
 	logs = config_setting_get_member(node, "logs");
 	if (logs == NULL || (!config_setting_is_list(logs) &&
 	    !config_setting_is_array(logs)) || config_setting_length(logs) < 1) {
-		al_err(err, errsz, where_out, logs != NULL ? logs : node,
+		conf_fail(e, logs != NULL ? logs : node,
 		    "logs: expected a list of one or more logs, "
 		    "( { file = \"/var/log/portico/access.log\"; } )");
 		return NULL;
@@ -411,7 +380,7 @@ al_conf_parse(const config_setting_t *node, char *err, size_t errsz,
 	if ((ac = calloc(1, sizeof(*ac))) == NULL ||
 	    (ac->logs = calloc(n, sizeof(*ac->logs))) == NULL) {
 		free(ac);
-		al_err(err, errsz, where_out, node, "out of memory");
+		conf_fail(e, node, "out of memory");
 		return NULL;
 	}
 	ac->nlogs = n;
@@ -419,12 +388,12 @@ al_conf_parse(const config_setting_t *node, char *err, size_t errsz,
 		ac->logs[i].fd = -1;
 	for (i = 0; i < n; i++) {
 		if (al_parse_log(config_setting_get_elem(logs, i),
-		    &ac->logs[i], err, errsz, where_out) < 0)
+		    &ac->logs[i], e) < 0)
 			goto fail;
 		if (ac->logs[i].fmt.format != AL_FMT_SQUID)
 			ac->want_headers = true;
 	}
-	if (al_owner(node, ac, err, errsz, where_out) < 0)
+	if (al_owner(node, ac, e) < 0)
 		goto fail;
 	return ac;
 fail:

@@ -9,42 +9,21 @@
 #include "modules/acl/rules.h"
 
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "modules/common/conf_list.h"
+#include "modules/common/conf_opts.h"
 
 struct acl_parse {
-	char			*err;
-	size_t			 errlen;
-	const config_setting_t	**where;
+	struct conf_err		 e;		/* prefix: "rule 3 (\"web\")" */
 	const config_setting_t	*root;		/* for listener names */
-	char			 rule[96];	/* "rule 3 (\"web\")" */
 };
 
 static const char *const acl_keys[] = {
 	"name", "path", "default", "allow_private", "rules", NULL
 };
-
-static int __attribute__((format(printf, 3, 4)))
-acl_fail(struct acl_parse *p, const config_setting_t *s, const char *fmt,
-    ...)
-{
-	va_list	 ap;
-	int	 n = 0;
-
-	if (p->rule[0] != '\0')
-		n = snprintf(p->err, p->errlen, "%s: ", p->rule);
-	if (n < 0 || (size_t)n >= p->errlen)
-		n = 0;
-	va_start(ap, fmt);
-	vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-	*p->where = s;
-	return -1;
-}
 
 /* The i-th value of <s> as a string, or NULL (after an error). */
 static const char *
@@ -55,7 +34,7 @@ acl_item_str(struct acl_parse *p, const config_setting_t *s, int i,
 	const char		*v = config_setting_get_string(e);
 
 	if (v == NULL || v[0] == '\0') {
-		acl_fail(p, e, "%s: expected a non-empty string", key);
+		conf_fail(&p->e, e, "%s: expected a non-empty string", key);
 		return NULL;
 	}
 	return v;
@@ -67,7 +46,7 @@ acl_array(struct acl_parse *p, const config_setting_t *s, size_t size)
 	void	*v = calloc((size_t)conf_list_count(s), size);
 
 	if (v == NULL)
-		acl_fail(p, s, "out of memory");
+		conf_fail(&p->e, s, "out of memory");
 	return v;
 }
 
@@ -84,8 +63,8 @@ acl_nets(struct acl_parse *p, const config_setting_t *s, const char *key,
 		if ((v = acl_item_str(p, s, i, key)) == NULL)
 			return -1;
 		if (net_prefix_parse(v, &(*out)[i], &why) < 0)
-			return acl_fail(p, conf_list_item(s, i), "%s: \"%.64s\": %s",
-			    key, v, why);
+			return conf_fail(&p->e, conf_list_item(s, i),
+			    "%s: \"%.64s\": %s", key, v, why);
 	}
 	*nout = (size_t)n;
 	return 0;
@@ -104,7 +83,7 @@ acl_re_compile(struct acl_parse *p, const config_setting_t *e,
 	    &off, NULL);
 	if (re == NULL) {
 		pcre2_get_error_message(code, msg, sizeof(msg));
-		acl_fail(p, e, "host: \"~%.64s\": regex: %s at offset %zu",
+		conf_fail(&p->e, e, "host: \"~%.64s\": regex: %s at offset %zu",
 		    pattern, (const char *)msg, (size_t)off);
 		return NULL;
 	}
@@ -133,19 +112,19 @@ acl_hosts(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
 			return -1;
 		if (v[0] == '~') {
 			if (v[1] == '\0')
-				return acl_fail(p, e, "host: \"~\" needs a "
-				    "regex after it");
+				return conf_fail(&p->e, e, "host: \"~\" needs "
+				    "a regex after it");
 			if ((r->re[r->nre] = acl_re_compile(p, e, v + 1,
 			    strlen(v + 1))) == NULL)
 				return -1;
 			if ((r->re_text[r->nre++] = strdup(v + 1)) == NULL)
-				return acl_fail(p, e, "out of memory");
+				return conf_fail(&p->e, e, "out of memory");
 			combine = combine && acl_re_combinable(v + 1);
 			continue;
 		}
 		why = NULL;
 		if (acl_hostset_add(&r->hosts, v, strlen(v), &why) < 0)
-			return acl_fail(p, e, "host: \"%.64s\": %s", v,
+			return conf_fail(&p->e, e, "host: \"%.64s\": %s", v,
 			    why != NULL ? why : "out of memory");
 	}
 	if (r->nre >= 2 && combine)
@@ -166,7 +145,8 @@ acl_hostfiles(struct acl_parse *p, struct acl_rule *r,
 			return -1;
 		/* The loader's message names the file and its line. */
 		if (acl_hostset_load(&r->hostfile, v, why, sizeof(why)) < 0)
-			return acl_fail(p, conf_list_item(s, i), "host_file: %s", why);
+			return conf_fail(&p->e, conf_list_item(s, i),
+			    "host_file: %s", why);
 	}
 	return 0;
 }
@@ -199,19 +179,19 @@ acl_ports(struct acl_parse *p, struct acl_rule *r, const config_setting_t *s)
 		    config_setting_type(e) == CONFIG_TYPE_INT64) {
 			n1 = config_setting_get_int64(e);
 			if (n1 < 1 || n1 > 65535)
-				return acl_fail(p, e, "port: %lld is not a port "
-				    "(1-65535)", n1);
+				return conf_fail(&p->e, e, "port: %lld is not "
+				    "a port (1-65535)", n1);
 			lo = hi = (int)n1;
 		} else if ((v = config_setting_get_string(e)) != NULL) {
 			if ((lo = acl_port_num(v, &end)) < 0 ||
 			    (*end == '-' ? (hi = acl_port_num(end + 1, &end)) <
 			    0 : (hi = lo, false)) || *end != '\0' || hi < lo)
-				return acl_fail(p, e, "port: \"%.32s\" is not a "
-				    "port or range (\"8000-8080\", 1-65535, "
-				    "low end first)", v);
+				return conf_fail(&p->e, e, "port: \"%.32s\" is "
+				    "not a port or range (\"8000-8080\", "
+				    "1-65535, low end first)", v);
 		} else
-			return acl_fail(p, e, "port: expected a number or a "
-			    "\"low-high\" range");
+			return conf_fail(&p->e, e, "port: expected a number "
+			    "or a \"low-high\" range");
 		r->ports[i].lo = (uint16_t)lo;
 		r->ports[i].hi = (uint16_t)hi;
 	}
@@ -232,7 +212,7 @@ acl_names(struct acl_parse *p, const config_setting_t *s, const char *key,
 		if ((v = acl_item_str(p, s, i, key)) == NULL)
 			return -1;
 		if (((*out)[*nout] = strdup(v)) == NULL)
-			return acl_fail(p, s, "out of memory");
+			return conf_fail(&p->e, s, "out of memory");
 		(*nout)++;
 	}
 	return 0;
@@ -268,8 +248,9 @@ acl_methods(struct acl_parse *p, struct acl_rule *r,
 		if (strspn(r->methods[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 		    "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~") !=
 		    strlen(r->methods[i]))
-			return acl_fail(p, conf_list_item(s, (int)i), "method: "
-			    "\"%.32s\" is not an HTTP method", r->methods[i]);
+			return conf_fail(&p->e, conf_list_item(s, (int)i),
+			    "method: \"%.32s\" is not an HTTP method",
+			    r->methods[i]);
 	return 0;
 }
 
@@ -288,9 +269,9 @@ acl_protos(struct acl_parse *p, struct acl_rule *r,
 			    strcmp(v, name) == 0)
 				break;
 		if (k > PT_PROTO_STATUS)
-			return acl_fail(p, conf_list_item(s, i), "protocol: "
-			    "\"%.32s\" is not one of http, connect, websocket, "
-			    "socks5, socks4, tcp, udp, status", v);
+			return conf_fail(&p->e, conf_list_item(s, i),
+			    "protocol: \"%.32s\" is not one of http, connect, "
+			    "websocket, socks5, socks4, tcp, udp, status", v);
 		r->protos |= 1u << k;
 	}
 	return 0;
@@ -330,8 +311,8 @@ acl_listeners(struct acl_parse *p, struct acl_rule *r,
 		if ((v = acl_item_str(p, s, i, "listener")) == NULL)
 			return -1;
 		if ((r->listeners[i] = acl_listener_idx(p->root, v)) < 0)
-			return acl_fail(p, conf_list_item(s, i), "listener: no "
-			    "listener is named \"%.64s\"", v);
+			return conf_fail(&p->e, conf_list_item(s, i),
+			    "listener: no listener is named \"%.64s\"", v);
 	}
 	r->nlisteners = (size_t)n;
 	return 0;
@@ -396,12 +377,12 @@ acl_rule_conds(struct acl_parse *p, struct acl_rule *r,
 			if (strcmp(key, c->key) == 0)
 				break;
 		if (c->key == NULL)
-			return acl_fail(p, m, "unknown condition \"%.64s\" (src, "
-			    "dst, host, host_file, port, user, listener, "
-			    "protocol, method)", key);
+			return conf_fail(&p->e, m, "unknown condition "
+			    "\"%.64s\" (src, dst, host, host_file, port, user, "
+			    "listener, protocol, method)", key);
 		if (config_setting_is_aggregate(m) &&
 		    config_setting_length(m) == 0)
-			return acl_fail(p, m, "%s: an empty list matches "
+			return conf_fail(&p->e, m, "%s: an empty list matches "
 			    "nothing", key);
 		r->has |= c->bit;
 		if (c->parse(p, r, m) < 0)
@@ -418,28 +399,29 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 	const char		*name = NULL, *action = NULL;
 	char			 label[80];
 
-	snprintf(p->rule, sizeof(p->rule), "rule %zu", idx + 1);
+	snprintf(p->e.prefix, sizeof(p->e.prefix), "rule %zu", idx + 1);
 	if (!config_setting_is_group(e))
-		return acl_fail(p, e, "expected a group { action = \"allow\"; "
-		    "... }");
+		return conf_fail(&p->e, e, "expected a group { action = "
+		    "\"allow\"; ... }");
 	if ((m = config_setting_get_member(e, "name")) != NULL) {
 		if ((name = config_setting_get_string(m)) == NULL ||
 		    !acl_label_ok(name))
-			return acl_fail(p, m, "name: \"%.64s\" is not 1-64 of "
-			    "A-Z a-z 0-9 . _ : -", name != NULL ? name :
-			    "(not a string)");
-		snprintf(p->rule, sizeof(p->rule), "rule %zu (\"%s\")",
+			return conf_fail(&p->e, m, "name: \"%.64s\" is not "
+			    "1-64 of A-Z a-z 0-9 . _ : -", name != NULL ?
+			    name : "(not a string)");
+		snprintf(p->e.prefix, sizeof(p->e.prefix), "rule %zu (\"%s\")",
 		    idx + 1, name);
 	}
 	m = config_setting_get_member(e, "action");
 	if (m == NULL)
-		return acl_fail(p, e, "action = \"allow\" or \"deny\" is "
+		return conf_fail(&p->e, e, "action = \"allow\" or \"deny\" is "
 		    "required");
 	action = config_setting_get_string(m);
 	if (action == NULL || (strcmp(action, "allow") != 0 &&
 	    strcmp(action, "deny") != 0))
-		return acl_fail(p, m, "action: \"%.32s\" is not \"allow\" or "
-		    "\"deny\"", action != NULL ? action : "(not a string)");
+		return conf_fail(&p->e, m, "action: \"%.32s\" is not "
+		    "\"allow\" or \"deny\"", action != NULL ? action :
+		    "(not a string)");
 	r->allow = action[0] == 'a';
 	if (name != NULL)
 		snprintf(label, sizeof(label), "%s", name);
@@ -447,7 +429,7 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 		snprintf(label, sizeof(label), "rule%zu", idx + 1);
 	if ((r->label = strdup(label)) == NULL ||
 	    (r->reason = malloc(strlen(label) + 20)) == NULL)
-		return acl_fail(p, e, "out of memory");
+		return conf_fail(&p->e, e, "out of memory");
 	r->label_len = strlen(label);
 	sprintf(r->reason, "acl: %s by %s", r->allow ? "allowed" : "denied",
 	    label);
@@ -463,30 +445,31 @@ acl_top(struct acl_parse *p, struct acl_conf *ac,
 	int			 i, n;
 
 	if ((key = conf_unknown_key(node, acl_keys, &bad)) != NULL)
-		return acl_fail(p, bad, "unknown option \"%.64s\" (default, "
-		    "allow_private, rules)", key);
+		return conf_fail(&p->e, bad, "unknown option \"%.64s\" "
+		    "(default, allow_private, rules)", key);
 	if ((m = config_setting_get_member(node, "default")) != NULL) {
 		v = config_setting_get_string(m);
 		if (v == NULL || (strcmp(v, "allow") != 0 &&
 		    strcmp(v, "deny") != 0))
-			return acl_fail(p, m, "default: \"%.32s\" is not "
+			return conf_fail(&p->e, m, "default: \"%.32s\" is not "
 			    "\"allow\" or \"deny\"", v != NULL ? v :
 			    "(not a string)");
 		ac->default_allow = v[0] == 'a';
 	}
 	if ((m = config_setting_get_member(node, "allow_private")) != NULL) {
 		if (config_setting_type(m) != CONFIG_TYPE_BOOL)
-			return acl_fail(p, m, "allow_private: true or false");
+			return conf_fail(&p->e, m, "allow_private: true or "
+			    "false");
 		ac->allow_private = config_setting_get_bool(m);
 	}
 	if ((m = config_setting_get_member(node, "rules")) == NULL)
 		return 0;
 	if (!config_setting_is_list(m))
-		return acl_fail(p, m, "rules: expected a list ( { action = "
-		    "\"allow\"; ... }, ... )");
+		return conf_fail(&p->e, m, "rules: expected a list ( { "
+		    "action = \"allow\"; ... }, ... )");
 	n = config_setting_length(m);
 	if ((ac->rules = calloc((size_t)n + 1, sizeof(*ac->rules))) == NULL)
-		return acl_fail(p, m, "out of memory");
+		return conf_fail(&p->e, m, "out of memory");
 	for (i = 0; i < n; i++) {
 		ac->nrules = (size_t)i + 1;
 		if (acl_rule(p, &ac->rules[i], config_setting_get_elem(m,
@@ -495,7 +478,7 @@ acl_top(struct acl_parse *p, struct acl_conf *ac,
 		ac->hostfile_names += ac->rules[i].hostfile.count;
 		ac->hostfile_bytes += acl_hostset_bytes(&ac->rules[i].hostfile);
 	}
-	p->rule[0] = '\0';
+	p->e.prefix[0] = '\0';
 	return 0;
 }
 
@@ -507,9 +490,9 @@ acl_conf_parse(const config_setting_t *node, char *err, size_t errlen,
 	struct acl_conf		*ac;
 
 	memset(&p, 0, sizeof(p));
-	p.err = err;
-	p.errlen = errlen;
-	p.where = where;
+	p.e.buf = err;
+	p.e.size = errlen;
+	p.e.where = where;
 	p.root = config_root_setting(node->config);
 	err[0] = '\0';
 	*where = NULL;

@@ -4,7 +4,8 @@
  * one pass over a name gives the hash of every suffix ("a.b.c", "b.c",
  * "c") and a lookup costs one pass plus one probe per label. The table
  * keeps the upper half of each hash beside the offset, so a probe
- * compares names only when 32 bits of hash agree.
+ * compares names only when 32 bits of hash agree. The hash is FNV-1a,
+ * then the finaliser of portico/hash.h with the entry's kind mixed in.
  */
 #include "modules/acl/hostset.h"
 
@@ -17,37 +18,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <portico/hash.h>
+
 enum { HS_EXACT = 'E', HS_SUFFIX = 'S' };
-
-#define HS_FNV_OFFSET	0xcbf29ce484222325ULL
-#define HS_FNV_PRIME	0x100000001b3ULL
-
-static uint64_t
-hs_step(uint64_t h, unsigned char c)
-{
-	return (h ^ c) * HS_FNV_PRIME;
-}
 
 /* The final hash of a suffix whose running hash is <h>, for <kind>. */
 static uint64_t
 hs_final(uint64_t h, int kind)
 {
-	h ^= (uint64_t)kind << 56;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
+	return pt_hash_mix64(h ^ ((uint64_t)kind << 56));
 }
 
 static uint64_t
 hs_hash(const char *s, size_t len, int kind)
 {
-	uint64_t	 h = HS_FNV_OFFSET;
+	uint64_t	 h = PT_HASH_FNV64_BASIS;
 
 	while (len > 0)
-		h = hs_step(h, (unsigned char)s[--len]);
+		h = pt_hash_fnv64_byte(h, (unsigned char)s[--len]);
 	return hs_final(h, kind);
 }
 
@@ -208,7 +196,7 @@ acl_hostset_add(struct acl_hostset *hs, const char *s, size_t len,
 bool
 acl_hostset_has(const struct acl_hostset *hs, const char *host, size_t len)
 {
-	uint64_t	 h = HS_FNV_OFFSET;
+	uint64_t	 h = PT_HASH_FNV64_BASIS;
 	size_t		 i = len;
 
 	if (hs->count == 0)
@@ -217,7 +205,7 @@ acl_hostset_has(const struct acl_hostset *hs, const char *host, size_t len)
 		return true;
 	/* Right to left: at each label's start, the suffix from there. */
 	while (i > 0) {
-		h = hs_step(h, (unsigned char)host[--i]);
+		h = pt_hash_fnv64_byte(h, (unsigned char)host[--i]);
 		if ((i == 0 || host[i - 1] == '.') &&
 		    hs_find(hs, hs_final(h, HS_SUFFIX), host + i, len - i,
 		    HS_SUFFIX))

@@ -4,9 +4,10 @@
  *
  * Layout: one array of <max> entries allocated at creation, threaded on
  * two index lists: a hash chain per bucket (keyed by the credential MAC,
- * for O(1) lookup) and one doubly linked LRU list (head = most recently
- * used, tail = next to evict); unused entries sit on a free list through
- * the same <lru_next> link. Indexes are 32-bit so an entry stays small.
+ * for O(1) lookup; portico/hash.h) and one doubly linked LRU list (head
+ * = most recently used, tail = next to evict; portico/lru.h); unused
+ * entries sit on a free list through the same <e_hnext> link. Indexes
+ * are 32-bit so an entry stays small.
  *
  * The bucket of a MAC is taken from its first bytes: the MAC is keyed, so
  * a client cannot choose credentials that pile into one chain.
@@ -26,7 +27,10 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
-#define CACHE_NIL	UINT32_MAX
+#include <portico/hash.h>
+#include <portico/lru.h>
+
+#define CACHE_NIL	PT_LRU_NIL	/* and PT_CHAIN_NIL: both UINT32_MAX */
 #define CACHE_MAC_LEN	32
 /* The user tag only has to tell users apart for drop_user: 128 bits of a
  * keyed MAC make a collision (dropping a stranger's entry early, which is
@@ -39,12 +43,11 @@
 #define CACHE_DOM_USER	'U'
 
 struct auth_cache_ent {
-	uint8_t		 e_mac[CACHE_MAC_LEN];
-	uint8_t		 e_tag[CACHE_TAG_LEN];
-	uint64_t	 e_expires_ms;
-	uint32_t	 e_hnext;	/* hash chain */
-	uint32_t	 e_lru_prev;
-	uint32_t	 e_lru_next;	/* also the free list's link */
+	uint8_t			 e_mac[CACHE_MAC_LEN];
+	uint8_t			 e_tag[CACHE_TAG_LEN];
+	uint64_t		 e_expires_ms;
+	uint32_t		 e_hnext;	/* hash chain, or free list */
+	struct pt_lru_link	 e_lru;
 };
 
 struct auth_cache {
@@ -108,44 +111,28 @@ cache_mac(struct auth_cache *c, uint8_t dom, const char *user, size_t ulen,
 	return ok;
 }
 
+/* The hash a MAC is filed under: its first bytes. */
 static uint32_t
-cache_bucket(const struct auth_cache *c, const uint8_t mac[CACHE_MAC_LEN])
+cache_hash(const uint8_t mac[CACHE_MAC_LEN])
 {
 	uint32_t	 h;
 
 	memcpy(&h, mac, sizeof(h));
-	return h & c->mask;
+	return h;
 }
 
 /* ---- lists -------------------------------------------------------------- */
 
-static void
-cache_lru_unlink(struct auth_cache *c, uint32_t i)
+static struct pt_chain
+cache_chain(const struct auth_cache *c)
 {
-	struct auth_cache_ent	*e = &c->ents[i];
-
-	if (e->e_lru_prev != CACHE_NIL)
-		c->ents[e->e_lru_prev].e_lru_next = e->e_lru_next;
-	else
-		c->lru_head = e->e_lru_next;
-	if (e->e_lru_next != CACHE_NIL)
-		c->ents[e->e_lru_next].e_lru_prev = e->e_lru_prev;
-	else
-		c->lru_tail = e->e_lru_prev;
+	return PT_CHAIN(c->ents, e_hnext, c->buckets, c->mask);
 }
 
-static void
-cache_lru_push_head(struct auth_cache *c, uint32_t i)
+static struct pt_lru
+cache_lru(struct auth_cache *c)
 {
-	struct auth_cache_ent	*e = &c->ents[i];
-
-	e->e_lru_prev = CACHE_NIL;
-	e->e_lru_next = c->lru_head;
-	if (c->lru_head != CACHE_NIL)
-		c->ents[c->lru_head].e_lru_prev = i;
-	else
-		c->lru_tail = i;
-	c->lru_head = i;
+	return PT_LRU(c->ents, e_lru, &c->lru_head, &c->lru_tail);
 }
 
 /* Finds the entry whose MAC is <mac>; every candidate in the chain is
@@ -156,8 +143,8 @@ cache_find(const struct auth_cache *c, const uint8_t mac[CACHE_MAC_LEN])
 {
 	uint32_t	 i;
 
-	for (i = c->buckets[cache_bucket(c, mac)]; i != CACHE_NIL;
-	    i = c->ents[i].e_hnext)
+	for (i = pt_chain_first(cache_chain(c), cache_hash(mac));
+	    i != CACHE_NIL; i = pt_chain_next(cache_chain(c), i))
 		if (CRYPTO_memcmp(c->ents[i].e_mac, mac, CACHE_MAC_LEN) == 0)
 			return i;
 	return CACHE_NIL;
@@ -168,30 +155,16 @@ static void
 cache_remove(struct auth_cache *c, uint32_t i)
 {
 	struct auth_cache_ent	*e = &c->ents[i];
-	uint32_t		*link;
 
-	link = &c->buckets[cache_bucket(c, e->e_mac)];
-	while (*link != i)
-		link = &c->ents[*link].e_hnext;
-	*link = e->e_hnext;
-	cache_lru_unlink(c, i);
+	pt_chain_del(cache_chain(c), i, cache_hash(e->e_mac));
+	pt_lru_unlink(cache_lru(c), i);
 	OPENSSL_cleanse(e, sizeof(*e));
-	e->e_lru_next = c->free_head;
+	e->e_hnext = c->free_head;
 	c->free_head = i;
 	c->nlive--;
 }
 
 /* ---- API ---------------------------------------------------------------- */
-
-static uint32_t
-cache_pow2_at_least(uint32_t n)
-{
-	uint32_t	 p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
 
 /* Puts every slot on the free list and empties every bucket. */
 static void
@@ -201,11 +174,10 @@ cache_reset(struct auth_cache *c)
 
 	OPENSSL_cleanse(c->ents, (size_t)c->max * sizeof(*c->ents));
 	for (i = 0; i < c->max; i++)
-		c->ents[i].e_lru_next = i + 1 < c->max ? i + 1 : CACHE_NIL;
-	for (i = 0; i <= c->mask; i++)
-		c->buckets[i] = CACHE_NIL;
+		c->ents[i].e_hnext = i + 1 < c->max ? i + 1 : CACHE_NIL;
+	pt_chain_clear(cache_chain(c));
 	c->free_head = c->max > 0 ? 0 : CACHE_NIL;
-	c->lru_head = c->lru_tail = CACHE_NIL;
+	pt_lru_init(cache_lru(c));
 	c->nlive = 0;
 }
 
@@ -251,7 +223,7 @@ auth_cache_new(unsigned max_entries, unsigned ttl_s, const uint8_t key[32])
 	c->max = max_entries;
 	c->ttl_ms = (uint64_t)ttl_s * 1000;
 	/* At most one entry per bucket on average at full load. */
-	c->mask = cache_pow2_at_least(max_entries) - 1;
+	c->mask = pt_chain_buckets(max_entries) - 1;
 	c->ents = calloc(c->max, sizeof(*c->ents));
 	c->buckets = calloc((size_t)c->mask + 1, sizeof(*c->buckets));
 	if (c->ents == NULL || c->buckets == NULL) {
@@ -288,8 +260,7 @@ auth_cache_hit(struct auth_cache *c, const char *user, size_t ulen,
 		cache_remove(c, i);
 		return false;
 	}
-	cache_lru_unlink(c, i);
-	cache_lru_push_head(c, i);
+	pt_lru_touch(cache_lru(c), i);
 	return true;
 }
 
@@ -299,7 +270,7 @@ auth_cache_put(struct auth_cache *c, const char *user, size_t ulen,
 {
 	struct auth_cache_ent	*e;
 	uint8_t			 mac[CACHE_MAC_LEN], tag[CACHE_TAG_LEN];
-	uint32_t		 i, b;
+	uint32_t		 i;
 
 	if (c == NULL || c->ttl_ms == 0)
 		return;
@@ -309,7 +280,7 @@ auth_cache_put(struct auth_cache *c, const char *user, size_t ulen,
 	if ((i = cache_find(c, mac)) != CACHE_NIL) {
 		/* Verified again (after a miss on an expired entry elsewhere,
 		 * or two logins racing to verification): renew in place. */
-		cache_lru_unlink(c, i);
+		pt_lru_unlink(cache_lru(c), i);
 	} else {
 		if (!cache_mac(c, CACHE_DOM_USER, user, ulen, NULL, 0, false,
 		    tag, sizeof(tag))) {
@@ -320,17 +291,15 @@ auth_cache_put(struct auth_cache *c, const char *user, size_t ulen,
 			cache_remove(c, c->lru_tail);
 		i = c->free_head;
 		e = &c->ents[i];
-		c->free_head = e->e_lru_next;
+		c->free_head = e->e_hnext;
 		memcpy(e->e_mac, mac, sizeof(mac));
 		memcpy(e->e_tag, tag, sizeof(tag));
-		b = cache_bucket(c, mac);
-		e->e_hnext = c->buckets[b];
-		c->buckets[b] = i;
+		pt_chain_add(cache_chain(c), i, cache_hash(mac));
 		c->nlive++;
 		OPENSSL_cleanse(tag, sizeof(tag));
 	}
 	c->ents[i].e_expires_ms = now_ms + c->ttl_ms;
-	cache_lru_push_head(c, i);
+	pt_lru_push(cache_lru(c), i);
 	OPENSSL_cleanse(mac, sizeof(mac));
 }
 
@@ -350,7 +319,7 @@ auth_cache_drop_user(struct auth_cache *c, const char *user, size_t ulen)
 		return;
 	}
 	for (i = c->lru_head; i != CACHE_NIL; i = next) {
-		next = c->ents[i].e_lru_next;
+		next = pt_lru_older(cache_lru(c), i);
 		if (CRYPTO_memcmp(c->ents[i].e_tag, tag, sizeof(tag)) == 0)
 			cache_remove(c, i);
 	}

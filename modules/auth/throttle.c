@@ -5,8 +5,9 @@
  *
  * Layout: one array of <max> sources and one array of <max> * <threshold>
  * failure times (a ring per source), both allocated at creation; sources
- * are threaded on a hash chain per bucket and on one doubly linked list in
- * order of last failure (head = most recent), unused ones on a free list.
+ * are threaded on a hash chain per bucket (portico/hash.h) and on one
+ * doubly linked list in order of last failure (head = most recent;
+ * portico/lru.h), unused ones on a free list through the chain's link.
  *
  * Source keys are chosen by clients (any IPv6 /64 they hold), so buckets
  * come from SipHash-2-4 under a random key drawn at creation: a client
@@ -24,20 +25,22 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
-#define THR_NIL		UINT32_MAX
+#include <portico/hash.h>
+#include <portico/lru.h>
+
+#define THR_NIL		PT_LRU_NIL	/* and PT_CHAIN_NIL: both UINT32_MAX */
 #define THR_KEY_LEN	16
 /* How many of the oldest sources eviction looks at for an idle one. */
 #define THR_EVICT_SCAN	8
 
 struct throttle_src {
-	uint8_t		 s_key[THR_KEY_LEN];
-	uint64_t	 s_blocked_until_ms;
-	uint64_t	 s_last_fail_ms;
-	uint32_t	 s_nfail;	/* ring entries in use, <= threshold */
-	uint32_t	 s_ring_pos;	/* next ring entry to write */
-	uint32_t	 s_hnext;
-	uint32_t	 s_prev;	/* order of last failure */
-	uint32_t	 s_next;	/* also the free list's link */
+	uint8_t			 s_key[THR_KEY_LEN];
+	uint64_t		 s_blocked_until_ms;
+	uint64_t		 s_last_fail_ms;
+	uint32_t		 s_nfail;	/* in the ring, <= threshold */
+	uint32_t		 s_ring_pos;	/* next ring entry to write */
+	uint32_t		 s_hnext;	/* hash chain, or free list */
+	struct pt_lru_link	 s_lru;		/* order of last failure */
 };
 
 struct auth_throttle {
@@ -135,33 +138,16 @@ throttle_hash(const struct auth_throttle *t, const uint8_t key[THR_KEY_LEN])
 
 /* ---- lists -------------------------------------------------------------- */
 
-static void
-throttle_unlink(struct auth_throttle *t, uint32_t i)
+static struct pt_chain
+throttle_chain(const struct auth_throttle *t)
 {
-	struct throttle_src	*s = &t->srcs[i];
-
-	if (s->s_prev != THR_NIL)
-		t->srcs[s->s_prev].s_next = s->s_next;
-	else
-		t->head = s->s_next;
-	if (s->s_next != THR_NIL)
-		t->srcs[s->s_next].s_prev = s->s_prev;
-	else
-		t->tail = s->s_prev;
+	return PT_CHAIN(t->srcs, s_hnext, t->buckets, t->mask);
 }
 
-static void
-throttle_push_head(struct auth_throttle *t, uint32_t i)
+static struct pt_lru
+throttle_lru(struct auth_throttle *t)
 {
-	struct throttle_src	*s = &t->srcs[i];
-
-	s->s_prev = THR_NIL;
-	s->s_next = t->head;
-	if (t->head != THR_NIL)
-		t->srcs[t->head].s_prev = i;
-	else
-		t->tail = i;
-	t->head = i;
+	return PT_LRU(t->srcs, s_lru, &t->head, &t->tail);
 }
 
 static uint32_t
@@ -169,8 +155,8 @@ throttle_find(const struct auth_throttle *t, const uint8_t key[THR_KEY_LEN])
 {
 	uint32_t	 i;
 
-	for (i = t->buckets[throttle_hash(t, key) & t->mask]; i != THR_NIL;
-	    i = t->srcs[i].s_hnext)
+	for (i = pt_chain_first(throttle_chain(t), throttle_hash(t, key));
+	    i != THR_NIL; i = pt_chain_next(throttle_chain(t), i))
 		if (memcmp(t->srcs[i].s_key, key, THR_KEY_LEN) == 0)
 			return i;
 	return THR_NIL;
@@ -180,14 +166,10 @@ static void
 throttle_remove(struct auth_throttle *t, uint32_t i)
 {
 	struct throttle_src	*s = &t->srcs[i];
-	uint32_t		*link;
 
-	link = &t->buckets[throttle_hash(t, s->s_key) & t->mask];
-	while (*link != i)
-		link = &t->srcs[*link].s_hnext;
-	*link = s->s_hnext;
-	throttle_unlink(t, i);
-	s->s_next = t->free_head;
+	pt_chain_del(throttle_chain(t), i, throttle_hash(t, s->s_key));
+	pt_lru_unlink(throttle_lru(t), i);
+	s->s_hnext = t->free_head;
 	t->free_head = i;
 }
 
@@ -215,7 +197,7 @@ throttle_evict(struct auth_throttle *t, uint64_t now_ms)
 	uint32_t	 i, n;
 
 	for (i = t->tail, n = 0; i != THR_NIL && n < THR_EVICT_SCAN;
-	    i = t->srcs[i].s_prev, n++)
+	    i = pt_lru_newer(throttle_lru(t), i), n++)
 		if (throttle_is_idle(t, i, now_ms)) {
 			throttle_remove(t, i);
 			return;
@@ -229,19 +211,17 @@ throttle_add(struct auth_throttle *t, const uint8_t key[THR_KEY_LEN],
     uint64_t now_ms)
 {
 	struct throttle_src	*s;
-	uint32_t		 i, b;
+	uint32_t		 i;
 
 	if (t->free_head == THR_NIL)
 		throttle_evict(t, now_ms);
 	i = t->free_head;
 	s = &t->srcs[i];
-	t->free_head = s->s_next;
+	t->free_head = s->s_hnext;
 	memset(s, 0, sizeof(*s));
 	memcpy(s->s_key, key, THR_KEY_LEN);
-	b = throttle_hash(t, key) & t->mask;
-	s->s_hnext = t->buckets[b];
-	t->buckets[b] = i;
-	throttle_push_head(t, i);
+	pt_chain_add(throttle_chain(t), i, throttle_hash(t, key));
+	pt_lru_push(throttle_lru(t), i);
 	return i;
 }
 
@@ -270,9 +250,7 @@ auth_throttle_new(unsigned threshold, unsigned window_s, unsigned penalty_s,
 	t->max = max_sources;
 	t->window_ms = (uint64_t)window_s * 1000;
 	t->penalty_ms = (uint64_t)penalty_s * 1000;
-	for (t->mask = 1; t->mask < max_sources; t->mask <<= 1)
-		;
-	t->mask--;
+	t->mask = pt_chain_buckets(max_sources) - 1;
 	t->srcs = calloc(t->max, sizeof(*t->srcs));
 	t->times = calloc((size_t)t->max * threshold, sizeof(*t->times));
 	t->buckets = malloc(((size_t)t->mask + 1) * sizeof(*t->buckets));
@@ -286,10 +264,9 @@ auth_throttle_new(unsigned threshold, unsigned window_s, unsigned penalty_s,
 	if (getrandom(t->hkey, sizeof(t->hkey), GRND_NONBLOCK) !=
 	    (ssize_t)sizeof(t->hkey))
 		t->hkey[0] = (uint64_t)(uintptr_t)t;
-	for (i = 0; i <= t->mask; i++)
-		t->buckets[i] = THR_NIL;
+	pt_chain_clear(throttle_chain(t));
 	for (i = 0; i < t->max; i++)
-		t->srcs[i].s_next = i + 1 < t->max ? i + 1 : THR_NIL;
+		t->srcs[i].s_hnext = i + 1 < t->max ? i + 1 : THR_NIL;
 	t->free_head = 0;
 	return t;
 }
@@ -327,10 +304,8 @@ auth_throttle_fail(struct auth_throttle *t, const struct sockaddr *peer,
 		return;
 	if ((i = throttle_find(t, key)) == THR_NIL)
 		i = throttle_add(t, key, now_ms);
-	else {
-		throttle_unlink(t, i);
-		throttle_push_head(t, i);
-	}
+	else
+		pt_lru_touch(throttle_lru(t), i);
 	s = &t->srcs[i];
 	ring = t->times + (size_t)i * t->threshold;
 	ring[s->s_ring_pos] = now_ms;

@@ -7,8 +7,10 @@
 #define PT_MODULES_COMMON_T_SUITES_H
 
 void	register_net_suite(void);		/* t_net.c */
+void	register_conf_opts_suite(void);		/* t_conf_opts.c */
 
 #define SUITES_ALL							\
-	register_net_suite
+	register_net_suite,						\
+	register_conf_opts_suite
 
 #endif

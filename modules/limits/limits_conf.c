@@ -8,12 +8,14 @@
  */
 #include "modules/limits/limits.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <portico/hash.h>
+
 #include "modules/common/conf_list.h"
+#include "modules/common/conf_opts.h"
 #include "modules/limits/bucket.h"
 
 #define LIMITS_TABLE_DEFAULT	16384
@@ -24,10 +26,7 @@
 #define LIMITS_UDP_BURST_MIN	65535
 
 struct limits_parse {
-	char			*err;
-	size_t			 errlen;
-	const config_setting_t	**where;
-	char			 cls[96];	/* "class \"web\"" */
+	struct conf_err		 e;		/* prefix: "class \"web\"" */
 };
 
 static const char *const limits_keys[] = {
@@ -62,24 +61,6 @@ static const struct {
 	{ "udp", PT_PROTO_UDP }
 };
 
-static int __attribute__((format(printf, 3, 4)))
-limits_fail(struct limits_parse *p, const config_setting_t *s,
-    const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 n = 0;
-
-	if (p->cls[0] != '\0')
-		n = snprintf(p->err, p->errlen, "%s: ", p->cls);
-	if (n < 0 || (size_t)n >= p->errlen)
-		n = 0;
-	va_start(ap, fmt);
-	vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-	*p->where = s;
-	return -1;
-}
-
 static int
 limits_known(struct limits_parse *p, const config_setting_t *node,
     const char *const *keys, const char *what)
@@ -88,7 +69,7 @@ limits_known(struct limits_parse *p, const config_setting_t *node,
 	const char		*name;
 
 	if ((name = conf_unknown_key(node, keys, &m)) != NULL)
-		return limits_fail(p, m, "%s: unknown option \"%.64s\"", what,
+		return conf_fail(&p->e, m, "%s: unknown option \"%.64s\"", what,
 		    name);
 	return 0;
 }
@@ -101,7 +82,7 @@ limits_item_str(struct limits_parse *p, const config_setting_t *s, int i,
 	const char		*v = config_setting_get_string(e);
 
 	if (v == NULL || v[0] == '\0') {
-		limits_fail(p, e, "%s: expected a non-empty string", key);
+		conf_fail(&p->e, e, "%s: expected a non-empty string", key);
 		return NULL;
 	}
 	return v;
@@ -119,10 +100,10 @@ limits_num(struct limits_parse *p, const config_setting_t *node,
 		return 0;
 	if (config_setting_type(s) != CONFIG_TYPE_INT &&
 	    config_setting_type(s) != CONFIG_TYPE_INT64)
-		return limits_fail(p, s, "%s: expected a whole number", key);
+		return conf_fail(&p->e, s, "%s: expected a whole number", key);
 	v = config_setting_get_int64(s);
 	if (v < 0 || (uint64_t)v < lo || (uint64_t)v > hi)
-		return limits_fail(p, s, "%s: %lld is out of range (%llu to "
+		return conf_fail(&p->e, s, "%s: %lld is out of range (%llu to "
 		    "%llu)", key, v, (unsigned long long)lo,
 		    (unsigned long long)hi);
 	*out = (uint64_t)v;
@@ -138,7 +119,7 @@ limits_strings(struct limits_parse *p, const config_setting_t *s,
 	int		 i, n = conf_list_count(s);
 
 	if ((v = calloc((size_t)n + 1, sizeof(*v))) == NULL) {
-		limits_fail(p, s, "out of memory");
+		conf_fail(&p->e, s, "out of memory");
 		return NULL;
 	}
 	*n_out = 0;
@@ -146,7 +127,7 @@ limits_strings(struct limits_parse *p, const config_setting_t *s,
 		if ((str = limits_item_str(p, s, i, key)) == NULL ||
 		    (v[i] = strdup(str)) == NULL) {
 			if (str != NULL)
-				limits_fail(p, s, "out of memory");
+				conf_fail(&p->e, s, "out of memory");
 			for (; i >= 0; i--)
 				free(v[i]);
 			free(v);
@@ -177,18 +158,12 @@ limits_listener_exists(const config_setting_t *node, const char *name)
 	return false;
 }
 
+/* <h> with a field of <len> bytes hashed in, and a byte 0xff after it
+ * so that fields cannot slide into one another. */
 static uint64_t
 limits_digest(uint64_t h, const void *data, size_t len)
 {
-	const unsigned char	*b = data;
-	size_t			 i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	h ^= 0xff;
-	return h * 0x100000001b3ULL;
+	return pt_hash_fnv64_byte(pt_hash_fnv64(h, data, len), 0xff);
 }
 
 static int
@@ -201,7 +176,7 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 	int			 n;
 
 	if (!config_setting_is_group(m))
-		return limits_fail(p, m, "match: expected a group "
+		return conf_fail(&p->e, m, "match: expected a group "
 		    "({ user = \"*\"; src = [...]; listener = ...; protocol "
 		    "= ...; })");
 	if (limits_known(p, m, limits_match_keys, "match") < 0)
@@ -211,7 +186,7 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 	for (i = 0; limits_match_keys[i] != NULL; i++)
 		if ((s = config_setting_get_member(m, limits_match_keys[i])) !=
 		    NULL && conf_list_count(s) == 0)
-			return limits_fail(p, s, "match: %s: an empty list "
+			return conf_fail(&p->e, s, "match: %s: an empty list "
 			    "(leave %s out to match any)", limits_match_keys[i],
 			    limits_match_keys[i]);
 	if ((s = config_setting_get_member(m, "user")) != NULL) {
@@ -226,12 +201,13 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 	if ((s = config_setting_get_member(m, "src")) != NULL) {
 		n = conf_list_count(s);
 		if ((c->src = calloc((size_t)n, sizeof(*c->src))) == NULL)
-			return limits_fail(p, s, "out of memory");
+			return conf_fail(&p->e, s, "out of memory");
 		for (i = 0; i < (size_t)n; i++) {
 			if ((v = limits_item_str(p, s, (int)i, "src")) == NULL)
 				return -1;
 			if (net_prefix_parse(v, &c->src[i], &why) < 0)
-				return limits_fail(p, conf_list_item(s, (int)i),
+				return conf_fail(&p->e,
+				    conf_list_item(s, (int)i),
 				    "src: \"%.64s\": %s", v, why);
 			c->nsrc++;
 		}
@@ -242,7 +218,8 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 			return -1;
 		for (i = 0; i < c->nlisteners; i++)
 			if (!limits_listener_exists(m, c->listeners[i]))
-				return limits_fail(p, conf_list_item(s, (int)i),
+				return conf_fail(&p->e,
+				    conf_list_item(s, (int)i),
 				    "listener: no listener is named "
 				    "\"%.64s\"", c->listeners[i]);
 	}
@@ -258,7 +235,8 @@ limits_match_parse(struct limits_parse *p, struct limits_class *c,
 					break;
 			if (k == sizeof(limits_protos) /
 			    sizeof(limits_protos[0]))
-				return limits_fail(p, conf_list_item(s, (int)i),
+				return conf_fail(&p->e,
+				    conf_list_item(s, (int)i),
 				    "protocol: \"%.64s\": expected tcp, "
 				    "http, connect, socks5, socks4, websocket "
 				    "or udp", v);
@@ -282,7 +260,7 @@ limits_key_parse(struct limits_parse *p, struct limits_class *c,
 	c->prefix_v6 = 64;
 	if (s != NULL) {
 		if ((v = config_setting_get_string(s)) == NULL)
-			return limits_fail(p, s, "key: expected \"user\", "
+			return conf_fail(&p->e, s, "key: expected \"user\", "
 			    "\"source\", \"prefix\" or \"class\"");
 		if (strcmp(v, "user") == 0)
 			c->key = LK_USER;
@@ -293,7 +271,7 @@ limits_key_parse(struct limits_parse *p, struct limits_class *c,
 		else if (strcmp(v, "class") == 0)
 			c->key = LK_CLASS;
 		else
-			return limits_fail(p, s, "key: \"%.64s\": expected "
+			return conf_fail(&p->e, s, "key: \"%.64s\": expected "
 			    "\"user\", \"source\", \"prefix\" or \"class\"",
 			    v);
 	}
@@ -331,7 +309,7 @@ limits_rates(struct limits_parse *p, struct limits_class *c,
 		snprintf(key, sizeof(key), "%s_burst", limits_rate_keys[b]);
 		if (rc == 0) {
 			if (config_setting_get_member(node, key) != NULL)
-				return limits_fail(p,
+				return conf_fail(&p->e,
 				    config_setting_get_member(node, key),
 				    "%s without %s", key,
 				    limits_rate_keys[b]);
@@ -350,7 +328,7 @@ limits_rates(struct limits_parse *p, struct limits_class *c,
 			return -1;
 	}
 	if (!any)
-		return limits_fail(p, node, "no limit: give max_connections, "
+		return conf_fail(&p->e, node, "no limit: give max_connections, "
 		    "connection_rate, request_rate, bandwidth_up, "
 		    "bandwidth_down, udp_bytes or udp_packets");
 	return 0;
@@ -361,7 +339,7 @@ limits_rates(struct limits_parse *p, struct limits_class *c,
 static uint64_t
 limits_shape(const struct limits_class *c)
 {
-	uint64_t	 h = 0xcbf29ce484222325ULL;
+	uint64_t	 h = PT_HASH_FNV64_BASIS;
 	size_t		 i;
 
 	h = limits_digest(h, &c->key, sizeof(c->key));
@@ -388,35 +366,35 @@ limits_class_parse(struct limits_parse *p, struct limits_conf *lc,
 	const char		*name;
 	size_t			 i;
 
-	snprintf(p->cls, sizeof(p->cls), "class %d", idx + 1);
+	snprintf(p->e.prefix, sizeof(p->e.prefix), "class %d", idx + 1);
 	c->index = idx;
 	c->slot = -1;
 	c->ctr_refused = c->ctr_delayed = c->ctr_dropped = -1;
 	c->line = config_setting_source_line(node);
 	if (!config_setting_is_group(node))
-		return limits_fail(p, node, "expected a group ({ name = ...; "
+		return conf_fail(&p->e, node, "expected a group ({ name = ...; "
 		    "match = {...}; key = ...; ... })");
 	if (!config_setting_lookup_string(node, "name", &name) ||
 	    name[0] == '\0')
-		return limits_fail(p, node, "name: required, a non-empty "
+		return conf_fail(&p->e, node, "name: required, a non-empty "
 		    "string");
 	if (strlen(name) >= TABLE_NAME_MAX)
-		return limits_fail(p, config_setting_get_member(node, "name"),
+		return conf_fail(&p->e, config_setting_get_member(node, "name"),
 		    "name: longer than %d bytes", TABLE_NAME_MAX - 1);
 	/* It is a counter label's value too (class="<name>"). */
 	for (i = 0; name[i] != '\0'; i++)
 		if (name[i] < 0x21 || name[i] > 0x7e || name[i] == '"' ||
 		    name[i] == '\\')
-			return limits_fail(p, config_setting_get_member(node,
+			return conf_fail(&p->e, config_setting_get_member(node,
 			    "name"), "name: printable ASCII without space, "
 			    "'\"' or '\\'");
-	snprintf(p->cls, sizeof(p->cls), "class \"%.64s\"", name);
+	snprintf(p->e.prefix, sizeof(p->e.prefix), "class \"%.64s\"", name);
 	for (i = 0; i < (size_t)idx; i++)
 		if (strcmp(lc->classes[i].name, name) == 0)
-			return limits_fail(p, config_setting_get_member(node,
+			return conf_fail(&p->e, config_setting_get_member(node,
 			    "name"), "name: used by an earlier class");
 	if ((c->name = strdup(name)) == NULL)
-		return limits_fail(p, node, "out of memory");
+		return conf_fail(&p->e, node, "out of memory");
 	if (limits_known(p, node, limits_class_keys, "class") < 0)
 		return -1;
 	if ((s = config_setting_get_member(node, "match")) != NULL &&
@@ -437,14 +415,14 @@ struct limits_conf *
 limits_conf_parse(const config_setting_t *node, char *err, size_t errlen,
     const config_setting_t **where)
 {
-	struct limits_parse	 p = { err, errlen, where, "" };
+	struct limits_parse	 p = { { err, errlen, where, "" } };
 	struct limits_conf	*lc;
 	const config_setting_t	*cl;
 	uint64_t		 v;
 	int			 i, n, rc;
 
 	if ((lc = calloc(1, sizeof(*lc))) == NULL) {
-		limits_fail(&p, node, "out of memory");
+		conf_fail(&p.e, node, "out of memory");
 		return NULL;
 	}
 	lc->table_size = LIMITS_TABLE_DEFAULT;
@@ -457,17 +435,17 @@ limits_conf_parse(const config_setting_t *node, char *err, size_t errlen,
 		lc->table_size = (uint32_t)v;
 	if ((cl = config_setting_get_member(node, "classes")) == NULL ||
 	    !config_setting_is_list(cl) || config_setting_length(cl) == 0) {
-		limits_fail(&p, cl != NULL ? cl : node, "classes: required, "
+		conf_fail(&p.e, cl != NULL ? cl : node, "classes: required, "
 		    "a list of classes ( { name = ...; ... }, ... )");
 		goto bad;
 	}
 	n = config_setting_length(cl);
 	if (n > TABLE_CLASSES) {
-		limits_fail(&p, cl, "classes: at most %d", TABLE_CLASSES);
+		conf_fail(&p.e, cl, "classes: at most %d", TABLE_CLASSES);
 		goto bad;
 	}
 	if ((lc->classes = calloc((size_t)n, sizeof(*lc->classes))) == NULL) {
-		limits_fail(&p, cl, "out of memory");
+		conf_fail(&p.e, cl, "out of memory");
 		goto bad;
 	}
 	for (i = 0; i < n; i++) {

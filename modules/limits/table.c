@@ -13,6 +13,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include <portico/hash.h>
+
 /* How long an inserter spins for its group's lock before it settles for
  * the class's overflow entry (the holder only writes a few words). */
 #define TABLE_LOCK_SPINS	4096
@@ -184,31 +186,15 @@ table_class_instance(const struct table *t, int slot)
 
 /* ---- keys ------------------------------------------------------------- */
 
-static uint64_t
-table_mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
 uint64_t
 table_key(const struct table *t, int slot, uint32_t instance,
     const void *subject, size_t len)
 {
-	const unsigned char	*p = subject;
-	uint64_t		 h = t->seed ^ 0xcbf29ce484222325ULL;
-	size_t			 i;
+	uint64_t	 h = t->seed ^ PT_HASH_FNV64_BASIS;
 
-	h = table_mix(h ^ ((uint64_t)(unsigned)slot << 32 | instance));
-	for (i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	h = table_mix(h ^ len);
+	h = pt_hash_mix64(h ^ ((uint64_t)(unsigned)slot << 32 | instance));
+	h = pt_hash_fnv64(h, subject, len);
+	h = pt_hash_mix64(h ^ len);
 	return h != 0 ? h : 1;
 }
 

@@ -31,6 +31,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "modules/common/conf_list.h"
+#include "modules/common/conf_opts.h"
 #include "modules/tls/tls.h"
 
 /* Certificates warned about when they expire sooner than this. */
@@ -61,6 +63,7 @@ struct tls_opts {
 	bool			 ktls;
 	unsigned		 ticket_rotate;	/* seconds */
 	const config_setting_t	*ticket_key_file;	/* or NULL */
+	const config_setting_t	*certificates;	/* the list, or NULL */
 };
 
 /* Default seconds per ticket key period: a ticket opens for one to two
@@ -76,19 +79,30 @@ struct tls_opts {
 static unsigned char	 tls_master_secret[TLS_TICKET_SECRET_LEN];
 static bool		 tls_master_secret_made;
 
+/* tls_err, and mc->where, as a configuration parser's error. */
+#define TLS_CONF_ERR(mc)	{ tls_err, sizeof(tls_err), &(mc)->where, "" }
+
+/* Hands the error in tls_err to the core: -1. What OpenSSL queued on
+ * the way is dropped (the message already took what it needed). */
+static int
+tls_failed(const char **errstr)
+{
+	*errstr = tls_err;
+	ERR_clear_error();
+	return -1;
+}
+
 static int __attribute__((format(printf, 4, 5)))
 tls_fail(struct pt_modconf *mc, const config_setting_t *where,
     const char **errstr, const char *fmt, ...)
 {
-	va_list	 ap;
+	struct conf_err	 e = TLS_CONF_ERR(mc);
+	va_list		 ap;
 
 	va_start(ap, fmt);
-	vsnprintf(tls_err, sizeof(tls_err), fmt, ap);
+	conf_vfail(&e, where, fmt, ap);
 	va_end(ap);
-	*errstr = tls_err;
-	mc->where = where;
-	ERR_clear_error();
-	return -1;
+	return tls_failed(errstr);
 }
 
 /* Why OpenSSL's last call failed: its first queued reason, the one that
@@ -114,17 +128,14 @@ int
 tls_conf(struct pt_modconf *mc, const config_setting_t *node,
     const char **errstr)
 {
-	config_setting_t	*e;
-	const char		*name;
-	unsigned		 i;
+	static const char *const	 keys[] = { "name", "path", NULL };
+	const config_setting_t		*e;
+	const char			*name;
 
-	for (i = 0; (e = config_setting_get_elem(node, i)) != NULL; i++) {
-		name = config_setting_name(e);
-		if (strcmp(name, "name") != 0 && strcmp(name, "path") != 0)
-			return tls_fail(mc, e, errstr, "unknown option \"%s\" "
-			    "(the tls module's options go in each listener's "
-			    "tls group)", name);
-	}
+	if ((name = conf_unknown_key(node, keys, &e)) != NULL)
+		return tls_fail(mc, e, errstr, "unknown option \"%s\" (the "
+		    "tls module's options go in each listener's tls group)",
+		    name);
 	tls_ctr_handshakes = pt_counter_register("tls_handshakes");
 	tls_ctr_failed = pt_counter_register("tls_handshake_failed");
 	mc->ctx = NULL;
@@ -695,21 +706,20 @@ tls_load_group(struct pt_modconf *mc, const config_setting_t *g,
     const struct tls_opts *o, struct tls_lconf *lc, int cert,
     const char **errstr)
 {
+	static const char *const keys[] = {
+		"certificate", "key", "ocsp_response", NULL
+	};
 	const config_setting_t	*cs, *ks, *os, *e;
 	const config_setting_t	*cp[TLS_PAIRS_MAX], *kp[TLS_PAIRS_MAX];
 	const config_setting_t	*op[TLS_PAIRS_MAX];
+	const char		*name;
 	int			 i, nc, nk;
 
 	/* An entry of `certificates` takes these only (the listener's own
 	 * group is checked by tls_parse_opts). */
-	for (i = 0; cert > 0 && (e = config_setting_get_elem(g,
-	    (unsigned)i)) != NULL; i++)
-		if (strcmp(config_setting_name(e), "certificate") != 0 &&
-		    strcmp(config_setting_name(e), "key") != 0 &&
-		    strcmp(config_setting_name(e), "ocsp_response") != 0)
-			return tls_fail(mc, e, errstr, "unknown option \"%s\" "
-			    "(certificate, key, ocsp_response)",
-			    config_setting_name(e));
+	if (cert > 0 && (name = conf_unknown_key(g, keys, &e)) != NULL)
+		return tls_fail(mc, e, errstr, "unknown option \"%s\" "
+		    "(certificate, key, ocsp_response)", name);
 	cs = config_setting_get_member(g, "certificate");
 	ks = config_setting_get_member(g, "key");
 	os = config_setting_get_member(g, "ocsp_response");
@@ -739,15 +749,109 @@ tls_load_group(struct pt_modconf *mc, const config_setting_t *g,
 	return 0;
 }
 
+/* ---- a listener's options ------------------------------------------- */
+
+/* The values of tls_opt_table that a kind of conf_opts cannot check. */
+
+static int
+tls_opt_version(struct conf_err *e, const config_setting_t *s, void *field)
+{
+	const char	*v = config_setting_get_string(s);
+
+	if (v == NULL || tls_version_parse(v, field) < 0)
+		return conf_fail(e, s, "expected \"TLSv1\", \"TLSv1.1\", "
+		    "\"TLSv1.2\" or \"TLSv1.3\"");
+	return 0;
+}
+
+static int
+tls_opt_rotate(struct conf_err *e, const config_setting_t *s, void *field)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_INT ||
+	    config_setting_get_int(s) < 1 ||
+	    config_setting_get_int(s) > TLS_TICKET_ROTATE_MAX)
+		return conf_fail(e, s, "expected seconds, 1 to %d",
+		    TLS_TICKET_ROTATE_MAX);
+	*(unsigned *)field = (unsigned)config_setting_get_int(s);
+	return 0;
+}
+
+static int
+tls_opt_client_verify(struct conf_err *e, const config_setting_t *s,
+    void *field)
+{
+	const char	*v = config_setting_get_string(s);
+
+	if (v != NULL && strcmp(v, "require") == 0)
+		*(bool *)field = true;
+	else if (v != NULL && strcmp(v, "optional") == 0)
+		*(bool *)field = false;
+	else
+		return conf_fail(e, s, "expected \"require\" or "
+		    "\"optional\"");
+	return 0;
+}
+
+static int
+tls_opt_user_field(struct conf_err *e, const config_setting_t *s,
+    void *field)
+{
+	const char	*v = config_setting_get_string(s);
+	int		*nid = field;
+
+	if (v != NULL && strcmp(v, "none") == 0)
+		*nid = NID_undef;
+	else if (v == NULL || (*nid = OBJ_txt2nid(v)) == NID_undef)
+		return conf_fail(e, s, "expected a subject field (\"CN\", "
+		    "\"emailAddress\", \"UID\", ...) or \"none\"");
+	return 0;
+}
+
+#define TLS_OPT(key, kind, member, expect, fn)				\
+	{ key, kind, offsetof(struct tls_opts, member), expect, fn }
+
+/* Every key of a listener's tls group. */
+static const struct conf_opt tls_opt_table[] = {
+	/* Read by tls_load_group. */
+	{ "certificate", CONF_OPT_SKIP, 0, NULL, NULL },
+	{ "key", CONF_OPT_SKIP, 0, NULL, NULL },
+	{ "ocsp_response", CONF_OPT_SKIP, 0, NULL, NULL },
+	TLS_OPT("certificates", CONF_OPT_LIST, certificates, "expected a "
+	    "list of groups ( { certificate = ...; key = ...; }, ... )", NULL),
+	TLS_OPT("min_version", CONF_OPT_FN, min_version, NULL,
+	    tls_opt_version),
+	TLS_OPT("max_version", CONF_OPT_FN, max_version, NULL,
+	    tls_opt_version),
+	TLS_OPT("ciphers", CONF_OPT_STRING, ciphers, "expected a string "
+	    "(OpenSSL's syntax)", NULL),
+	TLS_OPT("ciphersuites", CONF_OPT_STRING, ciphersuites, "expected a "
+	    "string (OpenSSL's syntax)", NULL),
+	TLS_OPT("client_ca", CONF_OPT_STRING, client_ca, "expected a file "
+	    "name (PEM)", NULL),
+	TLS_OPT("client_crl", CONF_OPT_STRING, client_crl, "expected a file "
+	    "name (PEM)", NULL),
+	TLS_OPT("session_tickets", CONF_OPT_BOOL, tickets, "expected true "
+	    "or false", NULL),
+	TLS_OPT("ktls", CONF_OPT_BOOL, ktls, "expected true or false", NULL),
+	TLS_OPT("ticket_rotate", CONF_OPT_FN, ticket_rotate, NULL,
+	    tls_opt_rotate),
+	TLS_OPT("ticket_key_file", CONF_OPT_STRING, ticket_key_file,
+	    "expected a file name", NULL),
+	TLS_OPT("client_verify", CONF_OPT_FN, client_required, NULL,
+	    tls_opt_client_verify),
+	TLS_OPT("user_field", CONF_OPT_FN, user_nid, NULL,
+	    tls_opt_user_field),
+	{ NULL, CONF_OPT_SKIP, 0, NULL, NULL }
+};
+
 /* The options every certificate of the listener shares. */
 static int
 tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
     struct tls_opts *o, const config_setting_t **list, const char **errstr)
 {
+	struct conf_err		 err = TLS_CONF_ERR(mc);
 	const config_setting_t	*e;
-	const char		*name, *v;
 	unsigned		 i;
-	int			*ver;
 
 	memset(o, 0, sizeof(*o));
 	o->min_version = TLS1_2_VERSION;
@@ -756,105 +860,9 @@ tls_parse_opts(struct pt_modconf *mc, const config_setting_t *node,
 	o->tickets = true;
 	o->ticket_rotate = TLS_TICKET_ROTATE_DEFAULT;
 	*list = NULL;
-	for (i = 0; (e = config_setting_get_elem(node, i)) != NULL; i++) {
-		name = config_setting_name(e);
-		v = config_setting_get_string(e);
-		if (strcmp(name, "certificate") == 0 ||
-		    strcmp(name, "key") == 0 ||
-		    strcmp(name, "ocsp_response") == 0)
-			continue;	/* tls_load_group */
-		if (strcmp(name, "certificates") == 0) {
-			if (config_setting_type(e) != CONFIG_TYPE_LIST)
-				return tls_fail(mc, e, errstr, "expected a "
-				    "list of groups ( { certificate = ...; "
-				    "key = ...; }, ... )");
-			*list = e;
-			continue;
-		}
-		if (strcmp(name, "min_version") == 0 ||
-		    strcmp(name, "max_version") == 0) {
-			ver = name[1] == 'i' ? &o->min_version :
-			    &o->max_version;
-			if (v == NULL || tls_version_parse(v, ver) < 0)
-				return tls_fail(mc, e, errstr, "expected "
-				    "\"TLSv1\", \"TLSv1.1\", \"TLSv1.2\" or "
-				    "\"TLSv1.3\"");
-			continue;
-		}
-		if (strcmp(name, "ciphers") == 0 ||
-		    strcmp(name, "ciphersuites") == 0) {
-			if (v == NULL)
-				return tls_fail(mc, e, errstr, "expected "
-				    "a string (OpenSSL's syntax)");
-			if (strcmp(name, "ciphersuites") == 0)
-				o->ciphersuites = e;
-			else
-				o->ciphers = e;
-			continue;
-		}
-		if (strcmp(name, "client_ca") == 0 ||
-		    strcmp(name, "client_crl") == 0) {
-			if (v == NULL)
-				return tls_fail(mc, e, errstr, "expected a "
-				    "file name (PEM)");
-			if (strcmp(name, "client_ca") == 0)
-				o->client_ca = e;
-			else
-				o->client_crl = e;
-			continue;
-		}
-		if (strcmp(name, "session_tickets") == 0) {
-			if (config_setting_type(e) != CONFIG_TYPE_BOOL)
-				return tls_fail(mc, e, errstr, "expected true "
-				    "or false");
-			o->tickets = config_setting_get_bool(e);
-			continue;
-		}
-		if (strcmp(name, "ktls") == 0) {
-			if (config_setting_type(e) != CONFIG_TYPE_BOOL)
-				return tls_fail(mc, e, errstr, "expected true "
-				    "or false");
-			o->ktls = config_setting_get_bool(e);
-			continue;
-		}
-		if (strcmp(name, "ticket_rotate") == 0) {
-			if (config_setting_type(e) != CONFIG_TYPE_INT ||
-			    config_setting_get_int(e) < 1 ||
-			    config_setting_get_int(e) > TLS_TICKET_ROTATE_MAX)
-				return tls_fail(mc, e, errstr, "expected "
-				    "seconds, 1 to %d", TLS_TICKET_ROTATE_MAX);
-			o->ticket_rotate = (unsigned)config_setting_get_int(e);
-			continue;
-		}
-		if (strcmp(name, "ticket_key_file") == 0) {
-			if (v == NULL)
-				return tls_fail(mc, e, errstr, "expected a "
-				    "file name");
-			o->ticket_key_file = e;
-			continue;
-		}
-		if (strcmp(name, "client_verify") == 0) {
-			if (v != NULL && strcmp(v, "require") == 0)
-				o->client_required = true;
-			else if (v != NULL && strcmp(v, "optional") == 0)
-				o->client_required = false;
-			else
-				return tls_fail(mc, e, errstr, "expected "
-				    "\"require\" or \"optional\"");
-			continue;
-		}
-		if (strcmp(name, "user_field") == 0) {
-			if (v != NULL && strcmp(v, "none") == 0)
-				o->user_nid = NID_undef;
-			else if (v == NULL ||
-			    (o->user_nid = OBJ_txt2nid(v)) == NID_undef)
-				return tls_fail(mc, e, errstr, "expected a "
-				    "subject field (\"CN\", \"emailAddress\", "
-				    "\"UID\", ...) or \"none\"");
-			continue;
-		}
-		return tls_fail(mc, e, errstr, "unknown option \"%s\"", name);
-	}
+	if (conf_opts_read(&err, node, tls_opt_table, o) < 0)
+		return tls_failed(errstr);
+	*list = o->certificates;
 	for (i = 0; o->client_ca == NULL && i < 3; i++)
 		if ((e = config_setting_get_member(node, (const char *[]){
 		    "client_crl", "client_verify", "user_field" }[i])) != NULL)

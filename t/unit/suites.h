@@ -33,6 +33,10 @@ void	register_budget_suite(void);
 void	register_handover_suite(void);
 /* ---- t/unit/test_host.c ---------------------------------------------- */
 void	register_host_suite(void);
+/* ---- t/unit/test_lru.c ----------------------------------------------- */
+void	register_lru_suite(void);
+/* ---- t/unit/test_hash.c ---------------------------------------------- */
+void	register_hash_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -48,6 +52,8 @@ void	register_host_suite(void);
 	register_req_suite,						\
 	register_budget_suite,						\
 	register_handover_suite,					\
-	register_host_suite
+	register_host_suite,						\
+	register_lru_suite,						\
+	register_hash_suite
 
 #endif
