@@ -33,7 +33,7 @@
 #include "worker/pool.h"
 #include "worker/relay.h"
 #include "worker/req.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 static struct pool	 conn_pool;
 static struct pt_conn	*conn_reap_list;

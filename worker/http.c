@@ -46,7 +46,7 @@
 #include "worker/req.h"
 #include "worker/target.h"
 #include "worker/upstream.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 /* Reads and writes per event, as in relay.c. */
 #define HTTP_ROUNDS		32

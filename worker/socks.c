@@ -42,7 +42,7 @@
 #include "worker/socks_parse.h"
 #include "worker/target.h"
 #include "worker/udp_assoc.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 enum socks_stage {
 	SS_GREETING = 0,	/* first bytes: SOCKS5 greeting or SOCKS4 */

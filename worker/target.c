@@ -31,7 +31,7 @@
 #include "worker/dns.h"
 #include "worker/loop.h"
 #include "worker/phase.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 /* How often a connection waiting for a descriptor tries again. */
 #define TARGET_FD_RETRY_MS	50

@@ -17,7 +17,7 @@
 #include "worker/phase.h"
 #include "worker/relay.h"
 #include "worker/target.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 static void
 tcp_on_timeout(struct pt_timer *t, void *arg)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "worker/worker.h"
+#include "worker/worker_self.h"
 #include "common/counters.h"
 #include "common/log.h"
 #include "common/modlife.h"
@@ -47,18 +48,11 @@
 #define WORKER_FD_RESERVE	64
 
 static struct pt_worker	 worker;
-static struct pt_worker	*worker_cur;
 static struct loop_io	 worker_sigio;
 static struct pt_timer	 worker_drain_timer;
 static char		 worker_role[32];
 /* The process's CPUs before worker_pin narrowed them (pt_worker_cpuset). */
 static cpu_set_t	 worker_cpus;
-
-struct pt_worker *
-worker_self(void)
-{
-	return worker_cur;
-}
 
 int
 pt_worker_id(const struct pt_worker *w)
@@ -285,7 +279,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	log_set_role(worker_role);
 	worker.slot = slot;
 	worker.conf = conf;
-	worker_cur = &worker;
+	worker_self_set(&worker);
 	prctl(PR_SET_PDEATHSIG, SIGQUIT);
 	worker_keep_own_sockets(slot, nslots, conf->nlisteners, fds, mine);
 	worker_drop_privileges(conf);
