@@ -206,6 +206,12 @@ struct pt_conn {
 	void				(*c_proto_close)(struct pt_conn *);
 	/* The worker starts draining (conn_drain_all). */
 	void				(*c_proto_drain)(struct pt_conn *);
+	/* pt_req_header's lookup in the protocol's request (http.c), or
+	 * NULL when it has no headers; <kept_only>: only those kept for
+	 * LOG (PT_MODF_LOG_HEADERS). The phase is checked already. */
+	bool				(*c_proto_header)(struct pt_conn *,
+					    const char *name, bool kept_only,
+					    struct pt_str *value_out);
 	/* What modules named (user, label, tags: req.c), or NULL. */
 	struct req_names		*c_names;
 	/* The connection's own user, set before its first transaction
