@@ -139,7 +139,7 @@ accept_one(struct worker_listener *l)
 			return true;
 		}
 	}
-	if ((c = conn_new(l, fd, &peer)) == NULL)
+	if ((c = conn_new(l->conf, fd, &peer)) == NULL)
 		return true;
 	conn_start(c, proto_start(l->conf->proto));
 	return true;

@@ -5,6 +5,10 @@
  * http.c, socks.c) and byte pumping (relay.c) live elsewhere; this file
  * only guarantees that every connection ends exactly once, that its LOG
  * hooks run, and that its memory outlives every callback on the stack.
+ * Those files all sit above this one: what it needs of them (the phase
+ * runner, the relay's buffers, accept's pause) it reaches through the
+ * calls worker.c handed over (struct conn_upcalls), and what it freed it
+ * reports to worker.c (conn_reap).
  */
 #include "config.h"
 
@@ -28,14 +32,12 @@
 #include "common/log.h"
 #include "common/sockaddr.h"
 #include "common/conf_types.h"
-#include "worker/accept.h"
-#include "worker/phase.h"
 #include "worker/pool.h"
-#include "worker/relay.h"
 #include "worker/req.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 static struct pool	 conn_pool;
+static struct conn_upcalls conn_up;
 static struct pt_conn	*conn_reap_list;
 static uint64_t		 conn_next_id;
 static uint64_t		 conn_txn_last;
@@ -50,8 +52,9 @@ static struct pt_timer	 conn_trim_timer;
 
 /* limits.worker_memory in bytes, 0: none. */
 static size_t		 conn_mem_ceiling;
-/* Accepting stopped at the ceiling: conn_reap resumes it when memory
- * falls below, even if no connection was reaped (buffers came back). */
+/* Accepting stopped at the ceiling: conn_reap says it may resume when
+ * memory falls below, even if no connection was reaped (buffers came
+ * back). */
 static bool		 conn_mem_hit;
 
 void
@@ -59,6 +62,12 @@ conn_pool_init(unsigned max, size_t modctx, size_t ceiling)
 {
 	pool_init(&conn_pool, "conn", sizeof(struct pt_conn) + modctx, max);
 	conn_mem_ceiling = ceiling;
+}
+
+void
+conn_upcalls_set(const struct conn_upcalls *up)
+{
+	conn_up = *up;
 }
 
 /* The first number on the line of <path> that starts with <key> (the whole
@@ -128,6 +137,12 @@ conn_pool_limit(void)
 	return "max_connections";
 }
 
+void
+conn_pool_nofile(void)
+{
+	conn_up.nofile();
+}
+
 static void
 conn_side_init(struct pt_conn *c, enum conn_side_id id)
 {
@@ -160,7 +175,7 @@ conn_live_del(struct pt_conn *c)
 }
 
 struct pt_conn *
-conn_new(const struct worker_listener *l, int fd,
+conn_new(const struct conf_listener *l, int fd,
     const struct sockaddr_storage *peer)
 {
 	struct pt_conn	*c;
@@ -182,21 +197,22 @@ conn_new(const struct worker_listener *l, int fd,
 	c->c_budget[PT_DIR_UP].left = c->c_budget[PT_DIR_DOWN].left =
 	    UINT64_MAX;
 	c->c_req.peer = *peer;
-	c->c_req.listener = l->conf->name;
-	c->c_req.listener_idx = l->conf->idx;
+	c->c_req.listener = l->name;
+	c->c_req.listener_idx = l->idx;
 	c->c_req.txn = conn_txn_next();
-	/* Only modules read the local address: no syscall when none runs. */
-	if (phase_any_hooks()) {
+	/* Only modules read the local address: no syscall when none is
+	 * loaded. */
+	if (worker_self()->conf->nmodules > 0) {
 		len = sizeof(c->c_req.local);
 		getsockname(fd, (struct sockaddr *)&c->c_req.local, &len);
 	}
 	c->c_req.start_ms = loop_now();
 	c->c_start_us = counters_now_us();
-	c->c_mod_skip = l->conf->mod_skip;
-	c->c_need_creds = l->conf->need_credentials;
-	if (l->conf->transport_mod != NULL) {
-		c->c_transport = l->conf->transport_mod->transport;
-		c->c_tctx = pt_conn_ctx(c, l->conf->transport_mod);
+	c->c_mod_skip = l->mod_skip;
+	c->c_need_creds = l->need_credentials;
+	if (l->transport_mod != NULL) {
+		c->c_transport = l->transport_mod->transport;
+		c->c_tctx = pt_conn_ctx(c, l->transport_mod);
 	}
 	c->c_last_active = loop_now();
 	/* TCP_NODELAY comes from the listener (listen.c): inherited. */
@@ -341,7 +357,7 @@ conn_log_txn(struct pt_conn *c)
 	c->c_logged = true;
 	counters_txn((int)c->c_req.proto, conn_txn_status(&c->c_req),
 	    counters_now_us() - c->c_start_us);
-	phase_run(c, PT_PHASE_LOG, NULL);
+	conn_up.run_phase(c, PT_PHASE_LOG, NULL);
 }
 
 void
@@ -361,7 +377,7 @@ conn_close(struct pt_conn *c, const char *why)
 	c->c_transport = NULL;
 	conn_side_close(&c->c_side[SIDE_CLIENT]);
 	conn_side_close(&c->c_side[SIDE_UPSTREAM]);
-	relay_release(c);
+	conn_up.release_dirs(c);
 	if (!c->c_logged)
 		conn_log_txn(c);
 	else
@@ -369,7 +385,7 @@ conn_close(struct pt_conn *c, const char *why)
 	/* CLOSE here, not at reap: once per connection even when a module
 	 * still holds it (AGAIN), while the request's strings still point
 	 * into live protocol state. */
-	phase_run(c, PT_PHASE_CLOSE, NULL);
+	conn_up.run_phase(c, PT_PHASE_CLOSE, NULL);
 	/* After LOG: the request's strings may live in the protocol state. */
 	if (c->c_proto_free != NULL)
 		c->c_proto_free(c);
@@ -435,7 +451,7 @@ conn_on_trim(struct pt_timer *t, void *arg)
 		    NULL);
 }
 
-void
+bool
 conn_reap(void)
 {
 	struct pt_conn	*c, *later = NULL;
@@ -460,11 +476,10 @@ conn_reap(void)
 		conn_mem_hit = false;
 		freed = true;
 	}
-	if (freed)
-		accept_slot_freed();
 	if (pool_trim_wanted() && conn_trim_timer.heap_idx == 0)
 		pt_timer_start(&conn_trim_timer, CONN_TRIM_MS, conn_on_trim,
 		    NULL);
+	return freed;
 }
 
 void

@@ -14,11 +14,13 @@
 
 #include "portico/module.h"
 #include "worker/loop.h"
-#include "worker/target.h"
 
 struct pt_conn;
+struct conf_listener;
+struct dns_query;
+struct pt_addr;
 struct req_names;
-struct worker_listener;
+struct target_ops;
 
 enum conn_side_id {
 	SIDE_CLIENT = 0,
@@ -112,12 +114,53 @@ struct conn_budget {
 	void		*arg;
 };
 
+/*
+ * Where the dial path stands (target.c), embedded in struct pt_conn
+ * (c_target). Invariants: addrs[0..naddrs) are the addresses to try, in
+ * order, idx the one being tried (or the one connected); addrs == NULL
+ * with naddrs == 0 until the target is known; a pending resolve holds
+ * <dns> (cancelled by target_stop).
+ */
+struct target {
+	const struct target_ops	*ops;
+	const struct pt_addr	*addrs;
+	/* DNS_MAX_ADDRS slots for resolved addresses (protocol state), or
+	 * NULL for a protocol that never resolves (tcp). */
+	struct pt_addr		*store;
+	struct dns_query	*dns;
+	int			 naddrs, idx;
+	bool			 reused;	/* upstream leg already open */
+	bool			 resolved_late;	/* the resolver made us wait */
+	/* Since when (loop ms) the upstream socket waits for a descriptor
+	 * (target_wait_fd); 0 when it does not. */
+	uint64_t		 fd_wait_since;
+};
+
 typedef void (*conn_phase_done_fn)(struct pt_conn *c, enum pt_verdict v);
+
+/*
+ * What conn.c calls in the layers above it. phase.c, relay.c, target.c,
+ * accept.c and every protocol read struct pt_conn, so conn.c includes
+ * none of their headers (the include graph of worker/ has no cycle but
+ * conn <-> req: doc/internals.md); worker.c, which sees every layer,
+ * hands these over before the loop (conn_upcalls_set).
+ */
+struct conn_upcalls {
+	/* phase_run: conn_close and conn_log_txn run LOG and CLOSE, which
+	 * never wait, without a <done> callback. */
+	void	(*run_phase)(struct pt_conn *c, enum pt_phase phase,
+		    conn_phase_done_fn done);
+	/* relay_release: gives back both directions' buffers and pipes. */
+	void	(*release_dirs)(struct pt_conn *c);
+	/* accept_pause_nofile: for conn_pool_nofile. */
+	void	(*nofile)(void);
+};
 
 struct pt_conn {
 	uint64_t			 c_id;
 	enum conn_state			 c_state;
-	const struct worker_listener	*c_listener;
+	/* The listener it came in on, as configured (common/conf_types.h). */
+	const struct conf_listener	*c_listener;
 	struct conn_side		 c_side[2];
 	struct relay_dir		 c_dir[2];	/* [SIDE_CLIENT]: c->u */
 	struct pt_timer			 c_timer;	/* one at a time */
@@ -163,6 +206,12 @@ struct pt_conn {
 	void				(*c_proto_close)(struct pt_conn *);
 	/* The worker starts draining (conn_drain_all). */
 	void				(*c_proto_drain)(struct pt_conn *);
+	/* pt_req_header's lookup in the protocol's request (http.c), or
+	 * NULL when it has no headers; <kept_only>: only those kept for
+	 * LOG (PT_MODF_LOG_HEADERS). The phase is checked already. */
+	bool				(*c_proto_header)(struct pt_conn *,
+					    const char *name, bool kept_only,
+					    struct pt_str *value_out);
 	/* What modules named (user, label, tags: req.c), or NULL. */
 	struct req_names		*c_names;
 	/* The connection's own user, set before its first transaction
@@ -192,6 +241,9 @@ struct pt_conn {
  * module state each; <ceiling> bytes of connection memory at most (0:
  * none, see conn_pool_full). Worker, before the loop. */
 void		 conn_pool_init(unsigned max, size_t modctx, size_t ceiling);
+/* Hands conn.c the calls it makes upwards (copied). Worker, before the
+ * loop. */
+void		 conn_upcalls_set(const struct conn_upcalls *up);
 /*
  * limits.worker_memory = "auto": half the memory this process may use
  * (the machine's, or its cgroup's limit when lower), shared among
@@ -210,11 +262,15 @@ bool		 conn_pool_full(void);
 /* Which limit conn_pool_full() met, for the log: "max_connections" or
  * "worker_memory". */
 const char	*conn_pool_limit(void);
+/* An accepted connection found no descriptor for its upstream socket
+ * (target.c): accepting pauses as for accept's own EMFILE, so those not
+ * accepted yet wait in the listen queue, not in the worker. Worker only. */
+void		 conn_pool_nofile(void);
 /*
- * Takes ownership of accepted socket <fd> from <l>. Returns the new
- * connection, or NULL (fd closed) when the pool is exhausted.
+ * Takes ownership of accepted socket <fd> from listener <l>. Returns the
+ * new connection, or NULL (fd closed) when the pool is exhausted.
  */
-struct pt_conn	*conn_new(const struct worker_listener *l, int fd,
+struct pt_conn	*conn_new(const struct conf_listener *l, int fd,
 		    const struct sockaddr_storage *peer);
 /*
  * Runs the listener's transport handshake, if any, bounded by
@@ -253,8 +309,13 @@ void		 conn_close_linger(struct pt_conn *c, const char *why);
  * not logged yet. Worker only.
  */
 void		 conn_log_txn(struct pt_conn *c);
-/* Frees every connection closed during this loop iteration. */
-void		 conn_reap(void);
+/*
+ * Frees every connection closed during this loop iteration. Returns true
+ * when that gave back a connection slot, or brought the memory pools
+ * back under limits.worker_memory: accepting may resume (worker.c tells
+ * accept.c, which conn.c sits below). Worker only.
+ */
+bool		 conn_reap(void);
 /* Queues for reaping a closed connection whose module hook has just
  * resumed (phase.c). */
 void		 conn_release_waiting(struct pt_conn *c);

@@ -12,15 +12,7 @@
 #include <stdint.h>
 
 #include "common/sockaddr.h"
-
-#define DNS_MAX_ADDRS	8
-
-struct dns_result {
-	int		 naddrs;
-	/* In the order to try them: IPv6 and IPv4 interleaved, the family
-	 * the resolver returned first leading (RFC 8305 6). Ports are 0. */
-	struct pt_addr	 addrs[DNS_MAX_ADDRS];
-};
+#include "worker/dns_result.h"
 
 /*
  * <err> is 0 with <res> filled (valid only during the call: copy what you

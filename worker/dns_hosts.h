@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/dns.h"
+#include "worker/dns_result.h"
 
 #define DNS_HOSTS_PATH	"/etc/hosts"
 

@@ -46,7 +46,7 @@
 #include "worker/req.h"
 #include "worker/target.h"
 #include "worker/upstream.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 /* Reads and writes per event, as in relay.c. */
 #define HTTP_ROUNDS		32
@@ -2371,6 +2371,7 @@ http_start(struct pt_conn *c)
 	c->c_proto_free = http_state_free;
 	c->c_proto_close = http_on_close;
 	c->c_proto_drain = http_on_drain;
+	c->c_proto_header = http_req_header;
 	c->c_budget_resume = http_on_budget;
 	c->c_req.proto = PT_PROTO_HTTP;
 	target_init(c, &http_target_ops, h->addrs);

@@ -15,7 +15,6 @@
 #include "worker/phase.h"
 #include "common/log.h"
 #include "common/conf_types.h"
-#include "worker/accept.h"
 
 /* conf.c refuses configurations with more hooks in a phase. */
 #define PHASE_MAX_HOOKS	MODLOAD_MAX_HOOKS
@@ -151,7 +150,7 @@ pt_conn_ctx(struct pt_conn *c, const struct pt_module *mod)
 void *
 pt_conn_listener_ctx(struct pt_conn *c, const struct pt_module *mod)
 {
-	void	**lctx = c->c_listener->conf->mod_lctx;
+	void	**lctx = c->c_listener->mod_lctx;
 	int	  i;
 
 	if (lctx == NULL)

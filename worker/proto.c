@@ -18,7 +18,7 @@
 #include "worker/socks.h"
 #include "worker/status.h"
 #include "worker/tcp.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 /* protocol = "auto": the first byte a client sends tells SOCKS (4 or 5,
  * the version) from HTTP (a method's first letter); it is peeked, not

@@ -40,7 +40,7 @@
 #include "common/log.h"
 #include "common/conf_types.h"
 #include "worker/buf.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 /* Rounds (a write and a read per direction) per event, so one fast
  * tunnel cannot starve the others sharing the worker; a tunnel that

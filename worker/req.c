@@ -5,8 +5,8 @@
  * block per connection, taken from a pool on the first set and given back
  * between HTTP requests and when the connection is reaped, so the common
  * connection, which no module names anything on, costs one pointer.
- * Header lookup is the protocol's (http.c); this file only checks the
- * phase. Nothing here allocates from the heap or blocks.
+ * Header lookup is the protocol's (c_proto_header, set by http.c); this
+ * file only checks the phase. Nothing here allocates from the heap or blocks.
  */
 #include "config.h"
 
@@ -15,7 +15,6 @@
 
 #include "worker/req.h"
 #include "worker/conn.h"
-#include "worker/http.h"
 #include "worker/pool.h"
 
 struct req_tag {
@@ -230,12 +229,6 @@ pt_req_header(struct pt_conn *c, const char *name, struct pt_str *value_out)
 	if (name == NULL || (!kept_only && (c->c_phase < PT_PHASE_AUTH ||
 	    c->c_phase > PT_PHASE_DIAL || c->c_state == CONN_CLOSED)))
 		return false;
-	switch (c->c_req.proto) {
-	case PT_PROTO_HTTP:
-	case PT_PROTO_CONNECT:
-	case PT_PROTO_WEBSOCKET:
-		return http_req_header(c, name, kept_only, value_out);
-	default:
-		return false;
-	}
+	return c->c_proto_header != NULL &&
+	    c->c_proto_header(c, name, kept_only, value_out);
 }

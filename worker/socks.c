@@ -32,7 +32,6 @@
 #include "common/counters.h"
 #include "common/log.h"
 #include "common/conf_types.h"
-#include "worker/accept.h"
 #include "worker/buf.h"
 #include "worker/dns.h"
 #include "worker/phase.h"
@@ -42,7 +41,7 @@
 #include "worker/socks_parse.h"
 #include "worker/target.h"
 #include "worker/udp_assoc.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 enum socks_stage {
 	SS_GREETING = 0,	/* first bytes: SOCKS5 greeting or SOCKS4 */
@@ -351,7 +350,7 @@ socks_start_udp(struct pt_conn *c)
 		    (struct sockaddr *)&c->c_req.local, &len);
 	}
 	s->assoc = udp_assoc_open(c, &c->c_req.local, s->port,
-	    c->c_listener->conf->udp_advertise, &bound);
+	    c->c_listener->udp_advertise, &bound);
 	if (s->assoc == NULL) {
 		socks_fail(c, SOCKS5_FAILURE, "cannot open the UDP relay");
 		return;

@@ -38,7 +38,7 @@
 #include "worker/req.h"
 #include "worker/status_fmt.h"
 #include "worker/target.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 #define STATUS_MAX_HEAD		8192
 

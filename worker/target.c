@@ -25,13 +25,12 @@
 #include "common/conf_types.h"
 #include "common/counters.h"
 #include "common/log.h"
-#include "worker/accept.h"
 #include "worker/conn.h"
 #include "worker/dial.h"
 #include "worker/dns.h"
 #include "worker/loop.h"
 #include "worker/phase.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 /* How often a connection waiting for a descriptor tries again. */
 #define TARGET_FD_RETRY_MS	50
@@ -233,7 +232,7 @@ target_wait_fd(struct pt_conn *c, int err)
 		counters_add(CTR_UPSTREAM_FAILED, 1);
 		return false;
 	}
-	accept_pause_nofile();
+	conn_pool_nofile();
 	pt_timer_start(&c->c_timer, TARGET_FD_RETRY_MS, target_on_fd_retry, c);
 	return true;
 }

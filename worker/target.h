@@ -14,7 +14,6 @@
 #include "common/sockaddr.h"
 
 struct pt_conn;
-struct dns_query;
 
 /* Why the dial path gave up without a verdict. */
 enum target_fail {
@@ -68,26 +67,8 @@ struct target_ops {
 	pt_timer_fn on_timer;
 };
 
-/*
- * Embedded in struct pt_conn (c_target). Invariants: addrs[0..naddrs)
- * are the addresses to try, in order, idx the one being tried (or the
- * one connected); addrs == NULL with naddrs == 0 until the target is
- * known; a pending resolve holds <dns> (cancelled by target_stop).
- */
-struct target {
-	const struct target_ops	*ops;
-	const struct pt_addr	*addrs;
-	/* DNS_MAX_ADDRS slots for resolved addresses (protocol state), or
-	 * NULL for a protocol that never resolves (tcp). */
-	struct pt_addr		*store;
-	struct dns_query	*dns;
-	int			 naddrs, idx;
-	bool			 reused;	/* upstream leg already open */
-	bool			 resolved_late;	/* the resolver made us wait */
-	/* Since when (loop ms) the upstream socket waits for a descriptor
-	 * (target_wait_fd); 0 when it does not. */
-	uint64_t		 fd_wait_since;
-};
+/* The dial state itself, struct target, is embedded in struct pt_conn
+ * and written in worker/conn.h, which target.c includes. */
 
 /* ---- worker/target.c ------------------------------------------------- */
 

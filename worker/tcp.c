@@ -13,11 +13,10 @@
 
 #include "worker/tcp.h"
 #include "common/conf_types.h"
-#include "worker/accept.h"
 #include "worker/phase.h"
 #include "worker/relay.h"
 #include "worker/target.h"
-#include "worker/worker.h"
+#include "worker/worker_self.h"
 
 static void
 tcp_on_timeout(struct pt_timer *t, void *arg)
@@ -49,7 +48,7 @@ static const struct target_ops tcp_target_ops = {
 static void
 tcp_on_accept(struct pt_conn *c, enum pt_verdict v)
 {
-	const struct conf_listener	*l = c->c_listener->conf;
+	const struct conf_listener	*l = c->c_listener;
 
 	if (target_refused(c, PT_PHASE_ACCEPT, v))
 		return;

@@ -55,7 +55,6 @@
 #include <unistd.h>
 
 #include "worker/udp_assoc.h"
-#include "worker/accept.h"
 #include "common/counters.h"
 #include "common/log.h"
 #include "worker/dns.h"
@@ -921,7 +920,7 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 	a->peer = c->c_req.peer;
 	a->client_port = client_port;
 	a->per_datagram = phase_datagram_applies(c);
-	a->replies_any = c->c_listener->conf->udp_replies_any;
+	a->replies_any = c->c_listener->udp_replies_any;
 	a->rio[0].assoc = a->rio[1].assoc = a;
 	a->rio[0].io.fd = a->rio[1].io.fd = -1;
 	len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :

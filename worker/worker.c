@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "worker/worker.h"
+#include "worker/worker_self.h"
 #include "common/counters.h"
 #include "common/log.h"
 #include "common/modlife.h"
@@ -47,18 +48,17 @@
 #define WORKER_FD_RESERVE	64
 
 static struct pt_worker	 worker;
-static struct pt_worker	*worker_cur;
 static struct loop_io	 worker_sigio;
 static struct pt_timer	 worker_drain_timer;
 static char		 worker_role[32];
 /* The process's CPUs before worker_pin narrowed them (pt_worker_cpuset). */
 static cpu_set_t	 worker_cpus;
-
-struct pt_worker *
-worker_self(void)
-{
-	return worker_cur;
-}
+/* What conn.c, below every other layer of the worker, calls in them. */
+static const struct conn_upcalls worker_conn_upcalls = {
+	.run_phase = phase_run,
+	.release_dirs = relay_release,
+	.nofile = accept_pause_nofile,
+};
 
 int
 pt_worker_id(const struct pt_worker *w)
@@ -285,7 +285,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	log_set_role(worker_role);
 	worker.slot = slot;
 	worker.conf = conf;
-	worker_cur = &worker;
+	worker_self_set(&worker);
 	prctl(PR_SET_PDEATHSIG, SIGQUIT);
 	worker_keep_own_sockets(slot, nslots, conf->nlisteners, fds, mine);
 	worker_drop_privileges(conf);
@@ -305,6 +305,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	modctx = phase_init(conf);
 	maxconn = worker_max_connections(conf);
 	conn_pool_init(maxconn, modctx, worker_memory(conf, nslots));
+	conn_upcalls_set(&worker_conn_upcalls);
 	/* Large buffers hold a head of up to max_header_size plus what a
 	 * rewrite adds. */
 	buf_init(conf->buffer_size, conf->http.max_header_size + 4096,
@@ -332,7 +333,8 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	while (!worker.stopping || conn_count() > 0) {
 		if (loop_once() < 0)
 			fatal("epoll_wait: %s", strerror(errno));
-		conn_reap();
+		if (conn_reap())
+			accept_slot_freed();
 	}
 	modlife_exit_worker(conf, &worker);
 	modloop_fini();

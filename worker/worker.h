@@ -3,17 +3,9 @@
 #ifndef PT_WORKER_WORKER_H
 #define PT_WORKER_WORKER_H
 
-#include <stdbool.h>
 #include <stdnoreturn.h>
 
 struct pt_config;
-
-struct pt_worker {
-	int			 slot;
-	int			 cpu;		/* -1: not pinned */
-	const struct pt_config	*conf;
-	bool			 stopping;
-};
 
 /* ---- worker/worker.c ------------------------------------------------- */
 
@@ -26,7 +18,5 @@ struct pt_worker {
  */
 noreturn void	worker_main(const struct pt_config *conf, int slot, int nslots,
 		    const int *fds, int ready_fd);
-/* The running worker (NULL in the master). */
-struct pt_worker *worker_self(void);
 
 #endif
