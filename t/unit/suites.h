@@ -33,6 +33,8 @@ void	register_budget_suite(void);
 void	register_handover_suite(void);
 /* ---- t/unit/test_host.c ---------------------------------------------- */
 void	register_host_suite(void);
+/* ---- t/unit/test_http_flow.c ----------------------------------------- */
+void	register_http_flow_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -48,6 +50,7 @@ void	register_host_suite(void);
 	register_req_suite,						\
 	register_budget_suite,						\
 	register_handover_suite,					\
-	register_host_suite
+	register_host_suite,						\
+	register_http_flow_suite
 
 #endif
