@@ -60,7 +60,7 @@ void	 relay_start(struct pt_conn *c);
 void	 relay_release(struct pt_conn *c);
 
 /*
- * Bodies of known length or delimited by close, for http.c: the same
+ * Bodies of known length or delimited by close, for http_flow.c: the same
  * pooled pipes, one per direction (c_dir[d]), without the tunnel pump.
  * relay_body_splices(len) says whether a body of <len> bytes still to
  * come (UINT64_MAX: until the origin closes) goes through a pipe.

@@ -6,7 +6,10 @@
  * between HTTP requests and when the connection is reaped, so the common
  * connection, which no module names anything on, costs one pointer.
  * Header lookup is the protocol's (c_proto_header, set by http.c); this
- * file only checks the phase. Nothing here allocates from the heap or blocks.
+ * file only checks the phase. The opening and the reset of a transaction,
+ * for every protocol that carries several on one connection (HTTP,
+ * status), are req.h's (inline), so that a new pt_req field is reset in
+ * one place. Nothing here allocates from the heap or blocks.
  */
 #include "config.h"
 

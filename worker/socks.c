@@ -35,7 +35,6 @@
 #include "worker/buf.h"
 #include "worker/dns.h"
 #include "worker/phase.h"
-#include "worker/req.h"
 #include "worker/pool.h"
 #include "worker/relay.h"
 #include "worker/socks_parse.h"
@@ -385,15 +384,8 @@ socks_on_auth(struct pt_conn *c, enum pt_verdict v)
 	static const uint8_t	 ok[2] = { 0x01, 0x00 };
 
 	socks_st(c)->in_auth = false;
-	/* The password is the proxy's business only, and only for AUTH. */
-	c->c_req.password.ptr = NULL;
-	c->c_req.password.len = 0;
-	if (target_refused(c, PT_PHASE_AUTH, v))
+	if (target_auth_refused(c, v))
 		return;
-	/* Credentials offered where no module judges them (a client that
-	 * chose username/password unasked) name no user. */
-	if (!phase_applies(c, PT_PHASE_AUTH))
-		req_user_reset(c);
 	socks_reply_then(c, ok, sizeof(ok), SN_READ, SS_REQUEST);
 }
 

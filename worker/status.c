@@ -170,18 +170,8 @@ status_write(struct pt_conn *c)
 	memmove(st->in, st->in + st->msg.head_len, st->in_len);
 	st->stage = ST_READ;
 	st->head_only = false;
-	memset(&c->c_req.method, 0, sizeof(c->c_req.method));
-	memset(&c->c_req.path, 0, sizeof(c->c_req.path));
-	req_names_clear(c);
-	req_user_reset(c);
-	memset(&c->c_req.label, 0, sizeof(c->c_req.label));
-	memset(&c->c_answer, 0, sizeof(c->c_answer));
-	c->c_req.status = 0;
-	c->c_req.bytes_in = c->c_req.bytes_out = 0;
-	c->c_req.error = NULL;
 	/* A pipelined request started when this answer ended. */
-	c->c_req.start_ms = loop_now();
-	c->c_start_us = counters_now_us();
+	req_txn_reset(c);
 	status_timer(c, worker_self()->conf->limits.idle_timeout_ms);
 	if (st->in_len > 0) {
 		/* Pipelined: from the loop, so a client sending many at
@@ -344,11 +334,7 @@ status_request(struct pt_conn *c)
 
 	pt_timer_stop(&c->c_timer);
 	loop_io_set(&c->c_side[SIDE_CLIENT].io, 0);
-	c->c_logged = false;
-	if (st->txn_logged) {
-		c->c_req.txn = conn_txn_next();
-		st->txn_logged = false;
-	}
+	req_txn_open(c, &st->txn_logged);
 	c->c_req.method = m->method;
 	c->c_req.path = m->target_form == HTTP_TARGET_ORIGIN ? m->target :
 	    status_path(m);
@@ -383,11 +369,7 @@ status_parse(struct pt_conn *c)
 	/* A head we cannot read: the transaction is this answer. */
 	pt_timer_stop(&c->c_timer);
 	loop_io_set(&c->c_side[SIDE_CLIENT].io, 0);
-	c->c_logged = false;
-	if (st->txn_logged) {
-		c->c_req.txn = conn_txn_next();
-		st->txn_logged = false;
-	}
+	req_txn_open(c, &st->txn_logged);
 	c->c_req.error = st->msg.error;
 	c->c_req.bytes_in = st->in_len;
 	st->close_after = true;

@@ -30,6 +30,7 @@
 #include "worker/dns.h"
 #include "worker/loop.h"
 #include "worker/phase.h"
+#include "worker/req.h"
 #include "worker/worker_self.h"
 
 /* How often a connection waiting for a descriptor tries again. */
@@ -148,6 +149,24 @@ void
 target_deny(struct pt_conn *c, enum pt_phase phase, const char *why)
 {
 	target_refuse(c, phase, PT_VERDICT_DENY, why);
+}
+
+bool
+target_auth_refused(struct pt_conn *c, enum pt_verdict v)
+{
+	/* The credentials are the proxy's; they never go upstream and
+	 * should not outlive the phase that judged them, whatever it
+	 * said (LOG hooks must not see a refused password either). */
+	c->c_req.password.ptr = NULL;
+	c->c_req.password.len = 0;
+	if (target_refused(c, PT_PHASE_AUTH, v))
+		return true;
+	/* A name no module judged is only a claim (Basic credentials, or
+	 * username/password a SOCKS5 client chose unasked): later phases
+	 * (an ACL's user rules) and the log must not take it for a user. */
+	if (!phase_applies(c, PT_PHASE_AUTH))
+		req_user_reset(c);
+	return false;
 }
 
 void

@@ -109,5 +109,12 @@ bool	 target_refused(struct pt_conn *c, enum pt_phase phase,
 /* The core refuses at <phase> for reason <why> (static text): counted
  * and answered as a module's DENY without an answer. */
 void	 target_deny(struct pt_conn *c, enum pt_phase phase, const char *why);
+/*
+ * The end of a protocol's AUTH phase, verdict <v>, the same for every
+ * protocol: the password is forgotten whatever it said; a refusal is
+ * handled as target_refused does, and true returned; else a user name
+ * no AUTH hook judged is dropped, and false returned.
+ */
+bool	 target_auth_refused(struct pt_conn *c, enum pt_verdict v);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * Fuzz target: the head rewriter (worker/http_head.c). Input: one byte of
  * choices, then a request head (a response head when it starts with
- * "HTTP/"). A head that parses is rewritten the way worker/http.c does it
+ * "HTTP/"). A head that parses is rewritten the way worker/http*.c do it
  * (the flags it would pass for that message; Via, the client's version and
  * whether the connection closes come from the choice byte), and what the
  * rewriter writes must:
@@ -301,7 +301,7 @@ check_request(uint8_t choice, const char *head, size_t len)
 	    http_parse_absolute_uri(in.target, &u) != 0 ||
 	    !http_str_ieq(u.scheme, "http"))
 		return;
-	/* As http_request_head() in worker/http.c decides. */
+	/* As http_request_head() in worker/http_request.c decides. */
 	ws = in.upgrade_websocket && in.version == 11 &&
 	    (in.conn_flags & HTTP_CONN_UPGRADE);
 	note_skips(true, in.version == 11);
@@ -347,7 +347,7 @@ check_response(uint8_t choice, const char *head, size_t len)
 	method.len = strlen(method.ptr);
 	if (http_parse_response(head, len, 65536, method, &in) != PARSE_OK)
 		return;
-	/* As http_response_head() in worker/http.c decides. */
+	/* As http_answer_framing() in worker/http_answer.c decides. */
 	if (in.status >= 100 && in.status < 200 && in.status != 101)
 		flags = 0;
 	else if (in.status == 101)

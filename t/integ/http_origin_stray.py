@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """
 An origin connection kept for the client's next request carries nothing
-but answers to requests (worker/http.c, http_upstream_clean): bytes an
+but answers to requests (worker/http_origin.c, http_upstream_clean): bytes an
 origin sends beyond a response (a body longer than its Content-Length
 said, a body written for a HEAD) must never answer the next request,
 which would leave the client one response behind for good. Each case:

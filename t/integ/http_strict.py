@@ -229,7 +229,7 @@ def main(t):
     # garbage and oddities: each gets the status the parser's documented
     # choices give (worker/http_parse.c's header comment, RFC 9112), or,
     # when no line of it ever ends, a close without a reply (EOF inside a
-    # head is an abort: worker/http.c); none reaches the origin, none
+    # head is an abort: worker/http_request.c); none reaches the origin, none
     # wedges the worker. Pseudo-random bytes come from a fixed seed, so
     # every run sends the same bytes and expects the same answer.
     junk = [

@@ -37,6 +37,8 @@ void	register_host_suite(void);
 void	register_lru_suite(void);
 /* ---- t/unit/test_hash.c ---------------------------------------------- */
 void	register_hash_suite(void);
+/* ---- t/unit/test_http_flow.c ----------------------------------------- */
+void	register_http_flow_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -54,6 +56,7 @@ void	register_hash_suite(void);
 	register_handover_suite,					\
 	register_host_suite,						\
 	register_lru_suite,						\
-	register_hash_suite
+	register_hash_suite,						\
+	register_http_flow_suite
 
 #endif
