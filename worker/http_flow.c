@@ -317,7 +317,7 @@ http_flow_splice_out(struct pt_conn *c, struct http_flow *f,
 }
 
 ssize_t
-http_flow_write(struct pt_conn *c, struct http_flow *f, struct relay_dir *d,
+http_flow_send(struct pt_conn *c, struct http_flow *f, struct relay_dir *d,
     struct conn_side *dst)
 {
 	ssize_t		 n;
@@ -325,8 +325,6 @@ http_flow_write(struct pt_conn *c, struct http_flow *f, struct relay_dir *d,
 	int		 niov = 0;
 	size_t		 outn;
 
-	if (!(dst->ready & EPOLLOUT) || !http_flow_has_output(f))
-		return 0;
 	if (!http_flow_has_buffered(f))
 		return http_flow_splice_out(c, f, d, dst);
 	/* The head and the body bytes behind it go in one system call. */
@@ -365,11 +363,40 @@ http_flow_write(struct pt_conn *c, struct http_flow *f, struct relay_dir *d,
 
 /* ---- framing -------------------------------------------------------- */
 
+/* http_flow_frame for a chunked body. Out of line, so that framing the
+ * other bodies (one call per keep-alive request) calls nothing and saves
+ * no registers. */
+static int __attribute__((noinline))
+http_flow_frame_chunked(struct http_flow *f, size_t max_trailer)
+{
+	size_t		 off, dlen;
+	ssize_t		 n;
+
+	while (!f->body_done && f->in_raw < f->in_len) {
+		n = http_chunked_feed(&f->chunk, f->in + f->in_raw,
+		    f->in_len - f->in_raw, max_trailer, &off, &dlen);
+		if (n < 0)
+			return -1;
+		if (f->dechunk && dlen > 0) {
+			memmove(f->in + f->in_fwd, f->in + f->in_raw + off,
+			    dlen);
+			f->in_fwd += (uint32_t)dlen;
+		}
+		f->in_raw += (uint32_t)n;
+		if (!f->dechunk)
+			f->in_fwd = f->in_raw;
+		if (f->chunk.done)
+			f->body_done = true;
+		if (n == 0)
+			return 0;
+	}
+	return 0;
+}
+
 int
 http_flow_frame(struct http_flow *f, bool eof, size_t max_trailer)
 {
-	size_t		 off, dlen, avail;
-	ssize_t		 n;
+	size_t		 avail;
 
 	while (!f->body_done && f->in_raw < f->in_len) {
 		avail = f->in_len - f->in_raw;
@@ -387,23 +414,7 @@ http_flow_frame(struct http_flow *f, bool eof, size_t max_trailer)
 				f->body_done = true;
 			break;
 		case HTTP_BODY_CHUNKED:
-			n = http_chunked_feed(&f->chunk, f->in + f->in_raw,
-			    avail, max_trailer, &off, &dlen);
-			if (n < 0)
-				return -1;
-			if (f->dechunk && dlen > 0) {
-				memmove(f->in + f->in_fwd,
-				    f->in + f->in_raw + off, dlen);
-				f->in_fwd += (uint32_t)dlen;
-			}
-			f->in_raw += (uint32_t)n;
-			if (!f->dechunk)
-				f->in_fwd = f->in_raw;
-			if (f->chunk.done)
-				f->body_done = true;
-			if (n == 0)
-				return 0;
-			break;
+			return http_flow_frame_chunked(f, max_trailer);
 		case HTTP_BODY_CLOSE:
 			f->in_raw = f->in_fwd = f->in_len;
 			break;
