@@ -184,6 +184,18 @@ def answers(t, p, ports, origin, echo):
     return len(refused)
 
 
+def echo_soon(port, src):
+    """A connection from <src> that echoes, tried 40 times at most:
+    (socket, whether it echoed)."""
+    for _ in range(40):
+        s = L.connect_from(port, src)
+        if L.echoes(s, timeout=1.0):
+            return s, True
+        s.close()
+        time.sleep(0.05)
+    return s, False
+
+
 def table_full(t, origin_port):
     srcs = ["127.0.0.%d" % i for i in range(10, 21)]
     port = ptest.free_port()
@@ -213,21 +225,8 @@ def table_full(t, origin_port):
     # The closes above reach the worker as events of their own, which a
     # loaded machine may deliver after the next accept: each new source
     # is tried until the worker has seen the members leave (bounded).
-    ok11 = ok12 = False
-    for _ in range(40):
-        s11 = L.connect_from(port, srcs[10])
-        ok11 = L.echoes(s11, timeout=1.0)
-        if ok11:
-            break
-        s11.close()
-        time.sleep(0.05)
-    for _ in range(40):
-        s12 = L.connect_from(port, srcs[0])
-        ok12 = L.echoes(s12, timeout=1.0)
-        if ok12:
-            break
-        s12.close()
-        time.sleep(0.05)
+    s11, ok11 = echo_soon(port, srcs[10])
+    s12, ok12 = echo_soon(port, srcs[0])
     t.check(ok11 and ok12,
             "with the members gone, new sources get keys of their own "
             "again (the least recently used evicted)",
