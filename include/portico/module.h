@@ -27,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 5
+#define PT_ABI_MINOR 6
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -670,5 +670,49 @@ PT_API int	 pt_counter_register_label(const char *name, const char *key,
  * the master registered before forking; others are ignored). A worker
  * that registers gets -EPERM. */
 PT_API void	 pt_counter_add(int id, int64_t delta);
+
+/* ---- 1.6: behind a balancer, and out through chosen addresses ---------- */
+
+/*
+ * A listener with `proxy_protocol` takes the client's address from the
+ * PROXY header a balancer sends (HAProxy's PROXY protocol, v1 or v2):
+ * pt_req.peer is then the client the header names, and this is the
+ * address the connection itself came from (the balancer's). NULL when
+ * the listener has no proxy_protocol, or the header said LOCAL or
+ * UNKNOWN (pt_req.peer is then the connection's own). Valid for the
+ * connection's life. Worker thread, any phase.
+ *
+ * The header's AUTHORITY and UNIQUE_ID TLVs (v2) are read-only tags of
+ * every transaction of the connection: pt_req_tag(conn,
+ * "proxy_authority") and pt_req_tag(conn, "proxy_unique_id"), any
+ * length up to 255 bytes (the 63-byte limit is pt_req_set_tag's).
+ */
+PT_API const struct sockaddr *pt_conn_balancer(struct pt_conn *conn);
+
+/*
+ * Egress: the local address an outgoing connection (to an origin, a
+ * tunnel's target, the UDP relay's socket) is bound to. The core reads a
+ * group's `egress` and `egress_stable` keys (portico.conf(5): an
+ * address, a pair [IPv4, IPv6], an IPv6 prefix, or "same") into an
+ * opaque choice, in the master, from conf() or listener_conf():
+ * pt_egress_conf() stores it in *out (NULL when the group has no
+ * `egress`) and returns 0, or returns -1 with *errstr set and mc->where
+ * at the offending setting. pt_egress_free() releases one (conf_free).
+ *
+ * pt_conn_set_egress(), from any hook before DIAL ends, makes <e> the
+ * connection's choice for its next outgoing connection (for HTTP, the
+ * current request's): it wins over the listener's `egress`; NULL goes
+ * back to the listener's. pt_conn_egress() is the address the
+ * transaction's outgoing connection was bound to, from ESTABLISHED on
+ * (LOG included), or NULL when the kernel chose it or none was made.
+ */
+struct pt_egress;
+PT_API int	 pt_egress_conf(struct pt_modconf *mc,
+		    const config_setting_t *group, struct pt_egress **out,
+		    const char **errstr);
+PT_API void	 pt_egress_free(struct pt_egress *e);
+PT_API void	 pt_conn_set_egress(struct pt_conn *conn,
+		    const struct pt_egress *e);
+PT_API const struct sockaddr *pt_conn_egress(struct pt_conn *conn);
 
 #endif /* PORTICO_MODULE_H */
