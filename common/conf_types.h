@@ -16,6 +16,7 @@
 #include <libconfig.h>
 
 #include "common/sockaddr.h"
+#include "modules/common/net.h"
 
 struct pt_module;
 
@@ -88,6 +89,11 @@ struct conf_listener {
 	/* A credentials-checking module applies: SOCKS5 offers only
 	 * username/password unless pt_conn_need_credentials() says not. */
 	bool			 need_credentials;
+	/* proxy_protocol: every connection starts with a PROXY header
+	 * (worker/proxy_read.c), and only from these networks (`from`). */
+	bool			 proxy_protocol;
+	struct net_prefix	*pp_from;
+	int			 pp_nfrom;
 };
 
 struct conf_module {

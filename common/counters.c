@@ -49,7 +49,9 @@ static const char *const counters_names[CTR_COUNT] = {
 	"dns_hits", "dns_misses", "dns_failures", "udp_up", "udp_down",
 	"udp_drop_invalid", "udp_drop_resolving", "udp_drop_send",
 	"udp_drop_too_big", "udp_drop_module", "udp_drop_unsolicited",
-	"spliced",
+	"spliced", "pp_v1", "pp_v2", "pp_refused_signature",
+	"pp_refused_malformed", "pp_refused_too_long", "pp_refused_crc",
+	"pp_refused_source", "pp_refused_timeout", "pp_refused_closed",
 };
 
 /* 0.5 ms to 30 s: loopback connects and cached lookups fall in the

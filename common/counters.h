@@ -47,6 +47,13 @@ enum counter_id {
 	 * buffer (tunnels and bodies, both directions): what relay.method
 	 * "auto" chose (worker/relay.c). */
 	CTR_SPLICED,
+	/* PROXY headers read on proxy_protocol listeners, by version, and
+	 * connections refused there, by reason: CTR_PP_REFUSED + enum
+	 * proxy_refusal - 1 (worker/proxy_header.h), in that order. */
+	CTR_PP_V1,
+	CTR_PP_V2,
+	CTR_PP_REFUSED,
+	CTR_PP_REFUSED_LAST = CTR_PP_REFUSED + 6,
 	CTR_COUNT
 };
 

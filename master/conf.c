@@ -60,7 +60,10 @@ static const char *const conf_resolver_keys[] = {
 };
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
-	"udp_replies", "name", "ipv6only", NULL
+	"udp_replies", "name", "ipv6only", "proxy_protocol", NULL
+};
+static const char *const conf_proxy_protocol_keys[] = {
+	"from", NULL
 };
 static const char *const conf_limits_keys[] = {
 	"max_connections", "header_timeout", "connect_timeout",
@@ -487,6 +490,46 @@ conf_listener_modules(struct conf_ctx *cc, config_setting_t *s,
 }
 
 /*
+ * proxy_protocol = { from = [ "10.0.0.0/8", ... ]; }: the balancers that
+ * may send the header. `from` is required: trusting a header from anyone
+ * would let any client name any source address.
+ */
+static int
+conf_proxy_protocol(struct conf_ctx *cc, const config_setting_t *m,
+    struct conf_listener *l)
+{
+	const config_setting_t	*from, *e;
+	const char		*v, *why;
+	int			 i, n;
+
+	if (config_setting_type(m) != CONFIG_TYPE_GROUP)
+		return conf_err(cc, m, "expected a group { from = [ ... ]; }");
+	if (conf_check_keys(cc, m, conf_proxy_protocol_keys) < 0)
+		return -1;
+	if ((from = config_setting_get_member(m, "from")) == NULL)
+		return conf_err(cc, m, "proxy_protocol: missing \"from\" (the "
+		    "networks of the balancers that send the header)");
+	n = config_setting_type(from) == CONFIG_TYPE_STRING ? 1 :
+	    config_setting_is_aggregate(from) ? config_setting_length(from) : 0;
+	if (n < 1)
+		return conf_err(cc, from, "expected a network, or a list of "
+		    "them (\"10.0.0.0/8\", \"::1\")");
+	if ((l->pp_from = calloc((size_t)n, sizeof(*l->pp_from))) == NULL)
+		return conf_err(cc, from, "out of memory");
+	for (i = 0; i < n; i++) {
+		e = config_setting_type(from) == CONFIG_TYPE_STRING ? from :
+		    config_setting_get_elem(from, (unsigned)i);
+		if ((v = config_setting_get_string(e)) == NULL)
+			return conf_err(cc, e, "expected a network as a string");
+		if (net_prefix_parse(v, &l->pp_from[i], &why) < 0)
+			return conf_err(cc, e, "\"%s\": %s", v, why);
+		l->pp_nfrom++;
+	}
+	l->proxy_protocol = true;
+	return 0;
+}
+
+/*
  * udp_advertise: a numeric address, or a list of one IPv4 and one IPv6
  * address (a dual-stack listener behind NAT has one of each); a client
  * is told the one of its own family. Which families the listener takes
@@ -640,6 +683,9 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 			    "\"any\"");
 		l->udp_replies_any = strcmp(r, "any") == 0;
 	}
+	if ((m = config_setting_get_member(s, "proxy_protocol")) != NULL &&
+	    conf_proxy_protocol(cc, m, l) < 0)
+		return -1;
 	if (conf_transport(cc, s, l) < 0)
 		return -1;
 	return conf_listener_modules(cc, s, l);
@@ -1377,6 +1423,7 @@ conf_free(struct pt_config *conf)
 		free(conf->listeners[i].name);
 		free(conf->listeners[i].to);
 		free(conf->listeners[i].to_host);
+		free(conf->listeners[i].pp_from);
 	}
 	free(conf->listeners);
 	for (i = 0; i < conf->nmodules; i++) {

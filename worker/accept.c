@@ -21,6 +21,7 @@
 #include "common/conf_types.h"
 #include "worker/conn.h"
 #include "worker/proto.h"
+#include "worker/proxy_read.h"
 #include "worker/upstream.h"
 
 /* Accepts per readiness event: enough to amortise epoll_wait, few enough
@@ -141,7 +142,10 @@ accept_one(struct worker_listener *l)
 	}
 	if ((c = conn_new(l->conf, fd, &peer)) == NULL)
 		return true;
-	conn_start(c, proto_start(l->conf->proto));
+	if (l->conf->proxy_protocol)
+		proxy_read_start(c, proto_start(l->conf->proto));
+	else
+		conn_start(c, proto_start(l->conf->proto));
 	return true;
 }
 

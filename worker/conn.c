@@ -470,6 +470,8 @@ conn_reap_list_free(void)
 			continue;
 		}
 		req_names_free(c);
+		if (c->c_proxy != NULL)
+			pool_put(pool_of(c->c_proxy), c->c_proxy);
 		pool_put(&conn_pool, c);
 		freed = true;
 	}

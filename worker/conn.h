@@ -19,6 +19,7 @@ struct pt_conn;
 struct conf_listener;
 struct dns_query;
 struct pt_addr;
+struct proxy_info;
 struct req_names;
 struct target_ops;
 
@@ -217,6 +218,8 @@ struct pt_conn {
 	/* The connection's own user, set before its first transaction
 	 * (a transport, an ACCEPT hook), or NULL. */
 	struct req_names		*c_conn_names;
+	/* What its PROXY header said (worker/proxy_info.h), or NULL. */
+	struct proxy_info		*c_proxy;
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Byte budgets [PT_DIR_UP], [PT_DIR_DOWN]; c_budget_task calls the

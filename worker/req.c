@@ -19,6 +19,7 @@
 #include "worker/req.h"
 #include "worker/conn.h"
 #include "worker/pool.h"
+#include "worker/proxy_info.h"
 
 struct req_tag {
 	uint8_t		 name_len;	/* 0: slot free */
@@ -206,12 +207,35 @@ pt_req_set_tag(struct pt_conn *c, const char *name, const char *value,
 	return 0;
 }
 
+/* The read-only tags of a PROXY header's TLVs (module.h, ABI 1.6). */
+static bool
+req_proxy_tag(const struct pt_conn *c, const char *name,
+    struct pt_str *value_out)
+{
+	const struct proxy_info	*pi = c->c_proxy;
+
+	if (pi == NULL || name == NULL)
+		return false;
+	if (strcmp(name, "proxy_authority") == 0 && pi->authority_len > 0)
+		*value_out = (struct pt_str){ pi->authority,
+		    pi->authority_len };
+	else if (strcmp(name, "proxy_unique_id") == 0 &&
+	    pi->unique_id_len > 0)
+		*value_out = (struct pt_str){ pi->unique_id,
+		    pi->unique_id_len };
+	else
+		return false;
+	return true;
+}
+
 bool
 pt_req_tag(struct pt_conn *c, const char *name, struct pt_str *value_out)
 {
 	struct req_tag	*t;
 	size_t		 nlen;
 
+	if (req_proxy_tag(c, name, value_out))
+		return true;
 	if (c->c_names == NULL || name == NULL ||
 	    (nlen = strlen(name)) == 0 || nlen > REQ_TAG_NAME_MAX ||
 	    (t = req_tag_find(c->c_names, name, nlen)) == NULL)

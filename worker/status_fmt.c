@@ -87,6 +87,26 @@ static const struct status_series status_core[] = {
 	{ "relay_spliced_bytes_total", "counter", "Payload bytes of tunnels "
 	  "and bodies moved through a pipe with splice(2) instead of being "
 	  "copied (both directions; relay.method).", NULL, CTR_SPLICED },
+	{ "proxy_protocol_headers_total", "counter", "PROXY protocol "
+	  "headers accepted on proxy_protocol listeners, by version (LOCAL "
+	  "and UNKNOWN included).", "version=\"1\"", CTR_PP_V1 },
+	{ "proxy_protocol_headers_total", NULL, NULL, "version=\"2\"",
+	  CTR_PP_V2 },
+	{ "proxy_protocol_refused_total", "counter", "Connections to "
+	  "proxy_protocol listeners closed for their PROXY header, by "
+	  "reason.", "reason=\"signature\"", CTR_PP_REFUSED },
+	{ "proxy_protocol_refused_total", NULL, NULL, "reason=\"malformed\"",
+	  CTR_PP_REFUSED + 1 },
+	{ "proxy_protocol_refused_total", NULL, NULL, "reason=\"too_long\"",
+	  CTR_PP_REFUSED + 2 },
+	{ "proxy_protocol_refused_total", NULL, NULL, "reason=\"crc\"",
+	  CTR_PP_REFUSED + 3 },
+	{ "proxy_protocol_refused_total", NULL, NULL, "reason=\"source\"",
+	  CTR_PP_REFUSED + 4 },
+	{ "proxy_protocol_refused_total", NULL, NULL, "reason=\"timeout\"",
+	  CTR_PP_REFUSED + 5 },
+	{ "proxy_protocol_refused_total", NULL, NULL, "reason=\"closed\"",
+	  CTR_PP_REFUSED + 6 },
 };
 #define STATUS_NCORE	(sizeof(status_core) / sizeof(status_core[0]))
 

@@ -41,6 +41,7 @@
 #include "worker/http.h"
 #include "worker/socks.h"
 #include "worker/relay.h"
+#include "worker/proxy_read.h"
 #include "worker/req.h"
 
 /* Descriptors kept free of connections: signalfd, epoll, log, pooled
@@ -312,6 +313,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	    2 * maxconn);
 	relay_init(conf->relay);
 	req_init(maxconn);
+	proxy_read_init(maxconn);
 	http_init(conf, maxconn);
 	socks_init(conf, maxconn);
 	dns.servers = conf->resolver.servers;

@@ -58,6 +58,7 @@ al_rec_from(struct al_rec *r, struct pt_conn *conn, const struct pt_req *req,
 	r->wall_ms = al_now_wall_ms();
 	r->peer = &req->peer;
 	r->upstream = &req->target;
+	r->balancer = (const struct sockaddr_storage *)pt_conn_balancer(conn);
 	r->listener = req->listener;
 	r->error = req->error;
 	r->user = req->user;
@@ -77,6 +78,10 @@ al_rec_from(struct al_rec *r, struct pt_conn *conn, const struct pt_req *req,
 	    req->end_ms - req->start_ms : 0;
 	r->txn = req->txn;
 	r->worker = al_w.id;
+	if (r->balancer != NULL) {
+		(void)pt_req_tag(conn, "proxy_authority", &r->pp_authority);
+		(void)pt_req_tag(conn, "proxy_unique_id", &r->pp_unique_id);
+	}
 	/* Kept by the core for LOG (PT_MODF_LOG_HEADERS), no scan. */
 	if (ac->want_headers) {
 		(void)pt_req_header(conn, "User-Agent", &r->ua);

@@ -1075,6 +1075,27 @@ al_json_target(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_json_str(o, "target", tbuf, tlen, AL_MAX_TARGET);
 }
 
+/* ,"balancer":"ADDR","balancer_port":N (null without a PROXY header that
+ * named the client), and the header's TLVs when it had them. */
+static void
+al_json_balancer(const struct al_rec *r, struct al_out *o)
+{
+	if (r->balancer == NULL) {
+		al_puts(o, ",\"balancer\":null,\"balancer_port\":null");
+		return;
+	}
+	al_puts(o, ",\"balancer\":\"");
+	al_put_addr(o, r->balancer);
+	al_puts(o, "\",\"balancer_port\":");
+	al_put_u64(o, al_port_of(r->balancer));
+	if (r->pp_authority.len > 0)
+		al_json_str(o, "proxy_authority", r->pp_authority.ptr,
+		    r->pp_authority.len, AL_MAX_PROXY_TLV);
+	if (r->pp_unique_id.len > 0)
+		al_json_str(o, "proxy_unique_id", r->pp_unique_id.ptr,
+		    r->pp_unique_id.len, AL_MAX_PROXY_TLV);
+}
+
 static void
 al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
     struct al_out *o)
@@ -1125,6 +1146,7 @@ al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_json_str(o, "user_agent", r->ua.ptr, r->ua.len, AL_MAX_UA);
 	al_json_str(o, "referer", r->referer.ptr, r->referer.len,
 	    AL_MAX_REFERER);
+	al_json_balancer(r, o);
 	al_putc(o, '}');
 }
 

@@ -22,9 +22,11 @@
  * a FIFO or pipe never splits, whatever the client sent.
  */
 #define AL_REC_MAX	4096
-#define AL_MAX_TARGET	1400
-#define AL_MAX_UA	512
-#define AL_MAX_REFERER	512
+#define AL_MAX_TARGET	1200
+#define AL_MAX_UA	448
+#define AL_MAX_REFERER	448
+/* PROXY v2 TLVs (pt_req_tag "proxy_authority", "proxy_unique_id"). */
+#define AL_MAX_PROXY_TLV	160
 #define AL_MAX_USER	300
 #define AL_MAX_LABEL	300
 #define AL_MAX_ERROR	200
@@ -48,10 +50,15 @@ struct al_rec {
 	uint64_t			 wall_ms;	/* Unix time, ms */
 	const struct sockaddr_storage	*peer;
 	const struct sockaddr_storage	*upstream;	/* or AF_UNSPEC */
+	/* The balancer a PROXY header came through (pt_conn_balancer), or
+	 * NULL. */
+	const struct sockaddr_storage	*balancer;
 	const char			*listener;
 	const char			*error;		/* or NULL */
 	struct pt_str			 user, method, host, path, label;
 	struct pt_str			 ua, referer;	/* HTTP only */
+	/* A PROXY v2 header's AUTHORITY and UNIQUE_ID, or empty. */
+	struct pt_str			 pp_authority, pp_unique_id;
 	enum pt_proto			 proto;
 	uint16_t			 port;
 	int				 status;

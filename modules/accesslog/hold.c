@@ -29,7 +29,7 @@
 
 struct al_held {
 	struct al_rec		 r;
-	struct sockaddr_storage	 peer, upstream;
+	struct sockaddr_storage	 peer, upstream, balancer;
 };
 
 static void
@@ -113,7 +113,8 @@ static size_t
 al_rec_strings(const struct al_rec *r)
 {
 	return r->method.len + r->host.len + r->path.len + r->user.len +
-	    r->label.len + r->ua.len + r->referer.len +
+	    r->label.len + r->ua.len + r->referer.len + r->pp_authority.len +
+	    r->pp_unique_id.len +
 	    (r->error != NULL ? strlen(r->error) + 1 : 0);
 }
 
@@ -135,6 +136,10 @@ al_hold_add(struct al_hold *h, const struct al_rec *r)
 	al_copy_addr(&e->upstream, r->upstream);
 	e->r.peer = &e->peer;
 	e->r.upstream = &e->upstream;
+	if (r->balancer != NULL) {
+		al_copy_addr(&e->balancer, r->balancer);
+		e->r.balancer = &e->balancer;
+	}
 	al_copy_str(h, &e->r.method);
 	al_copy_str(h, &e->r.host);
 	al_copy_str(h, &e->r.path);
@@ -142,6 +147,8 @@ al_hold_add(struct al_hold *h, const struct al_rec *r)
 	al_copy_str(h, &e->r.label);
 	al_copy_str(h, &e->r.ua);
 	al_copy_str(h, &e->r.referer);
+	al_copy_str(h, &e->r.pp_authority);
+	al_copy_str(h, &e->r.pp_unique_id);
 	if (r->error != NULL)
 		e->r.error = al_arena_put(h, r->error, strlen(r->error) + 1);
 	if (!h->timer_on) {

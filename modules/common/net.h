@@ -4,7 +4,9 @@
  * networks as the acl, limits and auth modules compare them. Compiled
  * into each module that needs it (its local.am lists net.c), so every
  * module keeps its own hidden copy and includes only <portico/module.h>
- * and headers of modules/common/ or its own directory.
+ * and headers of modules/common/ or its own directory. The core links it
+ * too (common/local.am), for a listener's proxy_protocol `from`, so a
+ * network means the same to the core and to the modules.
  *
  * Parsing "10.0.0.0/8" and
  * "2001:db8::/32", matching an address against one, and the table of

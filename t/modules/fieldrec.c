@@ -26,8 +26,12 @@
  *	TAGS mod=<m> conn=<id> rcs=<rc,...>		the tag calls' results
  *	<PHASE> mod=<m> worker=<id> pid=<pid> conn=<id> txn=<n> proto=<n>
  *	    listener=<name> lidx=<i> path=<p> ua=<v> xtest=<v> user=<u> label=<l>
- *	    class=<v> hosthex=<h> status=<n> error=<rest of the line>
- *	    (one line; hosthex: the host's bytes in hex, "-" when empty)
+ *	    class=<v> hosthex=<h> peer=<addr> balancer=<addr> ppauth=<v>
+ *	    ppuid=<v> status=<n> error=<rest of the line>
+ *	    (one line; hosthex: the host's bytes in hex, "-" when empty;
+ *	    peer: pt_req.peer's address; balancer: pt_conn_balancer's,
+ *	    ppauth and ppuid: the tags proxy_authority and proxy_unique_id,
+ *	    all ABI 1.6)
  *
  * Empty or absent values are written "-", spaces as '_' (error keeps
  * its spaces: it ends the line). ua and xtest are pt_req_header() of
@@ -45,6 +49,7 @@
  * starts a 200 ms timer that ends the connection with pt_conn_close(conn,
  * "fieldrec close").
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -248,13 +253,29 @@ fieldrec_on_drain(struct pt_worker *w, void *ctx)
 	    pt_worker_id(w), (int)getpid());
 }
 
+/* <sa>'s address as text, or "-" (NULL, or not IPv4 or IPv6). */
+static void
+fieldrec_addr(const struct sockaddr *sa, char *out, size_t len)
+{
+	const void	*a = NULL;
+
+	if (sa != NULL && sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)sa)->sin_addr;
+	else if (sa != NULL && sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (a == NULL || inet_ntop(sa->sa_family, a, out, (socklen_t)len) ==
+	    NULL)
+		snprintf(out, len, "-");
+}
+
 static void
 fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
     struct pt_req *req, struct fieldrec_conf *fc)
 {
-	char		 b[7][300], path[1500], hx[2 * 256 + 2];
-	struct pt_str	 ua, xt, cls;
-	bool		 has_ua, has_xt, has_cls;
+	char		 b[9][300], path[1500], hx[2 * 256 + 2];
+	char		 peer[INET6_ADDRSTRLEN], lb[INET6_ADDRSTRLEN];
+	struct pt_str	 ua, xt, cls, ppa, ppu;
+	bool		 has_ua, has_xt, has_cls, has_ppa, has_ppu;
 	size_t		 i;
 
 	/* The host, byte for byte: what a module judges, to be compared
@@ -267,9 +288,14 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	has_ua = pt_req_header(conn, "user-agent", &ua);
 	has_xt = pt_req_header(conn, "X-TEST", &xt);
 	has_cls = pt_req_tag(conn, "class", &cls);
+	has_ppa = pt_req_tag(conn, "proxy_authority", &ppa);
+	has_ppu = pt_req_tag(conn, "proxy_unique_id", &ppu);
+	fieldrec_addr((const struct sockaddr *)&req->peer, peer, sizeof(peer));
+	fieldrec_addr(pt_conn_balancer(conn), lb, sizeof(lb));
 	fieldrec_printf(fc, "%s mod=%s worker=%d pid=%d conn=%llu txn=%llu "
 	    "proto=%d listener=%s lidx=%d path=%s ua=%s xtest=%s user=%s "
-	    "label=%s class=%s hosthex=%s status=%d error=%s\n",
+	    "label=%s class=%s hosthex=%s peer=%s balancer=%s ppauth=%s "
+	    "ppuid=%s status=%d error=%s\n",
 	    fieldrec_phases[phase],
 	    FIELDREC_NAME, fc->worker, fc->pid,
 	    (unsigned long long)pt_conn_id(conn),
@@ -283,7 +309,10 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	    fieldrec_val(req->user.ptr, req->user.len, b[4], sizeof(b[4])),
 	    fieldrec_val(req->label.ptr, req->label.len, b[5], sizeof(b[5])),
 	    has_cls ? fieldrec_val(cls.ptr, cls.len, b[6], sizeof(b[6])) :
-	    "-", hx, req->status, req->error != NULL ? req->error : "-");
+	    "-", hx, peer, lb,
+	    has_ppa ? fieldrec_val(ppa.ptr, ppa.len, b[7], sizeof(b[7])) : "-",
+	    has_ppu ? fieldrec_val(ppu.ptr, ppu.len, b[8], sizeof(b[8])) : "-",
+	    req->status, req->error != NULL ? req->error : "-");
 }
 
 static void
