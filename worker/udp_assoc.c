@@ -202,8 +202,20 @@ udp_family_idx(int family)
 static bool
 udp_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
-	if (a->ss_family != b->ss_family)
-		return false;
+	const struct sockaddr_storage	*v4, *v6;
+
+	/* One IPv4, one IPv4-mapped IPv6: a dual-stack relay socket sees
+	 * the client as ::ffff:a.b.c.d where a PROXY header named it
+	 * a.b.c.d, or the other way round. */
+	if (a->ss_family != b->ss_family) {
+		v4 = a->ss_family == AF_INET ? a : b;
+		v6 = a->ss_family == AF_INET ? b : a;
+		return v4->ss_family == AF_INET && v6->ss_family == AF_INET6 &&
+		    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)
+		    v6)->sin6_addr) && memcmp(&((const struct sockaddr_in6 *)
+		    v6)->sin6_addr.s6_addr[12], &((const struct sockaddr_in *)
+		    v4)->sin_addr, 4) == 0;
+	}
 	if (a->ss_family == AF_INET)
 		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
 		    ((const struct sockaddr_in *)b)->sin_addr.s_addr;
