@@ -71,9 +71,13 @@ struct proxy_header {
  */
 int		 proxy_header_parse(const uint8_t *buf, size_t len,
 		    struct proxy_header *h);
-/* The reason's name for /metrics and the error log ("malformed"). */
+/* The reason's name for /metrics and the error log ("malformed");
+ * "unknown" for a value outside the enum. */
 const char	*proxy_refusal_name(enum proxy_refusal r);
-/* CRC32C (Castagnoli) of buf[0..len), continuing from <crc> (0 first). */
+/* CRC32C (Castagnoli) of buf[0..len), continuing from <crc> (0 first).
+ * The result is the finished checksum (inverted, as RFC 3720 has it):
+ * passing it back as <crc> with the next bytes gives the checksum of both
+ * runs as one; CRC32C("123456789") is 0xe3069283. Pure: any process. */
 uint32_t	 proxy_crc32c(uint32_t crc, const uint8_t *buf, size_t len);
 
 #endif

@@ -37,7 +37,8 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 if [ $# -eq 0 ]; then
 	set --
 	for t in http_request http_response http_chunked http_head socks5 \
-	    socks4 socks_udp conf userlist acl hostset accesslog host; do
+	    socks4 socks_udp conf userlist acl hostset accesslog host \
+	    proxy_header; do
 		[ -x "$build/t/fuzz/$t" ] && set -- "$@" "$t"
 	done
 fi
@@ -76,6 +77,7 @@ for t in "$@"; do
 	case $t in
 	http_*) dict="-dict=$src/t/fuzz/http.dict" ;;
 	socks*) dict="-dict=$src/t/fuzz/socks.dict" ;;
+	proxy_header) dict="-dict=$src/t/fuzz/proxy_header.dict" ;;
 	*) dict= ;;
 	esac
 	if [ ! -x "$bin" ]; then
