@@ -1075,15 +1075,14 @@ al_json_target(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_json_str(o, "target", tbuf, tlen, AL_MAX_TARGET);
 }
 
-/* ,"balancer":"ADDR","balancer_port":N (null without a PROXY header that
- * named the client), and the header's TLVs when it had them. */
+/* ,"balancer":"ADDR","balancer_port":N and the header's TLVs, only when a
+ * PROXY header named the client: a record of any other connection keeps
+ * the keys it always had. */
 static void
 al_json_balancer(const struct al_rec *r, struct al_out *o)
 {
-	if (r->balancer == NULL) {
-		al_puts(o, ",\"balancer\":null,\"balancer_port\":null");
+	if (r->balancer == NULL)
 		return;
-	}
 	al_puts(o, ",\"balancer\":\"");
 	al_put_addr(o, r->balancer);
 	al_puts(o, "\",\"balancer_port\":");
