@@ -42,6 +42,9 @@ BAD = [
     ("bad_response_timeout", r"response_timeout: 0 out of range"),
     ("bad_udp_replies", r"udp_replies|\"contacted\" or \"any\""),
     ("bad_ipv6only", r"only for an IPv6 address"),
+    ("bad_pp_network", r"\"10\.0\.0\.1/8\""),
+    ("bad_pp_no_from", r"proxy_protocol: missing \"from\""),
+    ("bad_pp_key", r"version.*unknown option"),
     ("bad_udp_advertise_family", r"udp_advertise: an IPv6 address for a "
      r"listener that takes only IPv4 clients"),
     ("bad_udp_advertise_v6only", r"udp_advertise: an IPv4 address for a "
