@@ -152,6 +152,8 @@ NEEDS = {
                  r"(?i)fail2ban"),
     "squid": ("the squid program (Debian package squid)",
               r"(?i)\bsquid program"),
+    "haproxy": ("the haproxy program (Debian package haproxy)",
+                r"(?i)\bhaproxy program"),
     "squid_ncsa": ("Squid's basic_ncsa_auth (Debian package squid) and "
                    "htpasswd (apache2-utils)", r"basic_ncsa_auth|htpasswd"),
     "tls.so": ("the tls module built (configure found OpenSSL 3 libssl)",
