@@ -22,10 +22,10 @@ module (JSON), and the acl module when it is built.
   proxy_authority and proxy_unique_id when those TLVs came;
 - v1 UNKNOWN (short and long), v2 LOCAL (empty, and with an address
   block that must be skipped whole), v2 PROXY UNSPEC: served with the
-  connection's own endpoints: client 127.0.0.1, balancer null;
+  connection's own endpoints: client 127.0.0.1, no balancer field;
 - the listener on [::1] (from ::1/128): balancer "::1"; the listener
   whose from is 127.0.0.2/32, from 127.0.0.2: balancer 127.0.0.2; the
-  listener without proxy_protocol: balancer and balancer_port null, and
+  listener without proxy_protocol: no balancer fields, and
   a PROXY line sent there is not taken for a header (the origin never
   sees the request after it);
 - refused, the connection closed without one byte answered, each
@@ -174,7 +174,7 @@ def served(env, desc, port, header, how, client=None, version=None,
     """<header> then a request (and <more> on the same connection): each
     answered <status> (the origin saw it when 200), and logged on
     <listener> with client (address, port) = <client>, or the socket's
-    own with balancer null when <client> is None (UNKNOWN, LOCAL,
+    own without balancer fields when <client> is None (UNKNOWN, LOCAL,
     UNSPEC, no proxy_protocol)."""
     t = env.t
     tags = [env.tag() for _ in range(1 + more)]
@@ -190,8 +190,8 @@ def served(env, desc, port, header, how, client=None, version=None,
     ok = sts == [status] * len(tags) and \
         seen == [1 if status == 200 else 0] * len(tags)
     if client is None:
-        want = dict(client=local[0], client_port=local[1], balancer=None,
-                    balancer_port=None)
+        want = dict(client=local[0], client_port=local[1], balancer=ABSENT,
+                    balancer_port=ABSENT)
     else:
         want = dict(client=client[0], client_port=client[1],
                     balancer=local[0], balancer_port=local[1])
