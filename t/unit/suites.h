@@ -39,6 +39,8 @@ void	register_lru_suite(void);
 void	register_hash_suite(void);
 /* ---- t/unit/test_http_flow.c ----------------------------------------- */
 void	register_http_flow_suite(void);
+/* ---- t/unit/test_egress.c -------------------------------------------- */
+void	register_egress_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -57,6 +59,7 @@ void	register_http_flow_suite(void);
 	register_host_suite,						\
 	register_lru_suite,						\
 	register_hash_suite,						\
-	register_http_flow_suite
+	register_http_flow_suite,					\
+	register_egress_suite
 
 #endif
