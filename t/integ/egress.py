@@ -52,61 +52,31 @@ PREFIX = "2001:db8:1::"
 PLEN = 64
 
 
-class SrcOrigin(ptest._Server):
-    """An HTTP/1.1 origin answering every request 200 with the source
-    address and the connection number (X-Src, X-Conn and the body "src
-    conn"), keep-alive. .conns: [(number, source address)]."""
-
-    def __init__(self, host="127.0.0.1"):
-        self.conns_seen = []
-        self.serial = 0
-        super().__init__(host)
-
-    def sources(self):
-        with self.lock:
-            return [s for _, s in self.conns_seen]
-
-    def handle(self, c):
-        src = c.getpeername()[0]
-        with self.lock:
-            self.serial += 1
-            cid = self.serial
-            self.conns_seen.append((cid, src))
-        conn = H.Conn(c, 60)
-        for _ in range(10000):
-            try:
-                head = conn.read_head()
-            except (H.Closed, H.BadInput, OSError):
-                return
-            if not head:
-                return
-            lines = head.decode("latin-1").split("\r\n")
-            method = lines[0].split(" ", 1)[0]
-            m = re.search(r"(?im)^content-length:\s*(\d+)", head.decode(
-                "latin-1"))
-            if m:
-                conn.read_exact(int(m.group(1)))
-            body = ("%s %d" % (src, cid)).encode()
-            c.sendall(b"HTTP/1.1 200 OK\r\nX-Src: %s\r\nX-Conn: %d\r\n"
-                      b"Content-Length: %d\r\n\r\n%s" % (
-                          src.encode(), cid, len(body),
-                          b"" if method == "HEAD" else body))
-
-
 def origin(t, host="127.0.0.1"):
-    o = SrcOrigin(host)
+    """An httptest origin: its echo answers with the connection's source
+    address (peer) and number (conn)."""
+    o = H.Origin(host)
     t.servers.append(o)
     return o
 
 
+def sources(o):
+    """The source address of each connection <o> served a request on."""
+    with o.lock:
+        return list({r["conn"]: r["peer"] for r in o.requests}.values())
+
+
 def answer(r):
-    """(source, connection number) of a Resp from SrcOrigin, or the
-    error."""
+    """(source, connection number) of an echo, or the error."""
     if not isinstance(r, H.Resp):
         return ("error", str(r))
     if r.status != 200:
         return ("status", r.status)
-    return (r.get("x-src"), int(r.get("x-conn") or 0))
+    try:
+        js = r.json()
+        return (js["peer"], js["conn"])
+    except (ValueError, KeyError) as e:
+        return ("error", "not an echo: %r" % e)
 
 
 def ask(conn, method, url, headers=()):
@@ -205,22 +175,10 @@ def in_prefix(addr):
         16 - PLEN // 8)
 
 
-def base(t, name, listeners, modules=(), workers=1):
-    mods = ""
-    if modules:
-        mods = "modules = (\n  %s\n);\n" % ",\n  ".join(modules)
-    return """workers = %d;
-error_log = "%s";
-log_level = "info";
-pid_file = "%s";
-shutdown_timeout = 5;
-limits = { header_timeout = 10; connect_timeout = 5; idle_timeout = 30; };
-http = { connect_ports = "*"; upstream_keepalive = 64; };
-listeners = (
-  %s
-);
-%s""" % (workers, t.path(name + ".log"), t.path(name + ".pid"),
-         ",\n  ".join(listeners), mods)
+def start(t, name, listeners, modules=()):
+    """Portico with <listeners> and <modules> (entry texts), one worker
+    (one keep-alive pool), its error log <tmp>/<name>.log."""
+    return ACL.start(t, listeners, list(modules), log=name + ".log")
 
 
 def metric(text, name, egress):
@@ -254,7 +212,7 @@ def part_acl(t, v6):
     if v6:
         rules.append(dict(name="v4only", action="allow", port=o6.port,
                           egress="127.0.0.2"))
-    conf = base(t, "acl", [
+    p = start(t, "acl", [
         '{ name = "web"; address = "127.0.0.1:%d"; protocol = "http"; }'
         % hp,
         '{ name = "socks"; address = "127.0.0.1:%d"; protocol = "socks5"; }'
@@ -262,7 +220,6 @@ def part_acl(t, v6):
         '{ name = "status"; address = "127.0.0.1:%d"; protocol = "status";'
         ' acl = { enabled = false; }; }' % st,
     ], [ACL.acl_entry(rules, default="deny", allow_private=True)])
-    p = t.portico(conf, conf_name="acl.conf")
 
     ua = "http://127.0.0.1:%d/a" % oa.port
     ub = "http://127.0.0.1:%d/b" % ob.port
@@ -335,7 +292,7 @@ def part_acl(t, v6):
 
     # the other family: refused, logged, never the kernel's address
     if v6:
-        before = len(o6.sources())
+        before = len(sources(o6))
         r = get_once(hp, "http://[::1]:%d/v6" % o6.port)
         t.check(r == ("status", 502), "1. an IPv6 destination of a rule "
                 "whose egress is IPv4 only: 502", r)
@@ -343,8 +300,8 @@ def part_acl(t, v6):
         c2.close()
         t.check(isinstance(r2, S.Reply) and r2.rep == 1, "1. and over "
                 "SOCKS5: general failure (0x01)", r2)
-        t.check(len(o6.sources()) == before, "1. nothing reached the IPv6 "
-                "origin", o6.sources())
+        t.check(len(sources(o6)) == before, "1. nothing reached the IPv6 "
+                "origin", sources(o6))
         lines = p.wait_log(r'egress "127\.0\.0\.2" has no IPv6 address',
                            timeout=ptest.bound(5))
         t.check(lines, "1. the error log says why", t.log_details(p))
@@ -385,7 +342,7 @@ def part_listeners(t):
         return
     o = origin(t)
     ps, pl, pt = ptest.free_port(), ptest.free_port(), ptest.free_port()
-    conf = base(t, "listeners", [
+    p = start(t, "listeners", [
         '{ name = "same"; address = "127.0.0.4:%d"; protocol = "http"; '
         'egress = "same"; }' % ps,
         '{ name = "six"; address = "127.0.0.1:%d"; protocol = "http"; '
@@ -393,7 +350,6 @@ def part_listeners(t):
         '{ name = "tcp"; address = "127.0.0.1:%d"; protocol = "tcp"; '
         'to = "127.0.0.1:%d"; egress = "127.0.0.7"; }' % (pt, o.port),
     ])
-    p = t.portico(conf, conf_name="listeners.conf")
     url = "http://127.0.0.1:%d/l" % o.port
     r1 = get_once(ps, url, host="127.0.0.4")
     t.check(r1[0] == "127.0.0.4", "2. a listener on 127.0.0.4 with egress "
@@ -423,10 +379,9 @@ def part_listeners(t):
 def part_prefix(t):
     o = origin(t, "::1")
     port = ptest.free_port()
-    conf = base(t, "prefix", [
+    p = start(t, "prefix", [
         '{ address = "127.0.0.1:%d"; protocol = "http"; '
         'egress = "%s/%d"; }' % (port, PREFIX, PLEN)])
-    p = t.portico(conf, conf_name="prefix.conf")
     url = "http://[::1]:%d/p" % o.port
     results = []
     lock = threading.Lock()
@@ -451,9 +406,9 @@ def part_prefix(t):
             % (PREFIX, PLEN), (len(results), bad[:5]))
     t.check(len(set(srcs)) >= 990, "4. from at least 990 distinct "
             "addresses (%d)" % len(set(srcs)))
-    t.check(len(o.sources()) >= 990, "4. each on an origin connection of "
+    t.check(len(sources(o)) >= 990, "4. each on an origin connection of "
             "its own (a random address is not reused: %d)"
-            % len(o.sources()))
+            % len(sources(o)))
     t.stop_portico(p)
 
 
@@ -466,12 +421,11 @@ def part_stable(t):
     users = [("alice", "a-pw"), ("bob", "b-pw"), ("carol", "c-pw")]
     ulist = A.write_users(t, [(u, A.argon2id(pw)) for u, pw in users])
     port = ptest.free_port()
-    conf = base(t, "stable", [
+    p = start(t, "stable", [
         '{ address = "127.0.0.1:%d"; protocol = "http"; '
         'egress = "%s/%d"; egress_stable = "user"; }' % (port, PREFIX, PLEN)],
         ['{ name = "auth"; path = "%s"; userlist = "%s"; }' % (A.AUTH_SO,
                                                               ulist)])
-    p = t.portico(conf, conf_name="stable.conf")
     url = "http://[::1]:%d/u" % o.port
 
     def addrs(rounds):
