@@ -198,6 +198,7 @@ def part_acl(t, v6):
     o6 = origin(t, "::1") if v6 else None
     echo = S.udp_echo(t)
     hp, sp, st = ptest.free_port(), ptest.free_port(), ptest.free_port()
+    rec = t.path("fieldrec.rec")
     rules = [
         dict(name="udp", action="allow", protocol="udp",
              egress="127.0.0.5"),
@@ -219,7 +220,8 @@ def part_acl(t, v6):
         % sp,
         '{ name = "status"; address = "127.0.0.1:%d"; protocol = "status";'
         ' acl = { enabled = false; }; }' % st,
-    ], [ACL.acl_entry(rules, default="deny", allow_private=True)])
+    ], [ACL.acl_entry(rules, default="deny", allow_private=True)] +
+        ([ACL.fieldrec_entry(rec)] if ACL.have_fieldrec() else []))
 
     ua = "http://127.0.0.1:%d/a" % oa.port
     ub = "http://127.0.0.1:%d/b" % ob.port
@@ -247,6 +249,7 @@ def part_acl(t, v6):
     g2 = ask(c, "GET", ua + "/2")
     pu = ask(c, "PUT", ua + "/3")
     g3 = ask(c, "GET", ua + "/4")
+    ask(c, "PUT", "http://127.0.0.1:%d/c/0" % oc.port)
     c.close()
     t.check(g1[0] == "127.0.0.2" and g1 == g2, "3. two GETs with one "
             "egress share one origin connection", (g1, g2))
@@ -309,6 +312,10 @@ def part_acl(t, v6):
         t.skip("an IPv6 destination of an IPv4 egress", "no IPv6 loopback",
                need="ipv6")
 
+    if t.check(ACL.have_fieldrec(), "the test module fieldrec.so is built",
+               ACL.FIELDREC_SO):
+        part_acl_log(t, rec)
+
     # metrics: one series per egress as configured
     r = H.get(st, "http://127.0.0.1:%d/metrics" % st)
     text = r.body.decode() if isinstance(r, H.Resp) else ""
@@ -330,6 +337,40 @@ def part_acl(t, v6):
     t.check(isinstance(js, dict) and js.get("egress=127.0.0.3", 0) >= 3,
             "/status: counters_labelled.egress_connects by egress", js)
     t.stop_portico(p)
+
+
+def part_acl_log(t, rec):
+    """pt_conn_egress() (ABI 1.6), as fieldrec wrote it at each phase:
+    the bound address from ESTABLISHED on, LOG included; nothing before,
+    nothing for the kernel's choice or a dial that failed, and reset
+    between the requests of one client connection."""
+    ptest.wait_for(lambda: {k.get("path") for e, k in ptest.records(rec)
+                            if e == "LOG" and k.get("proto") in ("1", "6")}
+                   >= {"/c/0", "-"}, ptest.bound(5))
+    recs = ptest.records(rec)
+
+    def egress(phase, path=None, proto=None):
+        return [k.get("egress") for e, k in recs if e == phase and
+                (path is None or k.get("path") == path) and
+                (proto is None or k.get("proto") == str(proto))]
+    seen = {ph: egress(ph, "/a") for ph in ("ACCESS", "DIAL", "ESTABLISHED",
+                                            "LOG")}
+    t.check(seen == {"ACCESS": ["-"], "DIAL": ["-"],
+                     "ESTABLISHED": ["127.0.0.2"], "LOG": ["127.0.0.2"]},
+            "pt_conn_egress: none before ESTABLISHED, the bound address "
+            "from there to LOG", seen)
+    got = (egress("LOG", "/a/2"), egress("LOG", "/a/3"),
+           egress("LOG", "/c/0"), egress("LOG", "/c/2"))
+    t.check(got == (["127.0.0.2"], ["127.0.0.3"], ["-"], ["127.0.0.4"]),
+            "pt_conn_egress per request of one client connection: a kept "
+            "connection's, another rule's, none for the kernel's choice, "
+            "the one a DIAL rule chose", got)
+    v6 = egress("LOG", "/v6")
+    t.check(v6 in ([], ["-"]), "pt_conn_egress: none for a dial the egress "
+            "could not make", v6)
+    udp = egress("LOG", proto=6)
+    t.check(udp == ["127.0.0.5"], "pt_conn_egress: a UDP association's "
+            "relay socket", udp)
 
 
 # ---------------------------------------------------------------------------

@@ -26,7 +26,7 @@
  *	TAGS mod=<m> conn=<id> rcs=<rc,...>		the tag calls' results
  *	<PHASE> mod=<m> worker=<id> pid=<pid> conn=<id> txn=<n> proto=<n>
  *	    listener=<name> lidx=<i> path=<p> ua=<v> xtest=<v> user=<u> label=<l>
- *	    class=<v> hosthex=<h> status=<n> error=<rest of the line>
+ *	    class=<v> hosthex=<h> egress=<a> status=<n> error=<rest of the line>
  *	    (one line; hosthex: the host's bytes in hex, "-" when empty)
  *
  * Empty or absent values are written "-", spaces as '_' (error keeps
@@ -34,7 +34,9 @@
  * User-Agent and X-Test, so they are "-" outside AUTH..DIAL, but for ua
  * at ESTABLISHED and LOG: fieldrec2 has PT_MODF_LOG_HEADERS (ABI 1.4),
  * so the core keeps User-Agent until LOG; class is
- * pt_req_tag(conn, "class").
+ * pt_req_tag(conn, "class"); egress is pt_conn_egress() (ABI 1.6), the
+ * address the transaction's outgoing connection was bound to, "-" for
+ * none.
  *
  * tags = true, at ACCESS: sets class=per-user, a=1, b=2, c=3 (fills the
  * four slots), d=4 (-ENOSPC), a 16-byte name (-EINVAL), a 64-byte value
@@ -45,6 +47,7 @@
  * starts a 200 ms timer that ends the connection with pt_conn_close(conn,
  * "fieldrec close").
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -253,6 +256,8 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
     struct pt_req *req, struct fieldrec_conf *fc)
 {
 	char		 b[7][300], path[1500], hx[2 * 256 + 2];
+	char		 eg[INET6_ADDRSTRLEN] = "-";
+	const struct sockaddr *ea = pt_conn_egress(conn);
 	struct pt_str	 ua, xt, cls;
 	bool		 has_ua, has_xt, has_cls;
 	size_t		 i;
@@ -264,12 +269,17 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	if (i == 0)
 		memcpy(hx, "-", 2);
 
+	if (ea != NULL)
+		inet_ntop(ea->sa_family, ea->sa_family == AF_INET6 ?
+		    (const void *)&((const struct sockaddr_in6 *)ea)->sin6_addr :
+		    (const void *)&((const struct sockaddr_in *)ea)->sin_addr,
+		    eg, sizeof(eg));
 	has_ua = pt_req_header(conn, "user-agent", &ua);
 	has_xt = pt_req_header(conn, "X-TEST", &xt);
 	has_cls = pt_req_tag(conn, "class", &cls);
 	fieldrec_printf(fc, "%s mod=%s worker=%d pid=%d conn=%llu txn=%llu "
 	    "proto=%d listener=%s lidx=%d path=%s ua=%s xtest=%s user=%s "
-	    "label=%s class=%s hosthex=%s status=%d error=%s\n",
+	    "label=%s class=%s hosthex=%s egress=%s status=%d error=%s\n",
 	    fieldrec_phases[phase],
 	    FIELDREC_NAME, fc->worker, fc->pid,
 	    (unsigned long long)pt_conn_id(conn),
@@ -283,7 +293,7 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	    fieldrec_val(req->user.ptr, req->user.len, b[4], sizeof(b[4])),
 	    fieldrec_val(req->label.ptr, req->label.len, b[5], sizeof(b[5])),
 	    has_cls ? fieldrec_val(cls.ptr, cls.len, b[6], sizeof(b[6])) :
-	    "-", hx, req->status, req->error != NULL ? req->error : "-");
+	    "-", hx, eg, req->status, req->error != NULL ? req->error : "-");
 }
 
 static void
