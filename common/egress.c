@@ -185,7 +185,7 @@ egress_host(unsigned h, uint64_t r[2], uint64_t *hi, uint64_t *lo)
 		*lo = r[1] % top + 1;
 		return;
 	}
-	*hi = h - 64 == 64 ? r[0] : r[0] & (((uint64_t)1 << (h - 64)) - 1);
+	*hi = r[0] & (((uint64_t)1 << (h - 64)) - 1);
 	*lo = r[1];
 	if (*hi == 0 && *lo == 0)
 		*lo = 1;
@@ -260,7 +260,7 @@ egress_fail(struct egress_parse *p, const config_setting_t *at,
 }
 
 /* An address fit to leave from: not unspecified, multicast or (IPv6)
- * IPv4-mapped; NULL, or why not. */
+ * IPv4-mapped or link-local; NULL, or why not. */
 static const char *
 egress_addr_unfit(const union egress_addr *a)
 {
@@ -281,6 +281,8 @@ egress_addr_unfit(const union egress_addr *a)
 		return "not a unicast address";
 	if (IN6_IS_ADDR_V4MAPPED(&a->v6.sin6_addr))
 		return "an IPv4-mapped address: write the IPv4 address";
+	if (IN6_IS_ADDR_LINKLOCAL(&a->v6.sin6_addr))
+		return "a link-local address (it would need an interface)";
 	return NULL;
 }
 

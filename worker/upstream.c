@@ -125,13 +125,13 @@ upstream_take(const char *host, size_t hostlen, uint16_t port,
 		    strncasecmp(u->host, host, hostlen) != 0 ||
 		    !fits(arg, &u->addr, &u->local))
 			continue;
-		*addr_out = u->addr;
-		*local_out = u->local;
 		fd = u->io.fd;
 		if (loop_io_move(&u->io, to, events, fn) < 0) {
 			close(upstream_release(u));
 			return -1;
 		}
+		*addr_out = u->addr;
+		*local_out = u->local;
 		upstream_release(u);
 		return fd;
 	}

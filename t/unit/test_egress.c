@@ -193,6 +193,8 @@ test_egress_refuses_bad_values_naming_the_setting(void)
 		{ "egress = \"224.0.0.1\";", 2, "egress", "unicast" },
 		{ "egress = \"ff02::1\";", 2, "egress", "unicast" },
 		{ "egress = \"::ffff:10.0.0.1\";", 2, "egress", "IPv4-mapped" },
+		{ "egress = \"fe80::1\";", 2, "egress", "link-local" },
+		{ "egress = \"fe80::/64\";", 2, "egress", "link-local" },
 		{ "egress = \"10.0.0.0/8\";", 2, "egress", "must be IPv6" },
 		{ "egress = \"2001:db8::/0\";", 2, "egress", "length 1-128" },
 		{ "egress = \"2001:db8::/129\";", 2, "egress", "length 1-128" },
