@@ -18,6 +18,7 @@
 #include "common/sockaddr.h"
 #include "modules/common/net.h"
 
+struct pt_egress;
 struct pt_module;
 
 #define MODLOAD_MAX	32
@@ -78,6 +79,9 @@ struct conf_listener {
 	/* socks5: udp_replies = "any": replies from every sender reach the
 	 * client, not only from addresses it sent to ("contacted"). */
 	bool		 udp_replies_any;
+	/* `egress` and `egress_stable` (common/egress.h), or NULL: the
+	 * kernel picks where outgoing connections leave from. */
+	struct pt_egress	*egress;
 	/* The module whose transport wraps the client leg, or NULL. */
 	const struct pt_module	*transport_mod;
 	/* Modules that do not apply here (their listener_conf said 1):

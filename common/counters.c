@@ -188,7 +188,8 @@ counters_value_ok(const char *v)
 }
 
 static int
-counters_register(const char *name, const char *key, const char *value)
+counters_register(const char *name, const char *key, const char *value,
+    bool core)
 {
 	struct counters_mname	*e;
 	int			 i;
@@ -206,13 +207,14 @@ counters_register(const char *name, const char *key, const char *value)
 		key = value = "";
 	for (i = 0; i < counters_mcount; i++) {
 		e = &counters_mnames[i];
-		if (strcmp(e->name, name) == 0 && strcmp(e->key, key) == 0 &&
-		    strcmp(e->value, value) == 0)
+		if (e->core == core && strcmp(e->name, name) == 0 &&
+		    strcmp(e->key, key) == 0 && strcmp(e->value, value) == 0)
 			return i;
 	}
 	if (counters_mcount >= PT_COUNTERS_MAX)
 		return -ENOSPC;
 	e = &counters_mnames[counters_mcount];
+	e->core = core;
 	strcpy(e->name, name);
 	strcpy(e->key, key);
 	strcpy(e->value, value);
@@ -228,7 +230,7 @@ counters_register(const char *name, const char *key, const char *value)
 int
 pt_counter_register(const char *name)
 {
-	return counters_register(name, NULL, NULL);
+	return counters_register(name, NULL, NULL, false);
 }
 
 int
@@ -237,7 +239,15 @@ pt_counter_register_label(const char *name, const char *key,
 {
 	if (key == NULL)
 		return -EINVAL;
-	return counters_register(name, key, value);
+	return counters_register(name, key, value, false);
+}
+
+int
+counters_register_core(const char *name, const char *key, const char *value)
+{
+	if (key == NULL)
+		return -EINVAL;
+	return counters_register(name, key, value, true);
 }
 
 void

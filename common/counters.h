@@ -121,6 +121,9 @@ struct counters_worker {
 /* A module counter's name, and its label (pt_counter_register_label) or
  * an empty key. */
 struct counters_mname {
+	/* The core's own (counters_register_core): portico_<name>_total,
+	 * not portico_module_<name>_total. */
+	bool		 core;
 	char		 name[COUNTERS_NAME_MAX + 1];
 	char		 key[COUNTERS_NAME_MAX + 1];
 	char		 value[COUNTERS_VALUE_MAX + 1];
@@ -175,6 +178,13 @@ const char	*counters_name(enum counter_id id);
  * <buf> (<cap> bytes, NUL-terminated, cut when full). Master. Returns
  * the length written. */
 size_t		 counters_fmt_modules(char *buf, size_t cap);
+/* A labelled counter of the core's own (egress), kept with the
+ * modules' (the same ids, slots and limits) but shown as
+ * portico_<name>_total{<key>="<value>"} and, in the JSON, under
+ * "counters_labelled". Master. An id, or -errno as
+ * pt_counter_register_label. */
+int		 counters_register_core(const char *name, const char *key,
+		    const char *value);
 /* Tests only: forgets every module counter name. */
 void		 counters_forget_names(void);
 

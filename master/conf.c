@@ -28,6 +28,7 @@
 #include "master/cgroup.h"
 #include "master/conf.h"
 #include "master/modload.h"
+#include "common/egress.h"
 #include "common/modlife.h"
 #include "common/log.h"
 #include "worker/dns.h"
@@ -395,7 +396,8 @@ conf_listener_keys_check(struct conf_ctx *cc, const config_setting_t *s)
 	for (i = 0; (m = config_setting_get_elem(s, (unsigned)i)) != NULL;
 	    i++) {
 		name = config_setting_name(m);
-		if (name == NULL || conf_key_known(name, conf_listener_keys))
+		if (name == NULL || conf_key_known(name, conf_listener_keys) ||
+		    conf_key_known(name, egress_keys))
 			continue;
 		if ((cm = conf_module_named(cc->conf, name)) != NULL) {
 			if (cm->mod->mod->listener_conf == NULL)
@@ -596,6 +598,38 @@ conf_udp_advertise_fits(struct conf_ctx *cc, const config_setting_t *e,
 	    "udp_advertise: %s", why);
 }
 
+/* egress, egress_stable (common/egress.c): where the listener's
+ * outgoing connections leave from. */
+static int
+conf_listener_egress(struct conf_ctx *cc, config_setting_t *s,
+    struct conf_listener *l)
+{
+	const config_setting_t	*where;
+	struct pt_egress	*e;
+	char			 why[256];
+	unsigned		 fams;
+
+	if (egress_parse(s, &l->egress, &where, why, sizeof(why)) < 0)
+		return conf_err(cc, where, "%s", why);
+	if ((e = l->egress) == NULL)
+		return 0;
+	where = config_setting_get_member(s, "egress");
+	if (l->proto == CONF_PROTO_STATUS)
+		return conf_err(cc, where, "a status listener connects "
+		    "nowhere");
+	/* A tcp listener's one target: its family is known now ("same"
+	 * on a wildcard address is known per connection only). */
+	fams = egress_families(e, NULL);
+	if (l->proto == CONF_PROTO_TCP && !e->same &&
+	    !(fams & (l->to_addr.sa.ss_family == AF_INET6 ? EGRESS_FAM_V6 :
+	    EGRESS_FAM_V4)))
+		return conf_err(cc, where, "\"%s\" has no %s address to "
+		    "reach \"%s\" from", e->text, l->to_addr.sa.ss_family ==
+		    AF_INET6 ? "IPv6" : "IPv4", l->to);
+	egress_register(e);
+	return 0;
+}
+
 static int
 conf_listener(struct conf_ctx *cc, config_setting_t *s,
     struct conf_listener *l)
@@ -686,7 +720,8 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	if ((m = config_setting_get_member(s, "proxy_protocol")) != NULL &&
 	    conf_proxy_protocol(cc, m, l) < 0)
 		return -1;
-	if (conf_transport(cc, s, l) < 0)
+	if (conf_listener_egress(cc, s, l) < 0 ||
+	    conf_transport(cc, s, l) < 0)
 		return -1;
 	return conf_listener_modules(cc, s, l);
 }
@@ -1424,6 +1459,7 @@ conf_free(struct pt_config *conf)
 		free(conf->listeners[i].to);
 		free(conf->listeners[i].to_host);
 		free(conf->listeners[i].pp_from);
+		egress_free(conf->listeners[i].egress);
 	}
 	free(conf->listeners);
 	for (i = 0; i < conf->nmodules; i++) {

@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "portico/module.h"
+#include "common/egress.h"
 #include "worker/loop.h"
 
 struct pt_conn;
@@ -177,6 +178,16 @@ struct pt_conn {
 	 * (pt_conn_answer: reset when a phase starts, module strings). */
 	struct target			 c_target;
 	struct pt_answer		 c_answer;
+	/* Where the upstream leg leaves from (worker/outbound.c): the
+	 * egress a module chose for this transaction (pt_conn_set_egress;
+	 * NULL: the listener's), the address the upstream socket is bound
+	 * to (none: the kernel's choice; kept with a parked upstream) and
+	 * the egress that gave it, and whether this transaction's
+	 * outgoing connection stands on it (pt_conn_egress). */
+	const struct pt_egress		*c_egress;
+	const struct pt_egress		*c_egress_used;
+	union egress_addr		 c_up_local;
+	bool				 c_egress_shown;
 
 	/* Where the module phase runner stands (phase.c). */
 	enum pt_phase			 c_phase;

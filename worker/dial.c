@@ -6,7 +6,8 @@
  * http.c takes it over without an epoll_ctl, and the events that come
  * between the connect and that hand-over are noted in conn_side.ready.
  * Writable means connected; only a failure (EPOLLERR) costs a SO_ERROR
- * read to learn why. Names are
+ * read to learn why. Before the connect the socket is bound to the
+ * connection's egress, if it has one (outbound.c). Names are
  * resolved before this (by the master for a tcp listener's target, by
  * the worker's resolver, dns.c, for HTTP): dial only ever sees addresses.
  */
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "worker/dial.h"
+#include "worker/outbound.h"
 #include "worker/upstream.h"
 #include "common/counters.h"
 
@@ -108,6 +110,11 @@ dial_start(struct pt_conn *c, const struct pt_addr *to, unsigned timeout_ms,
 	s->ready = 0;
 	s->hup = s->reset = false;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Where it leaves from: the egress, else the kernel's choice. */
+	if ((rc = outbound_bind(c, fd, to->sa.ss_family, true)) < 0) {
+		dial_finish(c, -rc);
+		return;
+	}
 	if (connect(fd, (const struct sockaddr *)&to->sa, to->len) == 0) {
 		/* What is readable already is reported by the registration
 		 * itself, to the owner of the moment. */

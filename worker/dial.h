@@ -14,7 +14,9 @@ typedef void (*dial_done_fn)(struct pt_conn *c, int err);
 /*
  * Connects the upstream side of <c> to <to>, with the connect timeout.
  * Calls <done> exactly once, possibly before returning. On success the
- * upstream socket is c->c_side[SIDE_UPSTREAM].io.fd, TCP_NODELAY set.
+ * upstream socket is c->c_side[SIDE_UPSTREAM].io.fd, TCP_NODELAY set,
+ * bound to the connection's egress (c->c_up_local; outbound_bind's
+ * errors, EAFNOSUPPORT for an egress of the other family, go to <done>).
  */
 void	 dial_start(struct pt_conn *c, const struct pt_addr *to,
 	    unsigned timeout_ms, dial_done_fn done);

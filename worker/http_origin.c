@@ -23,6 +23,7 @@
 #include "common/conf_types.h"
 #include "worker/http_parse.h"
 #include "worker/loop.h"
+#include "worker/outbound.h"
 #include "worker/phase.h"
 #include "worker/target.h"
 #include "worker/upstream.h"
@@ -106,7 +107,7 @@ http_unpark(struct pt_conn *c)
 		http_upstream_close(c);
 		return;
 	}
-	upstream_put(h->host, h->hostlen, h->port, &up->io, a);
+	upstream_put(h->host, h->hostlen, h->port, &up->io, a, &c->c_up_local);
 	up->io.fd = -1;
 	up->ready = 0;
 	up->hup = up->reset = false;
@@ -239,6 +240,26 @@ http_connect_port_allowed(uint16_t port)
 	return false;
 }
 
+/* Takes an upstream to the request's origin that <fits> accepts from
+ * the worker's pool: the request rides on it (target_reuse). */
+static bool
+http_take_kept(struct pt_conn *c, upstream_fits_fn fits)
+{
+	struct http_state	*h = http_st(c);
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+
+	if (upstream_take(h->host, h->hostlen, h->port, fits, c, &h->addrs[0],
+	    &c->c_up_local, &up->io, CONN_SIDE_EVENTS,
+	    h->client->on_event) < 0)
+		return false;
+	h->reused = true;
+	h->req.keep_out = true;
+	up->ready = EPOLLOUT;
+	up->hup = up->reset = false;
+	target_reuse(c, &h->addrs[0]);
+	return true;
+}
+
 /*
  * ACCESS passed. What only HTTP has: the CONNECT port rule, requests the
  * proxy answers itself, and upstream connections kept alive (the parked
@@ -251,7 +272,6 @@ http_access_ok(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
-	int			 fd;
 
 	if (h->is_connect && !http_connect_port_allowed(h->port)) {
 		target_deny(c, PT_PHASE_ACCESS,
@@ -263,10 +283,13 @@ http_access_ok(struct pt_conn *c)
 		return false;
 	}
 	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup &&
-	    !(up->ready & EPOLLIN) && target_addr(c) != NULL) {
+	    !(up->ready & EPOLLIN) && target_addr(c) != NULL &&
+	    outbound_fits(c, target_addr(c), &c->c_up_local)) {
 		/* Same origin as the last request (http_origin_target pooled
 		 * it otherwise), and nothing came from it while parked (that
-		 * would be the answer to no request: http_unpark closes it). */
+		 * would be the answer to no request: http_unpark closes it),
+		 * and this request leaves from where it did (else the pool
+		 * keeps it for one that does). */
 		h->parked = false;
 		h->reused = true;
 		h->req.keep_out = true;
@@ -275,18 +298,9 @@ http_access_ok(struct pt_conn *c)
 		return true;
 	}
 	http_unpark(c);
-	if (!h->is_connect && !h->is_websocket && !h->retried) {
-		fd = upstream_take(h->host, h->hostlen, h->port, &h->addrs[0],
-		    &up->io, CONN_SIDE_EVENTS, h->client->on_event);
-		if (fd >= 0) {
-			h->reused = true;
-			h->req.keep_out = true;
-			up->ready = EPOLLOUT;
-			up->hup = up->reset = false;
-			target_reuse(c, &h->addrs[0]);
-			return true;
-		}
-	}
+	if (!h->is_connect && !h->is_websocket && !h->retried &&
+	    http_take_kept(c, outbound_fits))
+		return true;
 	h->reused = false;
 	target_known(c, NULL, 0);
 	return true;
@@ -305,6 +319,43 @@ http_may_dial(struct pt_conn *c)
 		return true;
 	conn_close(c, "client closed while its request waited");
 	return false;
+}
+
+/* A kept upstream for the request whose address DIAL judged: to that
+ * very address, and leaving from where the request now would. */
+static bool
+http_refits(const void *arg, const struct pt_addr *to,
+    const union egress_addr *local)
+{
+	const struct pt_conn	*c = arg;
+	struct pt_addr		 a, judged;
+
+	sockaddr_unmap((const struct sockaddr *)&to->sa, &a);
+	sockaddr_unmap((const struct sockaddr *)&c->c_req.target, &judged);
+	return sockaddr_equal(&a, &judged) && outbound_fits(c, to, local);
+}
+
+/*
+ * DIAL chose an egress the kept upstream did not leave from (an acl
+ * rule on the destination address decides only there, after the pool
+ * was asked with the listener's egress): it goes back to the pool,
+ * under its own, and another to the same address that fits is taken if
+ * there is one. False: the request dials afresh.
+ */
+static bool
+http_unreuse(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+
+	h->reused = false;
+	h->req.keep_out = false;
+	upstream_put(h->host, h->hostlen, h->port, &up->io, target_addr(c),
+	    &c->c_up_local);
+	up->io.fd = -1;
+	up->ready = 0;
+	up->hup = up->reset = false;
+	return !h->retried && http_take_kept(c, http_refits);
 }
 
 static void
@@ -333,6 +384,7 @@ static const struct target_ops http_target_ops = {
 	.fail = http_target_fail,
 	.access_ok = http_access_ok,
 	.may_dial = http_may_dial,
+	.unreuse = http_unreuse,
 	.established = http_established,
 	.on_timer = http_on_timer,
 };

@@ -75,6 +75,8 @@ req_txn_reset(struct pt_conn *c)
 	req_user_reset(c);
 	memset(&c->c_req.label, 0, sizeof(c->c_req.label));
 	memset(&c->c_answer, 0, sizeof(c->c_answer));
+	c->c_egress = NULL;
+	c->c_egress_shown = false;
 	c->c_req.port = 0;
 	c->c_req.status = 0;
 	c->c_req.bytes_in = c->c_req.bytes_out = 0;

@@ -10,7 +10,8 @@
  * Totals are families of their own (portico_connections_accepted_total)
  * and the per-worker-slot breakdown another (portico_worker_..._total
  * with a worker label), so that sum() over either never counts twice.
- * Module counters (pt_counter_register) become portico_module_<name>_total.
+ * Module counters (pt_counter_register) become portico_module_<name>_total,
+ * the core's own labelled ones (egress) portico_<name>_total.
  *
  * It does not do I/O: worker/status.c sends what it builds.
  */
@@ -261,13 +262,46 @@ status_core_metrics(struct status_out *o, const struct counters_slot *slots,
 
 /* Whether module counter <j> is the first of its name (its family is
  * printed there, with every later counter of the name). */
+/* Whether two registered counters are of one family: the same name, and
+ * both the core's (counters_register_core) or both modules'. */
+static bool
+status_same_name(const struct counters_mname *a, const struct counters_mname *b)
+{
+	return a->core == b->core && strcmp(a->name, b->name) == 0;
+}
+
+/* The help of the core's labelled families. */
+static const struct {
+	const char	*name;
+	const char	*help;
+} status_core_help[] = {
+	{ "egress_connects", "Outgoing connections (to origins, tunnels' "
+	  "targets, UDP relay sockets) that left from an egress address, "
+	  "by the egress as configured" },
+	{ "egress_failures", "Outgoing connections an egress could not "
+	  "serve (no address of the destination's family, or bind failed), "
+	  "by the egress as configured" },
+};
+
+static const char *
+status_core_help_of(const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < sizeof(status_core_help) / sizeof(status_core_help[0]);
+	    i++)
+		if (strcmp(status_core_help[i].name, name) == 0)
+			return status_core_help[i].help;
+	return "Core counter";
+}
+
 static bool
 status_first_of_name(const struct counters_master *m, int j)
 {
 	int	 k;
 
 	for (k = 0; k < j; k++)
-		if (strcmp(m->mnames[k].name, m->mnames[j].name) == 0)
+		if (status_same_name(&m->mnames[k], &m->mnames[j]))
 			return false;
 	return true;
 }
@@ -281,13 +315,17 @@ status_mlabel(struct status_out *o, const struct counters_mname *e,
 		status_printf(o, "%s%s=\"%s\"", sep, e->key, e->value);
 }
 
+/* Module counters (pt_counter_register), or with <core> the core's own
+ * labelled ones (counters_register_core), which have no "module_" in
+ * their names. */
 static void
 status_module_metrics(struct status_out *o,
-    const struct counters_slot *slots, int n, bool per_worker)
+    const struct counters_slot *slots, int n, bool per_worker, bool core)
 {
 	const struct counters_master	*m = counters_master_get();
 	const struct counters_mname	*e;
-	const char			*name;
+	const char			*name, *w = per_worker ? "worker_" : "";
+	const char			*mod = core ? "" : "module_";
 	int				 j, k, i, mcount;
 
 	if (m == NULL)
@@ -296,21 +334,25 @@ status_module_metrics(struct status_out *o,
 	if (mcount > PT_COUNTERS_MAX)
 		mcount = PT_COUNTERS_MAX;
 	for (j = 0; j < mcount; j++) {
-		if (!status_first_of_name(m, j))
+		if (m->mnames[j].core != core || !status_first_of_name(m, j))
 			continue;
 		name = m->mnames[j].name;
-		status_printf(o, "# HELP portico_%smodule_%s_total Module "
-		    "counter %s (pt_counter_register)%s.\n"
-		    "# TYPE portico_%smodule_%s_total counter\n",
-		    per_worker ? "worker_" : "", name, name,
-		    per_worker ? ", per worker slot" : "",
-		    per_worker ? "worker_" : "", name);
+		if (core)
+			status_printf(o, "# HELP portico_%s%s_total %s%s.\n",
+			    w, name, status_core_help_of(name),
+			    per_worker ? ", per worker slot" : "");
+		else
+			status_printf(o, "# HELP portico_%smodule_%s_total "
+			    "Module counter %s (pt_counter_register)%s.\n", w,
+			    name, name, per_worker ? ", per worker slot" : "");
+		status_printf(o, "# TYPE portico_%s%s%s_total counter\n", w,
+		    mod, name);
 		for (k = j; k < mcount; k++) {
 			e = &m->mnames[k];
-			if (strcmp(e->name, name) != 0)
+			if (!status_same_name(e, &m->mnames[j]))
 				continue;
 			if (!per_worker) {
-				status_printf(o, "portico_module_%s_total%s",
+				status_printf(o, "portico_%s%s_total%s", mod,
 				    name, e->key[0] != '\0' ? "{" : "");
 				status_mlabel(o, e, "");
 				status_printf(o, "%s %llu\n", e->key[0] != '\0' ?
@@ -319,8 +361,8 @@ status_module_metrics(struct status_out *o,
 				continue;
 			}
 			for (i = 0; i < n; i++) {
-				status_printf(o, "portico_worker_module_%s_total"
-				    "{worker=\"%d\"", name, i);
+				status_printf(o, "portico_worker_%s%s_total"
+				    "{worker=\"%d\"", mod, name, i);
 				status_mlabel(o, e, ",");
 				status_printf(o, "} %llu\n",
 				    (unsigned long long)LD(slots[i].m[k]));
@@ -507,9 +549,11 @@ status_fmt_metrics(struct status_out *o)
 		status_core_metrics(o, slots, n, false);
 		status_txn_metrics(o, slots, n);
 		status_hist_metrics(o, slots, n);
-		status_module_metrics(o, slots, n, false);
+		status_module_metrics(o, slots, n, false, true);
+		status_module_metrics(o, slots, n, false, false);
 		status_core_metrics(o, slots, n, true);
-		status_module_metrics(o, slots, n, true);
+		status_module_metrics(o, slots, n, true, true);
+		status_module_metrics(o, slots, n, true, false);
 	}
 	return o->oom ? -ENOMEM : 0;
 }
@@ -553,10 +597,11 @@ status_json_counters(struct status_out *o, const struct counters_slot *slots,
 }
 
 /* {"name":N,...}, a labelled name as {"name":{"key=value":N,...}}, of
- * slot <i>, or of them all when <i> < 0. */
+ * slot <i>, or of them all when <i> < 0: the modules' counters, or with
+ * <core> the core's own labelled ones. */
 static void
 status_json_modules(struct status_out *o, const struct counters_slot *slots,
-    int n, int i)
+    int n, int i, bool core)
 {
 	const struct counters_master	*m = counters_master_get();
 	const struct counters_mname	*e;
@@ -569,12 +614,12 @@ status_json_modules(struct status_out *o, const struct counters_slot *slots,
 		mcount = PT_COUNTERS_MAX;
 	status_printf(o, "{");
 	for (j = 0; j < mcount; j++) {
-		if (!status_first_of_name(m, j))
+		if (m->mnames[j].core != core || !status_first_of_name(m, j))
 			continue;
 		name = m->mnames[j].name;
 		labelled = false;
 		for (k = j; k < mcount; k++)
-			if (strcmp(m->mnames[k].name, name) == 0 &&
+			if (status_same_name(&m->mnames[k], &m->mnames[j]) &&
 			    m->mnames[k].key[0] != '\0')
 				labelled = true;
 		status_printf(o, "%s\"%s\":%s", first ? "" : ",", name,
@@ -583,7 +628,7 @@ status_json_modules(struct status_out *o, const struct counters_slot *slots,
 		f2 = true;
 		for (k = j; k < mcount; k++) {
 			e = &m->mnames[k];
-			if (strcmp(e->name, name) != 0)
+			if (!status_same_name(e, &m->mnames[j]))
 				continue;
 			if (labelled)
 				status_printf(o, "%s\"%s%s%s\":", f2 ? "" : ",",
@@ -691,8 +736,10 @@ status_fmt_json(struct status_out *o)
 		}
 	status_printf(o, "],\"counters\":");
 	status_json_counters(o, slots, n, -1);
+	status_printf(o, ",\"counters_labelled\":");
+	status_json_modules(o, slots, n, -1, true);
 	status_printf(o, ",\"modules\":");
-	status_json_modules(o, slots, n, -1);
+	status_json_modules(o, slots, n, -1, false);
 	status_printf(o, ",\"transactions\":");
 	status_json_txn(o, slots, n);
 	status_printf(o, ",\"histograms\":");
@@ -702,8 +749,10 @@ status_fmt_json(struct status_out *o)
 		status_printf(o, "%s{\"slot\":%d,\"counters\":", i ? "," : "",
 		    i);
 		status_json_counters(o, slots, n, i);
+		status_printf(o, ",\"counters_labelled\":");
+		status_json_modules(o, slots, n, i, true);
 		status_printf(o, ",\"modules\":");
-		status_json_modules(o, slots, n, i);
+		status_json_modules(o, slots, n, i, false);
 		status_printf(o, "}");
 	}
 	status_printf(o, "]}\n");

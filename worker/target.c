@@ -29,6 +29,7 @@
 #include "worker/dial.h"
 #include "worker/dns.h"
 #include "worker/loop.h"
+#include "worker/outbound.h"
 #include "worker/phase.h"
 #include "worker/req.h"
 #include "worker/worker_self.h"
@@ -285,6 +286,7 @@ target_on_dialed(struct pt_conn *c, int err)
 		target_dial_phase(c);
 		return;
 	}
+	outbound_established(c, true);
 	phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
 }
 
@@ -305,7 +307,14 @@ target_on_dial(struct pt_conn *c, enum pt_verdict v)
 	if (t->ops->may_dial != NULL && target_waited(c) &&
 	    !t->ops->may_dial(c))
 		return;
+	/* A DIAL hook (an acl rule judging the address) may have chosen
+	 * an egress the kept upstream does not leave from. */
+	if (t->reused && t->ops->unreuse != NULL &&
+	    !outbound_fits(c, target_addr(c), &c->c_up_local) &&
+	    !t->ops->unreuse(c))
+		t->reused = false;
 	if (t->reused) {
+		outbound_established(c, false);
 		phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
 		return;
 	}
@@ -348,6 +357,8 @@ target_on_dns(void *arg, int err, const struct dns_result *res)
 		t->ops->fail(c, TARGET_FAIL_RESOLVE, err);
 		return;
 	}
+	/* An egress of one family: only its family's addresses are tried. */
+	t->naddrs = outbound_order(c, t->store, t->naddrs);
 	t->addrs = t->store;
 	t->idx = 0;
 	target_dial_phase(c);

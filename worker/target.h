@@ -59,6 +59,13 @@ struct target_ops {
 	 * (its client left meanwhile).
 	 */
 	bool	(*may_dial)(struct pt_conn *c);
+	/* Optional: DIAL chose an egress the reused upstream leg
+	 * (target_reuse) was not bound to: the protocol puts it back where
+	 * it came from, and returns true when it found another kept leg to
+	 * the address DIAL judged that fits (it called target_reuse), false
+	 * when the path must connect afresh to that address. Without it a
+	 * reused leg is used as it is. */
+	bool	(*unreuse)(struct pt_conn *c);
 	/* ESTABLISHED passed: the upstream leg is connected. */
 	void	(*established)(struct pt_conn *c);
 	/* c_timer's callback while hooks run between the dial steps

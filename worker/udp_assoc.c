@@ -13,6 +13,10 @@
  * UDP_HDR_MAX bytes into their buffer, so the header is written in front
  * of them without a copy.
  *
+ * The remote-facing sockets leave from the association's egress
+ * (outbound.c), bound with port 0; a family the egress has no address
+ * of is not sent to (its datagrams are dropped as "send").
+ *
  * A destination given by name is resolved through the worker's resolver;
  * while a name is looked up one datagram waits (later ones are dropped:
  * UDP loses, clients retry), and cached names cost nothing.
@@ -59,6 +63,7 @@
 #include "common/log.h"
 #include "worker/dns.h"
 #include "worker/loop.h"
+#include "worker/outbound.h"
 #include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/socks_parse.h"
@@ -484,11 +489,15 @@ udp_remote_fd(struct udp_assoc *a, int family)
 	fd = upstream_socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (loop_io_start(io, fd, udp_events(a, PT_DIR_DOWN),
+	/* From the egress (port 0: the kernel's), if the association has
+	 * one: the acl rule's that allowed it, or the listener's. */
+	if (outbound_bind(a->conn, fd, family, false) < 0 ||
+	    loop_io_start(io, fd, udp_events(a, PT_DIR_DOWN),
 	    udp_on_remote) < 0) {
 		close(fd);
 		return -1;
 	}
+	outbound_established(a->conn, true);
 	return fd;
 }
 
@@ -655,11 +664,13 @@ udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
 {
 	struct sockaddr_storage	 to;
 	ssize_t			 n;
-	int			 fd;
+	int			 fd, k;
 
 	if (res == NULL || res->naddrs == 0)
 		return;
-	memcpy(&to, &res->addrs[0].sa, res->addrs[0].len);
+	/* The first address the egress can reach, as a dial would. */
+	k = outbound_first(a->conn, res->addrs, res->naddrs);
+	memcpy(&to, &res->addrs[k].sa, res->addrs[k].len);
 	if (!udp_resolved_allowed(a, name, name_len, port, &to)) {
 		udp_denied(a);
 		return;
@@ -668,7 +679,7 @@ udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
 	udp_peer_note(a, &to);
 	fd = udp_remote_fd(a, to.ss_family);
 	n = fd < 0 ? -1 : sendto(fd, data, len, MSG_DONTWAIT,
-	    (struct sockaddr *)&to, res->addrs[0].len);
+	    (struct sockaddr *)&to, res->addrs[k].len);
 	if (n < 0) {
 		udp_drop(a, CTR_UDP_DROP_SEND, 1);
 		return;

@@ -27,6 +27,7 @@ struct upstream_idle {
 	struct pt_timer		 timer;
 	struct upstream_idle	*prev, *next;	/* MRU list, or free list */
 	struct pt_addr		 addr;
+	union egress_addr	 local;		/* where it left from */
 	uint16_t		 port;
 	uint16_t		 hostlen;
 	char			 host[UPSTREAM_HOST_MAX];
@@ -112,7 +113,8 @@ upstream_fini(void)
 
 int
 upstream_take(const char *host, size_t hostlen, uint16_t port,
-    struct pt_addr *addr_out, struct loop_io *to, uint32_t events,
+    upstream_fits_fn fits, const void *arg, struct pt_addr *addr_out,
+    union egress_addr *local_out, struct loop_io *to, uint32_t events,
     loop_io_fn fn)
 {
 	struct upstream_idle	*u;
@@ -120,14 +122,16 @@ upstream_take(const char *host, size_t hostlen, uint16_t port,
 
 	for (u = upstream_mru; u != NULL; u = u->next) {
 		if (u->port != port || u->hostlen != hostlen ||
-		    strncasecmp(u->host, host, hostlen) != 0)
+		    strncasecmp(u->host, host, hostlen) != 0 ||
+		    !fits(arg, &u->addr, &u->local))
 			continue;
-		*addr_out = u->addr;
 		fd = u->io.fd;
 		if (loop_io_move(&u->io, to, events, fn) < 0) {
 			close(upstream_release(u));
 			return -1;
 		}
+		*addr_out = u->addr;
+		*local_out = u->local;
 		upstream_release(u);
 		return fd;
 	}
@@ -136,7 +140,8 @@ upstream_take(const char *host, size_t hostlen, uint16_t port,
 
 void
 upstream_put(const char *host, size_t hostlen, uint16_t port,
-    struct loop_io *io, const struct pt_addr *addr)
+    struct loop_io *io, const struct pt_addr *addr,
+    const union egress_addr *local)
 {
 	struct upstream_idle	*u;
 	int			 fd = io->fd;
@@ -154,6 +159,7 @@ upstream_put(const char *host, size_t hostlen, uint16_t port,
 	u->hostlen = (uint16_t)hostlen;
 	u->port = port;
 	u->addr = *addr;
+	u->local = *local;
 	if (loop_io_move(io, &u->io, EPOLLIN | EPOLLRDHUP,
 	    upstream_on_event) < 0) {
 		u->next = upstream_free;

@@ -5,10 +5,10 @@
  * input bit over the whole word), and the chains of a hash table linked
  * by index (pt_chain).
  *
- * The values are not keyed: FNV-1a and the finaliser spread honest keys,
- * but a client that chooses its keys can aim them at one bucket unless
- * the table mixes in a secret seed first (as limits/table.c does) or
- * hashes with a keyed function of its own.
+ * FNV-1a and the finaliser are not keyed: they spread honest keys, but
+ * a client that chooses its keys can aim them at one bucket unless the
+ * table mixes in a secret seed first (as limits/table.c does) or hashes
+ * with SipHash-2-4 under a secret key (pt_siphash24).
  *
  * A chained table keeps its entries in one array its owner allocated;
  * each entry embeds the uint32_t index of the next one in its bucket,
@@ -69,6 +69,61 @@ pt_hash_mix64(uint64_t h)
 	h *= 0xc4ceb9fe1a85ec53ULL;
 	h ^= h >> 33;
 	return h;
+}
+
+/*
+ * SipHash-2-4 (Aumasson and Bernstein) of the <len> bytes at <data>
+ * under the 128-bit key <k0>, <k1> (its bytes 0-7 and 8-15, read little
+ * endian): a keyed pseudo-random function. Where the output must not be
+ * guessed or aimed from outside (a client choosing keys to collide, an
+ * address derived from a user name), hash under a secret key drawn with
+ * getrandom(2); FNV-1a and the finaliser above are no defence there.
+ */
+#define PT_SIP_ROTL(x, b)	(((x) << (b)) | ((x) >> (64 - (b))))
+#define PT_SIP_ROUND(v0, v1, v2, v3) do {				\
+	v0 += v1; v1 = PT_SIP_ROTL(v1, 13); v1 ^= v0;			\
+	v0 = PT_SIP_ROTL(v0, 32);					\
+	v2 += v3; v3 = PT_SIP_ROTL(v3, 16); v3 ^= v2;			\
+	v0 += v3; v3 = PT_SIP_ROTL(v3, 21); v3 ^= v0;			\
+	v2 += v1; v1 = PT_SIP_ROTL(v1, 17); v1 ^= v2;			\
+	v2 = PT_SIP_ROTL(v2, 32);					\
+} while (0)
+
+static inline uint64_t
+pt_siphash24(uint64_t k0, uint64_t k1, const void *data, size_t len)
+{
+	const unsigned char	*p = data;
+	uint64_t		 v0 = 0x736f6d6570736575ULL ^ k0;
+	uint64_t		 v1 = 0x646f72616e646f6dULL ^ k1;
+	uint64_t		 v2 = 0x6c7967656e657261ULL ^ k0;
+	uint64_t		 v3 = 0x7465646279746573ULL ^ k1;
+	uint64_t		 m;
+	size_t			 i, left;
+	int			 b;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		for (m = 0, b = 7; b >= 0; b--)
+			m = (m << 8) | p[i + (size_t)b];
+		v3 ^= m;
+		PT_SIP_ROUND(v0, v1, v2, v3);
+		PT_SIP_ROUND(v0, v1, v2, v3);
+		v0 ^= m;
+	}
+	/* The last word: the 0 to 7 bytes left, the length's low byte on
+	 * top. */
+	m = (uint64_t)(len & 0xff) << 56;
+	for (left = len - i; left > 0; left--)
+		m |= (uint64_t)p[i + left - 1] << (8 * (left - 1));
+	v3 ^= m;
+	PT_SIP_ROUND(v0, v1, v2, v3);
+	PT_SIP_ROUND(v0, v1, v2, v3);
+	v0 ^= m;
+	v2 ^= 0xff;
+	PT_SIP_ROUND(v0, v1, v2, v3);
+	PT_SIP_ROUND(v0, v1, v2, v3);
+	PT_SIP_ROUND(v0, v1, v2, v3);
+	PT_SIP_ROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
 }
 
 /* ---- chains of a hash table ------------------------------------------ */

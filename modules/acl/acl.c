@@ -13,7 +13,10 @@
  * destination of a UDP association with the whole rule set.
  *
  * The core writes the refusal (403, SOCKS5 0x02, SOCKS4 0x5b); the
- * module names the rule in the request's label.
+ * module names the rule in the request's label. An allow rule with an
+ * `egress` makes it the transaction's (pt_conn_set_egress) where it
+ * decides: at ACCESS (so the resolver's answer is ordered by it), or at
+ * DIAL, before the connect.
  */
 #include <stdio.h>
 #include <string.h>
@@ -75,9 +78,18 @@ acl_refuse(struct pt_conn *conn, const struct acl_conf *ac, int rule,
 	return PT_VERDICT_DENY;
 }
 
+/* The allowing rule's egress, if it has one, is the transaction's. */
+static void
+acl_egress(struct pt_conn *conn, const struct acl_conf *ac, int rule)
+{
+	if (rule >= 0 && ac->rules[rule].egress != NULL)
+		pt_conn_set_egress(conn, ac->rules[rule].egress);
+}
+
 static void
 acl_allowed(struct pt_conn *conn, const struct acl_conf *ac, int rule)
 {
+	acl_egress(conn, ac, rule);
 	acl_set_label(conn, ac, rule, false);
 	pt_counter_add(ac->ctr_allowed, 1);
 	pt_counter_add(rule >= 0 ? ac->rules[rule].ctr : ac->ctr_default, 1);
@@ -119,9 +131,13 @@ acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	st->undecided = d.outcome == ACL_UNDECIDED;
 	st->counted = 0;
 	/* The label now, in case the transaction ends before DIAL (DNS
-	 * fails): DIAL replaces it if it refuses. */
-	if (d.outcome == ACL_ALLOW)
+	 * fails): DIAL replaces it if it refuses. The egress now too, so
+	 * the resolved addresses are ordered by its families and a kept
+	 * upstream is chosen by it. */
+	if (d.outcome == ACL_ALLOW) {
 		acl_set_label(conn, ac, d.rule, false);
+		acl_egress(conn, ac, d.rule);
+	}
 	return PT_VERDICT_CONTINUE;
 }
 
@@ -150,6 +166,9 @@ acl_dial(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	if (req->proto != PT_PROTO_TCP &&
 	    acl_private_denied(ac, d.rule, &to))
 		return acl_refuse(conn, ac, d.rule, true, false);
+	/* The rule that allows this address says where it leaves from
+	 * (another address of the name may be allowed by another rule). */
+	acl_egress(conn, ac, d.rule);
 	/* Counted once per transaction, though a failed connect dials the
 	 * next address (judged again: it may be in another network). */
 	if (!mine || !st->counted) {

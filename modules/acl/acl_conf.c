@@ -371,7 +371,9 @@ acl_rule_conds(struct acl_parse *p, struct acl_rule *r,
 	for (i = 0; (m = config_setting_get_elem(e, (unsigned)i)) != NULL;
 	    i++) {
 		key = config_setting_name(m);
-		if (strcmp(key, "name") == 0 || strcmp(key, "action") == 0)
+		if (strcmp(key, "name") == 0 || strcmp(key, "action") == 0 ||
+		    strcmp(key, "egress") == 0 ||
+		    strcmp(key, "egress_stable") == 0)
 			continue;
 		for (c = acl_conds; c->key != NULL; c++)
 			if (strcmp(key, c->key) == 0)
@@ -379,7 +381,7 @@ acl_rule_conds(struct acl_parse *p, struct acl_rule *r,
 		if (c->key == NULL)
 			return conf_fail(&p->e, m, "unknown condition "
 			    "\"%.64s\" (src, dst, host, host_file, port, user, "
-			    "listener, protocol, method)", key);
+			    "listener, protocol, method; or egress)", key);
 		if (config_setting_is_aggregate(m) &&
 		    config_setting_length(m) == 0)
 			return conf_fail(&p->e, m, "%s: an empty list matches "
@@ -388,6 +390,22 @@ acl_rule_conds(struct acl_parse *p, struct acl_rule *r,
 		if (c->parse(p, r, m) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* egress and egress_stable: the core reads them (pt_egress_conf). */
+static int
+acl_egress(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e)
+{
+	struct pt_modconf	 mc;
+	const char		*why;
+
+	memset(&mc, 0, sizeof(mc));
+	if (pt_egress_conf(&mc, e, &r->egress, &why) < 0)
+		return conf_fail(&p->e, mc.where, "%s", why);
+	if (r->egress != NULL && !r->allow)
+		return conf_fail(&p->e, config_setting_get_member(e, "egress"),
+		    "egress: a deny rule sends nothing anywhere");
 	return 0;
 }
 
@@ -433,7 +451,9 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 	r->label_len = strlen(label);
 	sprintf(r->reason, "acl: %s by %s", r->allow ? "allowed" : "denied",
 	    label);
-	return acl_rule_conds(p, r, e);
+	if (acl_rule_conds(p, r, e) < 0)
+		return -1;
+	return acl_egress(p, r, e);
 }
 
 static int
@@ -540,6 +560,7 @@ acl_rule_free(struct acl_rule *r)
 	for (i = 0; i < r->nmethods; i++)
 		free(r->methods[i]);
 	free(r->methods);
+	pt_egress_free(r->egress);
 }
 
 void

@@ -65,6 +65,9 @@ struct acl_rule {
 	uint32_t	 protos;	/* 1 << enum pt_proto */
 	char		**methods;
 	size_t		 nmethods;
+	/* `egress` (and `egress_stable`): where the transactions this
+	 * allow rule decides leave from (pt_conn_set_egress), or NULL. */
+	struct pt_egress *egress;
 };
 
 /*

@@ -17,6 +17,7 @@
 #include <CUnit/CUnit.h>
 
 #include "modules/acl/rules.h"
+#include "common/egress.h"
 #include "t/unit/check.h"
 
 #define T_LISTENERS							\
@@ -472,6 +473,14 @@ test_acl_rules_errors(void)
 		{ "rulez = ( );", "unknown option", "rulez", 4 },
 		{ "rules = (\n{ name = \"has space\"; action = \"allow\"; } );",
 		  "name", "A-Z", 5 },
+		{ "rules = (\n{ name = \"out\"; action = \"allow\";\n"
+		  "  egress = \"10.0.0.0/8\"; } );", "rule 1 (\"out\"): egress",
+		  "must be IPv6", 6 },
+		{ "rules = (\n{ action = \"allow\"; egress = \"192.0.2.1\";\n"
+		  "  egress_stable = \"user\"; } );", "egress_stable",
+		  "only with an IPv6 prefix", 6 },
+		{ "rules = (\n{ action = \"deny\";\n egress = \"192.0.2.1\"; } );",
+		  "egress", "a deny rule", 6 },
 	};
 	size_t	 i;
 
@@ -484,6 +493,32 @@ test_acl_rules_errors(void)
 		CHECKF(t_err_line == cases[i].line, "case %zu: line %d, want "
 		    "%d (%s)", i, t_err_line, cases[i].line, t_err);
 	}
+}
+
+/* An allow rule's egress is read by the core's parser (pt_egress_conf)
+ * and kept with the rule; rules without one have none. */
+static void
+test_acl_rules_egress(void)
+{
+	struct acl_conf	*ac;
+
+	ac = t_parse("rules = (\n"
+	    "{ action = \"allow\"; port = 80; egress = \"127.0.0.2\"; },\n"
+	    "{ action = \"allow\"; port = 81;\n"
+	    "  egress = [ \"127.0.0.3\", \"2001:db8:1::/64\" ];\n"
+	    "  egress_stable = \"user\"; },\n"
+	    "{ action = \"allow\"; port = 82; } );");
+	CHECKF_FATAL(ac != NULL, "refused: %s", t_err);
+	CU_ASSERT_FATAL(ac->nrules == 3);
+	CHECKF(ac->rules[0].egress != NULL &&
+	    strcmp(ac->rules[0].egress->text, "127.0.0.2") == 0, "rule 1: %s",
+	    ac->rules[0].egress ? ac->rules[0].egress->text : "none");
+	CHECKF(ac->rules[1].egress != NULL && strcmp(ac->rules[1].egress->text,
+	    "127.0.0.3,2001:db8:1::/64") == 0 &&
+	    ac->rules[1].egress->stable == EGRESS_BY_USER, "rule 2: %s",
+	    ac->rules[1].egress ? ac->rules[1].egress->text : "none");
+	CU_ASSERT_PTR_NULL(ac->rules[2].egress);
+	acl_conf_free(ac);
 }
 
 /* <ac> without its blocks: every rule tried alone, the reference. */
@@ -629,6 +664,7 @@ register_acl_rules_suite(void)
 	CU_add_test(s, "dst waits for DIAL", test_acl_rules_dst_waits_for_dial);
 	CU_add_test(s, "private", test_acl_rules_private);
 	CU_add_test(s, "errors", test_acl_rules_errors);
+	CU_add_test(s, "egress", test_acl_rules_egress);
 	CU_add_test(s, "blocks keep verdicts",
 	    test_acl_rules_blocks_keep_verdicts);
 }

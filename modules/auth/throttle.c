@@ -92,48 +92,11 @@ throttle_key(const struct sockaddr *sa, uint8_t key[THR_KEY_LEN])
 	return false;
 }
 
-#define THR_ROTL(x, b)	(((x) << (b)) | ((x) >> (64 - (b))))
-#define THR_SIPROUND(v0, v1, v2, v3) do {				\
-	v0 += v1; v1 = THR_ROTL(v1, 13); v1 ^= v0; v0 = THR_ROTL(v0, 32);\
-	v2 += v3; v3 = THR_ROTL(v3, 16); v3 ^= v2;			\
-	v0 += v3; v3 = THR_ROTL(v3, 21); v3 ^= v0;			\
-	v2 += v1; v1 = THR_ROTL(v1, 17); v1 ^= v2; v2 = THR_ROTL(v2, 32);\
-} while (0)
-
-static uint64_t
-throttle_le64(const uint8_t *p)
-{
-	uint64_t	 v = 0;
-	int		 i;
-
-	for (i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 /* SipHash-2-4 of the 16-byte <key> under <t->hkey>. */
 static uint64_t
 throttle_hash(const struct auth_throttle *t, const uint8_t key[THR_KEY_LEN])
 {
-	uint64_t	 v0 = 0x736f6d6570736575ULL ^ t->hkey[0];
-	uint64_t	 v1 = 0x646f72616e646f6dULL ^ t->hkey[1];
-	uint64_t	 v2 = 0x6c7967656e657261ULL ^ t->hkey[0];
-	uint64_t	 v3 = 0x7465646279746573ULL ^ t->hkey[1];
-	uint64_t	 m;
-	int		 i, r;
-
-	for (i = 0; i < 3; i++) {
-		/* Two message words, then the length word (16 << 56). */
-		m = i < 2 ? throttle_le64(key + 8 * i) : (uint64_t)16 << 56;
-		v3 ^= m;
-		for (r = 0; r < 2; r++)
-			THR_SIPROUND(v0, v1, v2, v3);
-		v0 ^= m;
-	}
-	v2 ^= 0xff;
-	for (r = 0; r < 4; r++)
-		THR_SIPROUND(v0, v1, v2, v3);
-	return v0 ^ v1 ^ v2 ^ v3;
+	return pt_siphash24(t->hkey[0], t->hkey[1], key, THR_KEY_LEN);
 }
 
 /* ---- lists -------------------------------------------------------------- */

@@ -8,8 +8,9 @@ httptest: what the t/integ/http_*.py scenarios share, on top of ptest.
     /echo (and any unknown path)
         200 with a JSON body describing the request it received: method,
         target, version, headers (a list of [name, value] in order), body
-        length and sha256, trailers, connection number and the request's
-        sequence number on that connection.
+        length and sha256, trailers, connection number, the request's
+        sequence number on that connection, and the connection's source
+        address (peer).
         ?closeafter=S  close the connection S seconds after answering
                        (an idle pooled connection the origin drops)
         ?dropnext=1    read the next request on this connection and close
@@ -314,6 +315,7 @@ class Origin(ptest._Server):
         with self.lock:
             self.serial += 1
             cid = self.serial
+        peer = c.getpeername()[0]
         conn = Conn(c, 120)
         seq = 0
         while not self.stopping.is_set() and seq < 10000:
@@ -335,6 +337,7 @@ class Origin(ptest._Server):
                 return
             req = dict(method=method, target=target, version=version,
                        headers=[list(h) for h in headers], conn=cid, seq=seq,
+                       peer=peer,
                        raw_head=head.decode("latin-1"), body_len=None,
                        body_sha256=None, trailers=[], body=None,
                        t=time.monotonic())

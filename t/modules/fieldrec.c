@@ -26,19 +26,21 @@
  *	TAGS mod=<m> conn=<id> rcs=<rc,...>		the tag calls' results
  *	<PHASE> mod=<m> worker=<id> pid=<pid> conn=<id> txn=<n> proto=<n>
  *	    listener=<name> lidx=<i> path=<p> ua=<v> xtest=<v> user=<u> label=<l>
- *	    class=<v> hosthex=<h> peer=<addr> balancer=<addr> ppauth=<v>
- *	    ppuid=<v> status=<n> error=<rest of the line>
+ *	    class=<v> hosthex=<h> egress=<a> peer=<addr> balancer=<addr>
+ *	    ppauth=<v> ppuid=<v> status=<n> error=<rest of the line>
  *	    (one line; hosthex: the host's bytes in hex, "-" when empty;
- *	    peer: pt_req.peer's address; balancer: pt_conn_balancer's,
- *	    ppauth and ppuid: the tags proxy_authority and proxy_unique_id,
- *	    all ABI 1.6)
+ *	    egress: pt_conn_egress's address; peer: pt_req.peer's address;
+ *	    balancer: pt_conn_balancer's; ppauth and ppuid: the tags
+ *	    proxy_authority and proxy_unique_id, all ABI 1.6)
  *
  * Empty or absent values are written "-", spaces as '_' (error keeps
  * its spaces: it ends the line). ua and xtest are pt_req_header() of
  * User-Agent and X-Test, so they are "-" outside AUTH..DIAL, but for ua
  * at ESTABLISHED and LOG: fieldrec2 has PT_MODF_LOG_HEADERS (ABI 1.4),
  * so the core keeps User-Agent until LOG; class is
- * pt_req_tag(conn, "class").
+ * pt_req_tag(conn, "class"); egress is pt_conn_egress() (ABI 1.6), the
+ * address the transaction's outgoing connection was bound to, "-" for
+ * none.
  *
  * tags = true, at ACCESS: sets class=per-user, a=1, b=2, c=3 (fills the
  * four slots), d=4 (-ENOSPC), a 16-byte name (-EINVAL), a 64-byte value
@@ -274,6 +276,7 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 {
 	char		 b[9][300], path[1500], hx[2 * 256 + 2];
 	char		 peer[INET6_ADDRSTRLEN], lb[INET6_ADDRSTRLEN];
+	char		 eg[INET6_ADDRSTRLEN];
 	struct pt_str	 ua, xt, cls, ppa, ppu;
 	bool		 has_ua, has_xt, has_cls, has_ppa, has_ppu;
 	size_t		 i;
@@ -292,10 +295,11 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	has_ppu = pt_req_tag(conn, "proxy_unique_id", &ppu);
 	fieldrec_addr((const struct sockaddr *)&req->peer, peer, sizeof(peer));
 	fieldrec_addr(pt_conn_balancer(conn), lb, sizeof(lb));
+	fieldrec_addr(pt_conn_egress(conn), eg, sizeof(eg));
 	fieldrec_printf(fc, "%s mod=%s worker=%d pid=%d conn=%llu txn=%llu "
 	    "proto=%d listener=%s lidx=%d path=%s ua=%s xtest=%s user=%s "
-	    "label=%s class=%s hosthex=%s peer=%s balancer=%s ppauth=%s "
-	    "ppuid=%s status=%d error=%s\n",
+	    "label=%s class=%s hosthex=%s egress=%s peer=%s balancer=%s "
+	    "ppauth=%s ppuid=%s status=%d error=%s\n",
 	    fieldrec_phases[phase],
 	    FIELDREC_NAME, fc->worker, fc->pid,
 	    (unsigned long long)pt_conn_id(conn),
@@ -309,7 +313,7 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	    fieldrec_val(req->user.ptr, req->user.len, b[4], sizeof(b[4])),
 	    fieldrec_val(req->label.ptr, req->label.len, b[5], sizeof(b[5])),
 	    has_cls ? fieldrec_val(cls.ptr, cls.len, b[6], sizeof(b[6])) :
-	    "-", hx, peer, lb,
+	    "-", hx, eg, peer, lb,
 	    has_ppa ? fieldrec_val(ppa.ptr, ppa.len, b[7], sizeof(b[7])) : "-",
 	    has_ppu ? fieldrec_val(ppu.ptr, ppu.len, b[8], sizeof(b[8])) : "-",
 	    req->status, req->error != NULL ? req->error : "-");

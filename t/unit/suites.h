@@ -41,6 +41,8 @@ void	register_hash_suite(void);
 void	register_http_flow_suite(void);
 /* ---- t/unit/test_proxy_header.c -------------------------------------- */
 void	register_proxy_header_suite(void);
+/* ---- t/unit/test_egress.c -------------------------------------------- */
+void	register_egress_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -60,6 +62,7 @@ void	register_proxy_header_suite(void);
 	register_lru_suite,						\
 	register_hash_suite,						\
 	register_http_flow_suite,					\
-	register_proxy_header_suite
+	register_proxy_header_suite,					\
+	register_egress_suite
 
 #endif
