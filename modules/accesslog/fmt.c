@@ -1095,6 +1095,18 @@ al_json_balancer(const struct al_rec *r, struct al_out *o)
 		    r->pp_unique_id.len, AL_MAX_PROXY_TLV);
 }
 
+/* ,"egress":"ADDR", only when the outgoing connection was bound to a
+ * chosen address (listener or acl egress). */
+static void
+al_json_egress(const struct al_rec *r, struct al_out *o)
+{
+	if (r->egress == NULL)
+		return;
+	al_puts(o, ",\"egress\":\"");
+	al_put_addr(o, r->egress);
+	al_putc(o, '"');
+}
+
 static void
 al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
     struct al_out *o)
@@ -1146,6 +1158,7 @@ al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_json_str(o, "referer", r->referer.ptr, r->referer.len,
 	    AL_MAX_REFERER);
 	al_json_balancer(r, o);
+	al_json_egress(r, o);
 	al_putc(o, '}');
 }
 

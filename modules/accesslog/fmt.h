@@ -53,6 +53,9 @@ struct al_rec {
 	/* The balancer a PROXY header came through (pt_conn_balancer), or
 	 * NULL. */
 	const struct sockaddr_storage	*balancer;
+	/* The local address the outgoing connection was bound to
+	 * (pt_conn_egress), or NULL: the kernel chose it. */
+	const struct sockaddr_storage	*egress;
 	const char			*listener;
 	const char			*error;		/* or NULL */
 	struct pt_str			 user, method, host, path, label;

@@ -29,7 +29,7 @@
 
 struct al_held {
 	struct al_rec		 r;
-	struct sockaddr_storage	 peer, upstream, balancer;
+	struct sockaddr_storage	 peer, upstream, balancer, egress;
 };
 
 static void
@@ -139,6 +139,10 @@ al_hold_add(struct al_hold *h, const struct al_rec *r)
 	if (r->balancer != NULL) {
 		al_copy_addr(&e->balancer, r->balancer);
 		e->r.balancer = &e->balancer;
+	}
+	if (r->egress != NULL) {
+		al_copy_addr(&e->egress, r->egress);
+		e->r.egress = &e->egress;
 	}
 	al_copy_str(h, &e->r.method);
 	al_copy_str(h, &e->r.host);
