@@ -47,6 +47,7 @@ import httptest as H  # noqa: E402
 import sockstest as S  # noqa: E402
 import acltest as ACL  # noqa: E402
 import authtest as A  # noqa: E402
+import accesslogtest as AL  # noqa: E402
 
 PREFIX = "2001:db8:1::"
 PLEN = 64
@@ -383,6 +384,7 @@ def part_listeners(t):
         return
     o = origin(t)
     ps, pl, pt = ptest.free_port(), ptest.free_port(), ptest.free_port()
+    alog = t.path("access.json")
     p = start(t, "listeners", [
         '{ name = "same"; address = "127.0.0.4:%d"; protocol = "http"; '
         'egress = "same"; }' % ps,
@@ -390,7 +392,8 @@ def part_listeners(t):
         'egress = "127.0.0.6"; }' % pl,
         '{ name = "tcp"; address = "127.0.0.1:%d"; protocol = "tcp"; '
         'to = "127.0.0.1:%d"; egress = "127.0.0.7"; }' % (pt, o.port),
-    ])
+    ], [] if AL.missing() else
+        [AL.module(['file = "%s"; format = "json";' % alog])])
     url = "http://127.0.0.1:%d/l" % o.port
     r1 = get_once(ps, url, host="127.0.0.4")
     t.check(r1[0] == "127.0.0.4", "2. a listener on 127.0.0.4 with egress "
@@ -411,6 +414,15 @@ def part_listeners(t):
         r5 = ("error", str(e))
     t.check(r5[0] == "127.0.0.7", "2. a tcp listener's target sees its "
             "egress 127.0.0.7", r5)
+    if AL.missing():
+        t.skip("2. the access log's egress field", AL.missing())
+    else:
+        recs = AL.wait_json(alog, lambda rs: len(rs) >= 5)
+        got = sorted((r.get("listener"), r.get("egress")) for r in recs)
+        t.check(got == [("same", "127.0.0.4")] * 2 +
+                [("six", "127.0.0.6")] * 2 + [("tcp", "127.0.0.7")],
+                "2. the JSON access log's egress field names the address "
+                "each transaction left from", got)
     t.stop_portico(p)
 
 
