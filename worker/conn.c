@@ -33,6 +33,7 @@
 #include "common/sockaddr.h"
 #include "common/conf_types.h"
 #include "worker/pool.h"
+#include "worker/proxy_info.h"
 #include "worker/req.h"
 #include "worker/worker_self.h"
 
@@ -472,6 +473,8 @@ conn_reap_list_free(void)
 		req_names_free(c);
 		if (c->c_proxy != NULL)
 			pool_put(pool_of(c->c_proxy), c->c_proxy);
+		if (c->c_rest != NULL)
+			pool_put(pool_of(c->c_rest), c->c_rest);
 		pool_put(&conn_pool, c);
 		freed = true;
 	}
@@ -609,11 +612,34 @@ conn_side_errno(struct conn_side *s)
 	return -errno;
 }
 
+/* The client's bytes that came with its PROXY header (c_rest), before
+ * any read of the socket; the block goes back once they are taken. */
+static ssize_t
+conn_recv_rest(struct pt_conn *c, void *buf, size_t len)
+{
+	struct proxy_rest	*r = c->c_rest;
+	size_t			 n = (size_t)(r->len - r->off);
+
+	if (n > len)
+		n = len;
+	memcpy(buf, r->b + r->off, n);
+	r->off = (uint16_t)(r->off + n);
+	if (r->off == r->len) {
+		pool_put(pool_of(r), r);
+		c->c_rest = NULL;
+	}
+	return (ssize_t)n;
+}
+
 ssize_t
 conn_recv(struct pt_conn *c, struct conn_side *s, void *buf, size_t len)
 {
 	const struct pt_transport	*t = conn_transport(c, s);
 	ssize_t				 n;
+
+	if (__builtin_expect(c->c_rest != NULL, 0) &&
+	    s == &c->c_side[SIDE_CLIENT] && len > 0)
+		return conn_recv_rest(c, buf, len);
 
 	if (t != NULL) {
 		s->t_want = EPOLLIN;
@@ -650,7 +676,8 @@ conn_recvv(struct pt_conn *c, struct conn_side *s, const struct iovec *iov,
 {
 	ssize_t	 r;
 
-	if (n == 1 || conn_transport(c, s) != NULL)
+	if (n == 1 || conn_transport(c, s) != NULL ||
+	    (c->c_rest != NULL && s == &c->c_side[SIDE_CLIENT]))
 		return conn_recv(c, s, iov[0].iov_base, iov[0].iov_len);
 	r = readv(s->io.fd, iov, n);
 	return r < 0 ? conn_side_errno(s) : r;
@@ -677,6 +704,8 @@ conn_pending(struct pt_conn *c, struct conn_side *s)
 {
 	const struct pt_transport	*t = conn_transport(c, s);
 
+	if (c->c_rest != NULL && s == &c->c_side[SIDE_CLIENT])
+		return (size_t)(c->c_rest->len - c->c_rest->off);
 	if (t == NULL || t->pending == NULL || s->io.fd < 0)
 		return 0;
 	return t->pending(c, c->c_tctx);
@@ -687,6 +716,10 @@ conn_plain(struct pt_conn *c, struct conn_side *s)
 {
 	const struct pt_transport	*t = conn_transport(c, s);
 
+	/* Bytes read with a PROXY header go first: no splice from the
+	 * socket past them. */
+	if (c->c_rest != NULL && s == &c->c_side[SIDE_CLIENT])
+		return PT_PLAIN_TX;
 	if (t == NULL)
 		return PT_PLAIN_RX | PT_PLAIN_TX;
 	if (t->plain == NULL || s->io.fd < 0)

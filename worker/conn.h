@@ -21,6 +21,7 @@ struct conf_listener;
 struct dns_query;
 struct pt_addr;
 struct proxy_info;
+struct proxy_rest;
 struct req_names;
 struct target_ops;
 
@@ -231,6 +232,9 @@ struct pt_conn {
 	struct req_names		*c_conn_names;
 	/* What its PROXY header said (worker/proxy_info.h), or NULL. */
 	struct proxy_info		*c_proxy;
+	/* The client's bytes read with that header and not taken yet
+	 * (conn_recv hands them out first), or NULL. */
+	struct proxy_rest		*c_rest;
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Byte budgets [PT_DIR_UP], [PT_DIR_DOWN]; c_budget_task calls the

@@ -13,6 +13,8 @@
 
 #include <sys/socket.h>
 
+#include "worker/proxy_header.h"
+
 struct proxy_info {
 	/* The connection's own peer (the balancer), when the header named
 	 * the client: pt_conn_balancer(). AF_UNSPEC otherwise. */
@@ -21,6 +23,18 @@ struct proxy_info {
 	uint8_t			 unique_id_len;
 	char			 authority[255];	/* v2 AUTHORITY */
 	char			 unique_id[128];	/* v2 UNIQUE_ID */
+};
+
+/*
+ * The first bytes of a plain HTTP or SOCKS connection behind a header,
+ * read in one recv() with the header (worker/proxy_read.c): b[off, len)
+ * are the client's own, which conn_recv() hands out before it reads the
+ * socket again (pt_conn's c_rest; NULL once they are all taken). A
+ * header that came with the request so costs no system call at all.
+ */
+struct proxy_rest {
+	uint16_t		 off, len;
+	uint8_t			 b[PROXY_HEADER_MAX];
 };
 
 #endif

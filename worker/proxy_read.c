@@ -7,12 +7,16 @@
  * sees the connection, so ACCEPT hooks, auth, limits, the access log and
  * the UDP relay all judge the client, not the balancer.
  *
- * The header is peeked, then consumed to its last byte and never beyond:
- * what follows it (a TLS ClientHello, a request) stays in the socket for
- * the next reader. Peeking leaves the bytes readable, so the socket is
- * watched edge-triggered: only new bytes wake the reader again. A header
- * usually arrives with the connection, and is then read at once without
- * touching epoll.
+ * On a plain HTTP or SOCKS listener the header is read with whatever
+ * follows it in one recv(), and the rest (the request, the greeting) is
+ * handed to the protocol from c_rest by conn_recv: a header that came
+ * with the request costs no system call. Elsewhere (TLS, protocol
+ * "auto", tcp, status) the header is peeked, then consumed to its last
+ * byte and never beyond, so the ClientHello or first byte stays in the
+ * socket for the next reader. A peek leaves the bytes readable, so the
+ * socket is watched edge-triggered: only new bytes wake the reader
+ * again. A header usually arrives with the connection, and is then read
+ * at once without touching epoll.
  *
  * A refused connection gets no answer (a balancer would take any byte for
  * the client's), is counted by reason (/metrics), and the error log says
@@ -39,6 +43,7 @@
 #define PROXY_LOG_EVERY_MS	1000
 
 static struct pool	 proxy_pool;
+static struct pool	 proxy_rest_pool;
 static uint64_t		 proxy_log_last;
 static unsigned		 proxy_log_quiet;	/* refusals not logged */
 
@@ -49,6 +54,8 @@ proxy_read_init(unsigned max_conns)
 {
 	pool_init(&proxy_pool, "proxy header", sizeof(struct proxy_info),
 	    max_conns);
+	pool_init(&proxy_rest_pool, "proxy header bytes",
+	    sizeof(struct proxy_rest), max_conns);
 }
 
 /* What the error log says of each refusal (enum proxy_refusal). */
@@ -166,30 +173,104 @@ proxy_wait(struct pt_conn *c)
 		conn_close(c, "epoll_ctl");
 }
 
+/*
+ * The connection ended before its header did: counted as "closed", and
+ * logged unless it sent nothing at all (a port check, a balancer's plain
+ * TCP health check: nothing an operator needs to read about, as HAProxy's
+ * dontlognull has it).
+ */
+static void
+proxy_closed(struct pt_conn *c, size_t received)
+{
+	if (received > 0) {
+		proxy_refuse(c, PROXY_REFUSED_CLOSED);
+		return;
+	}
+	counters_add(CTR_PP_REFUSED + PROXY_REFUSED_CLOSED - 1, 1);
+	conn_abort(c, "closed before a PROXY header");
+}
+
+/*
+ * The bytes received so far into <peek> (left in the socket) or, for a
+ * listener whose protocol reads through conn_recv (plain HTTP and SOCKS),
+ * into c_rest (taken from the socket: what follows the header is handed
+ * to the protocol from there). Returns how many there are, 0 at EOF, or
+ * -errno; *bytes points at them.
+ */
+static ssize_t
+proxy_gather(struct pt_conn *c, uint8_t *peek, const uint8_t **bytes)
+{
+	struct proxy_rest	*r = c->c_rest;
+	int			 fd = c->c_side[SIDE_CLIENT].io.fd;
+	ssize_t			 n;
+
+	if (r == NULL) {
+		do
+			n = recv(fd, peek, PROXY_HEADER_MAX, MSG_PEEK);
+		while (n < 0 && errno == EINTR);
+		*bytes = peek;
+		return n < 0 ? -errno : n;
+	}
+	do
+		n = recv(fd, r->b + r->len, sizeof(r->b) - r->len, 0);
+	while (n < 0 && errno == EINTR);
+	*bytes = r->b;
+	if (n < 0)
+		return r->len > 0 && errno == EAGAIN ? r->len : -errno;
+	if (n == 0)
+		return 0;
+	r->len = (uint16_t)(r->len + n);
+	return r->len;
+}
+
+/* The header took <len> of the bytes gathered: consumes them from the
+ * socket (a peek), or leaves c_rest holding only what follows. -1 when
+ * the socket did not give them back. */
+static int
+proxy_consume(struct pt_conn *c, int len)
+{
+	struct proxy_rest	*r = c->c_rest;
+	uint8_t			 sink[PROXY_HEADER_MAX];
+	ssize_t			 n;
+
+	if (r == NULL) {
+		do
+			n = recv(c->c_side[SIDE_CLIENT].io.fd, sink, (size_t)len,
+			    0);
+		while (n < 0 && errno == EINTR);
+		return n == len ? 0 : -1;
+	}
+	r->off = (uint16_t)len;
+	if (r->off == r->len) {
+		pool_put(&proxy_rest_pool, r);
+		c->c_rest = NULL;
+	}
+	return 0;
+}
+
 /* <eof>: the peer will send nothing more, so a prefix stays one. */
 static void
 proxy_read_step(struct pt_conn *c, bool eof)
 {
 	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
-	uint8_t			 buf[PROXY_HEADER_MAX];
+	uint8_t			 peek[PROXY_HEADER_MAX];
+	const uint8_t		*bytes;
 	struct proxy_header	 h;
 	ssize_t			 n;
 	int			 len;
 
-	do
-		n = recv(s->io.fd, buf, sizeof(buf), MSG_PEEK);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !eof) {
+	n = proxy_gather(c, peek, &bytes);
+	if ((n == -EAGAIN || n == -EWOULDBLOCK) && !eof) {
 		proxy_wait(c);
 		return;
 	}
 	if (n <= 0) {
-		if (n < 0 && errno == ECONNRESET)
+		if (n == -ECONNRESET)
 			s->reset = true;
-		proxy_refuse(c, PROXY_REFUSED_CLOSED);
+		proxy_closed(c, c->c_rest != NULL ? c->c_rest->len : 0);
 		return;
 	}
-	len = proxy_header_parse(buf, (size_t)n, &h);
+	len = proxy_header_parse(bytes, (size_t)n, &h);
 	if (len < 0) {
 		proxy_refuse(c, (enum proxy_refusal)-len);
 		return;
@@ -201,19 +282,28 @@ proxy_read_step(struct pt_conn *c, bool eof)
 			proxy_wait(c);
 		return;
 	}
-	/* Consume exactly the header: the peek saw all of it. */
-	do
-		n = recv(s->io.fd, buf, (size_t)len, 0);
-	while (n < 0 && errno == EINTR);
-	if (n != len) {
-		proxy_refuse(c, PROXY_REFUSED_CLOSED);
-		return;
-	}
+	/* h points into the bytes: kept before they are let go. */
 	if (proxy_apply(c, &h) < 0) {
 		conn_close(c, "out of memory for the PROXY header");
 		return;
 	}
+	if (proxy_consume(c, len) < 0) {
+		proxy_refuse(c, PROXY_REFUSED_CLOSED);
+		return;
+	}
 	proxy_done(c);
+}
+
+/* Plain HTTP and SOCKS read the client through conn_recv, which hands
+ * out c_rest first; the others look at the socket itself (a transport's
+ * handshake, protocol "auto"'s peek, a tcp relay's splice, the status
+ * listener), so their header is peeked and consumed to its last byte. */
+static bool
+proxy_reads_ahead(const struct pt_conn *c)
+{
+	return c->c_transport == NULL &&
+	    (c->c_listener->proto == CONF_PROTO_HTTP ||
+	    c->c_listener->proto == CONF_PROTO_SOCKS);
 }
 
 void
@@ -222,6 +312,13 @@ proxy_read_start(struct pt_conn *c, void (*next)(struct pt_conn *))
 	if (!proxy_from_allowed(c)) {
 		proxy_refuse(c, PROXY_REFUSED_SOURCE);
 		return;
+	}
+	if (proxy_reads_ahead(c)) {
+		if ((c->c_rest = pool_get(&proxy_rest_pool)) == NULL) {
+			conn_close(c, "out of memory for the PROXY header");
+			return;
+		}
+		c->c_rest->off = c->c_rest->len = 0;
 	}
 	c->c_on_ready = next;
 	/* No transaction until the header is read: a refused connection is
