@@ -30,6 +30,11 @@
  * --tls-resume resumes each client's last session with its ticket; the
  * report then adds the handshakes made and resumed in the window.
  *
+ * With --proxy-header v1|v2 each connection to the proxy begins with a
+ * PROXY protocol header naming the connection's own ends
+ * (lg_proxy_header), as a balancer in front of the proxy would send it:
+ * what a proxy_protocol listener costs, without a balancer's own cost.
+ *
  * Deliberately not here: IPv6, names resolved by the proxy, TLS to an
  * origin, request bodies, several threads (run several processes).
  */
@@ -174,6 +179,41 @@ lg_socks_reply_len(const uint8_t *p, size_t len)
 	}
 }
 
+ssize_t
+lg_proxy_header(const struct lg_opts *o, int fd, uint8_t *out)
+{
+	static const uint8_t	 sig[12] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00,
+	    0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a };
+	struct sockaddr_in	 me;
+	socklen_t		 len = sizeof(me);
+	char			 src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN];
+	int			 n;
+
+	if (getsockname(fd, (struct sockaddr *)&me, &len) < 0)
+		return -1;
+	if (me.sin_family != AF_INET) {
+		errno = EAFNOSUPPORT;
+		return -1;
+	}
+	if (o->proxy_header == LG_PP_V2) {
+		memcpy(out, sig, sizeof(sig));
+		out[12] = 0x21;		/* version 2, PROXY */
+		out[13] = 0x11;		/* AF_INET, STREAM */
+		out[14] = 0;
+		out[15] = 12;		/* two addresses, two ports */
+		memcpy(out + 16, &me.sin_addr, 4);
+		memcpy(out + 20, &o->proxy.sin_addr, 4);
+		memcpy(out + 24, &me.sin_port, 2);
+		memcpy(out + 26, &o->proxy.sin_port, 2);
+		return 28;
+	}
+	inet_ntop(AF_INET, &me.sin_addr, src, sizeof(src));
+	inet_ntop(AF_INET, &o->proxy.sin_addr, dst, sizeof(dst));
+	n = snprintf((char *)out, LG_PP_MAX, "PROXY TCP4 %s %s %u %u\r\n",
+	    src, dst, ntohs(me.sin_port), ntohs(o->proxy.sin_port));
+	return n > 0 && n < LG_PP_MAX ? n : -1;
+}
+
 static uint64_t
 errors_total(const struct lg_result *res)
 {
@@ -279,6 +319,12 @@ report(const struct lg_opts *o, const struct lg_result *res)
 			    (unsigned long long)res->tls_resumed,
 			    o->tls_resume ? "true" : "false",
 			    lg_tls_seen() != NULL ? lg_tls_seen() : "");
+		if (o->proxy_header != LG_PP_NONE)
+			printf(",\"proxy_header\":{\"version\":%d,\"sent\":%llu,"
+			    "\"in_window\":%llu}",
+			    o->proxy_header == LG_PP_V1 ? 1 : 2,
+			    (unsigned long long)res->pp_sent,
+			    (unsigned long long)res->pp_window);
 		printf("}\n");
 		return;
 	}
@@ -324,6 +370,12 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		    (unsigned long long)res->tls_offered,
 		    (unsigned long long)res->tls_resumed,
 		    o->tls_resume ? "" : " (--tls-resume not given)");
+	if (o->proxy_header != LG_PP_NONE)
+		printf("  PROXY header v%d first on each connection to the "
+		    "proxy: %llu sent (warm-up included), %llu in the "
+		    "window\n", o->proxy_header == LG_PP_V1 ? 1 : 2,
+		    (unsigned long long)res->pp_sent,
+		    (unsigned long long)res->pp_window);
 	if (res->note != NULL)
 		printf("  %s\n", res->note);
 }
@@ -365,7 +417,17 @@ usage(FILE *f)
 "  the --tcp-echo's read and write; without it 64 KiB sends, 16 KiB echo)\n"
 "  --tls (TLS to the proxy: an HTTPS proxy; TLS 1.3, TLS_AES_128_GCM_SHA256,\n"
 "  X25519 only)  --tls-resume (--tls, each client resuming its last\n"
-"  session with its ticket)\n");
+"  session with its ticket)\n"
+"  --proxy-header v1|v2 (every scenario with --proxy: each new connection\n"
+"  to the proxy first sends a PROXY protocol header naming its own ends,\n"
+"  as a balancer in front of the proxy would: v1 \"PROXY TCP4 <local addr>\n"
+"  <proxy addr> <local port> <proxy port>\\r\\n\", v2 the binary header,\n"
+"  command PROXY, AF_INET, STREAM; in the same write as the connection's\n"
+"  first bytes (the SOCKS5 greeting, the CONNECT, the first GET, udp's\n"
+"  greeting), alone only where the client sends nothing first (idle\n"
+"  without --proxy-type) or before a TLS handshake (--tls); its bytes\n"
+"  count in \"up\"; the report adds the headers sent, all and in the\n"
+"  window)\n");
 }
 
 /*
@@ -610,6 +672,16 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 	case 'l':
 		o->tls = true;
 		return 0;
+	case 'X':
+		if (strcmp(arg, "v1") == 0)
+			o->proxy_header = LG_PP_V1;
+		else if (strcmp(arg, "v2") == 0)
+			o->proxy_header = LG_PP_V2;
+		else {
+			fprintf(stderr, "loadgen: --proxy-header: v1 or v2\n");
+			return -1;
+		}
+		return 0;
 	case 'x':
 		return opt_num("expect-size", arg, 0, (long long)1 << 60,
 		    &o->expect_size);
@@ -635,6 +707,12 @@ opts_check(struct lg_opts *o)
 	if (o->rr && (s != LG_TUNNEL || o->no_send)) {
 		fprintf(stderr, "loadgen %s: --rr is for tunnel, without "
 		    "--no-send\n", o->scenario_name);
+		return -1;
+	}
+	if (o->proxy_header != LG_PP_NONE && (s == LG_SERVE ||
+	    !o->have_proxy)) {
+		fprintf(stderr, "loadgen %s: --proxy-header is sent to the "
+		    "proxy: --proxy is required\n", o->scenario_name);
 		return -1;
 	}
 	if (s == LG_SERVE) {
@@ -722,6 +800,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "rr",		 no_argument,	    NULL, 'q' },
 		{ "tls",	 no_argument,	    NULL, 'l' },
 		{ "tls-resume",	 no_argument,	    NULL, 'R' },
+		{ "proxy-header", required_argument, NULL, 'X' },
 		{ "expect-size", required_argument, NULL, 'x' },
 		{ "http",	 required_argument, NULL, 'H' },
 		{ "tcp-echo",	 required_argument, NULL, 'E' },
