@@ -35,8 +35,15 @@
  * (lg_proxy_header), as a balancer in front of the proxy would send it:
  * what a proxy_protocol listener costs, without a balancer's own cost.
  *
- * Deliberately not here: IPv6, names resolved by the proxy, TLS to an
- * origin, request bodies, several threads (run several processes).
+ * IPv6 only where a proxy is asked for it (a SOCKS5 --target "[::1]:P"
+ * is ATYP 4, an HTTP proxy gets the text) and for serve's TCP listeners:
+ * enough for an egress from an IPv6 prefix, whose destinations must be
+ * IPv6. The connections loadgen itself makes (to the proxy, direct, UDP)
+ * are IPv4.
+ *
+ * Deliberately not here: IPv6 beyond that, names resolved by the proxy,
+ * TLS to an origin, request bodies, several threads (run several
+ * processes).
  */
 #include "config.h"
 
@@ -399,8 +406,12 @@ usage(FILE *f)
 "                    [--tcp-source N] --tcp-close P --udp-echo P\n"
 "                    [--write BYTES], until killed; --http answers\n"
 "                    /bytes/N (Content-Length), /chunked/N and /eof/N\n"
-"                    (no length: Connection: close, the close ends it)\n"
+"                    (no length: Connection: close, the close ends it);\n"
+"                    P is a port on 127.0.0.1, HOST:PORT, or [IPv6]:PORT\n"
+"                    (not --udp-echo)\n"
 "options: --proxy HOST:PORT  --proxy-type http|socks5  --target HOST:PORT\n"
+"  (--target [IPv6]:PORT through a proxy: SOCKS5 asks for ATYP 4, an HTTP\n"
+"  proxy gets the text; not for udp)\n"
 "  --path /bytes/1024  --connections N (50)  --duration S (5)\n"
 "  --warmup S (1)  --payload BYTES  --window N  --rate PPS\n"
 "  --auth user:pass  --timeout S  --json  --expect-size N\n"
@@ -430,32 +441,53 @@ usage(FILE *f)
 "  window)\n");
 }
 
+socklen_t
+lg_addr_len(const union lg_addr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? sizeof(a->v6) : sizeof(a->v4);
+}
+
 /*
  * "host:port" (or "port" when <host_optional>, meaning 127.0.0.1) into an
- * IPv4 address, resolved here, once. Returns 0, or -1 with a message.
+ * IPv4 address, resolved here, once; with <v6>, also "[addr]:port", an
+ * IPv6 literal. Returns 0, or -1 with a message.
  */
 static int
-addr_parse(const char *what, const char *s, bool host_optional,
-    struct sockaddr_in *out)
+addr_parse(const char *what, const char *s, bool host_optional, bool v6,
+    union lg_addr *out)
 {
 	struct addrinfo	 hints, *res;
-	const char	*colon = strrchr(s, ':');
-	char		 host[256];
+	const char	*host_end = NULL, *port_at = s;
+	char		 host[256] = "127.0.0.1";
 	char		*end;
 	unsigned long	 port;
 	size_t		 hlen;
 	int		 rc;
 
-	if (colon == NULL && !host_optional) {
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	if (s[0] == '[') {
+		host_end = strchr(s, ']');
+		if (!v6 || host_end == NULL || host_end[1] != ':') {
+			fprintf(stderr, "loadgen: %s: %s, got \"%s\"\n", what,
+			    v6 ? "expected [IPv6 address]:port" :
+			    "IPv4 only here", s);
+			return -1;
+		}
+		s++;
+		port_at = host_end + 2;
+		hints.ai_family = AF_INET6;
+		hints.ai_flags = AI_NUMERICHOST;
+	} else if ((host_end = strrchr(s, ':')) != NULL)
+		port_at = host_end + 1;
+	else if (!host_optional) {
 		fprintf(stderr, "loadgen: %s: expected host:port, got \"%s\"\n",
 		    what, s);
 		return -1;
 	}
-	if (colon == NULL) {
-		strcpy(host, "127.0.0.1");
-		colon = s - 1;
-	} else {
-		hlen = (size_t)(colon - s);
+	if (host_end != NULL) {
+		hlen = (size_t)(host_end - s);
 		if (hlen == 0 || hlen >= sizeof(host)) {
 			fprintf(stderr, "loadgen: %s: bad host in \"%s\"\n",
 			    what, s);
@@ -465,22 +497,26 @@ addr_parse(const char *what, const char *s, bool host_optional,
 		host[hlen] = '\0';
 	}
 	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || end == colon + 1 || port == 0 ||
+	port = strtoul(port_at, &end, 10);
+	if (errno != 0 || *end != '\0' || end == port_at || port == 0 ||
 	    port > 65535) {
-		fprintf(stderr, "loadgen: %s: bad port in \"%s\"\n", what, s);
+		fprintf(stderr, "loadgen: %s: bad port in \"%s\"\n", what,
+		    port_at);
 		return -1;
 	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_INET;
-	hints.ai_socktype = SOCK_STREAM;
 	if ((rc = getaddrinfo(host, NULL, &hints, &res)) != 0) {
 		fprintf(stderr, "loadgen: %s: %s: %s\n", what, host,
 		    gai_strerror(rc));
 		return -1;
 	}
-	memcpy(out, res->ai_addr, sizeof(*out));
-	out->sin_port = htons((uint16_t)port);
+	memset(out, 0, sizeof(*out));
+	if (res->ai_family == AF_INET6) {
+		memcpy(&out->v6, res->ai_addr, sizeof(out->v6));
+		out->v6.sin6_port = htons((uint16_t)port);
+	} else {
+		memcpy(&out->v4, res->ai_addr, sizeof(out->v4));
+		out->v4.sin_port = htons((uint16_t)port);
+	}
 	freeaddrinfo(res);
 	return 0;
 }
@@ -574,33 +610,39 @@ static const struct {
 static int
 opt_target(struct lg_opts *o, int ch, const char *arg)
 {
+	union lg_addr	 a;
+
 	switch (ch) {
 	case 'p':
 		snprintf(o->proxy_str, sizeof(o->proxy_str), "%s", arg);
 		o->have_proxy = true;
-		return addr_parse("--proxy", arg, false, &o->proxy);
+		if (addr_parse("--proxy", arg, false, false, &a) < 0)
+			return -1;
+		o->proxy = a.v4;
+		return 0;
 	case 't':
 		snprintf(o->target_str, sizeof(o->target_str), "%s", arg);
 		o->have_target = true;
 		/* Resolved in opts_check, when loadgen itself needs the
 		 * address: an HTTP proxy takes the name as it is. */
 		return strrchr(arg, ':') == NULL ? addr_parse("--target",
-		    arg, false, &o->target) : 0;
+		    arg, false, true, &o->target) : 0;
 	case 'H':
 		o->have_s_http = true;
-		return addr_parse("--http", arg, true, &o->s_http);
+		return addr_parse("--http", arg, true, true, &o->s_http);
 	case 'E':
 		o->have_s_echo = true;
-		return addr_parse("--tcp-echo", arg, true, &o->s_echo);
+		return addr_parse("--tcp-echo", arg, true, true, &o->s_echo);
 	case 'K':
 		o->have_s_sink = true;
-		return addr_parse("--tcp-sink", arg, true, &o->s_sink);
+		return addr_parse("--tcp-sink", arg, true, true, &o->s_sink);
 	case 'U':
 		o->have_s_udp = true;
-		return addr_parse("--udp-echo", arg, true, &o->s_udp);
+		return addr_parse("--udp-echo", arg, true, false, &o->s_udp);
 	case 'C':
 		o->have_s_close = true;
-		return addr_parse("--tcp-close", arg, true, &o->s_close);
+		return addr_parse("--tcp-close", arg, true, true,
+		    &o->s_close);
 	default:
 		return -1;
 	}
@@ -738,8 +780,17 @@ opts_check(struct lg_opts *o)
 	if (s == LG_HANDSHAKES || s == LG_UDP)
 		o->ptype = LG_PROXY_SOCKS5;
 	if ((!o->have_proxy || o->ptype == LG_PROXY_SOCKS5) &&
-	    addr_parse("--target", o->target_str, false, &o->target) < 0)
+	    addr_parse("--target", o->target_str, false, true,
+	    &o->target) < 0)
 		return -1;
+	if (o->target.sa.sa_family == AF_INET6 && (!o->have_proxy ||
+	    s == LG_UDP)) {
+		fprintf(stderr, "loadgen %s: an IPv6 --target is asked of a "
+		    "proxy (SOCKS5 ATYP 4, or an HTTP proxy's text), never "
+		    "connected to directly, nor a UDP one\n",
+		    o->scenario_name);
+		return -1;
+	}
 	if (o->tls && !o->have_proxy) {
 		fprintf(stderr, "loadgen %s: --tls speaks TLS to the proxy: "
 		    "--proxy is required\n", o->scenario_name);

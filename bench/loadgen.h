@@ -62,10 +62,20 @@ enum lg_err {
 	LG_ERR_MAX
 };
 
+/* An address loadgen asks a proxy for or listens on: IPv4, or IPv6 where
+ * the option takes "[addr]:port" (a SOCKS5 --target, serve's TCP
+ * listeners). */
+union lg_addr {
+	struct sockaddr		 sa;
+	struct sockaddr_in	 v4;
+	struct sockaddr_in6	 v6;
+};
+
 struct lg_opts {
 	enum lg_scenario	 scenario;
 	const char		*scenario_name;
-	struct sockaddr_in	 proxy, target;
+	struct sockaddr_in	 proxy;
+	union lg_addr		 target;
 	char			 proxy_str[300], target_str[300];
 	bool			 have_proxy, have_target;
 	enum lg_ptype		 ptype;
@@ -92,8 +102,8 @@ struct lg_opts {
 	/* --tls: TLS to the proxy (an HTTPS proxy); --tls-resume: each
 	 * client offers its last session ticket */
 	bool			 tls, tls_resume;
-	/* serve */
-	struct sockaddr_in	 s_http, s_echo, s_sink, s_udp, s_close;
+	/* serve; --udp-echo is IPv4 only */
+	union lg_addr		 s_http, s_echo, s_sink, s_udp, s_close;
 	bool			 have_s_http, have_s_echo, have_s_sink;
 	bool			 have_s_close;
 	bool			 have_s_udp;
@@ -132,6 +142,8 @@ uint64_t	 lg_now(void);
 void		 lg_lat_add(uint64_t ns);
 /* CPU seconds (user + system) this process used so far. */
 double		 lg_cpu(void);
+/* The length of <a>'s sockaddr, for bind() and connect(). */
+socklen_t	 lg_addr_len(const union lg_addr *a);
 /* The error class of errno value <err> (0: an early EOF). */
 enum lg_err	 lg_err_of(int err);
 /* The once-a-second line on stderr (a terminal, runs over 3 s). */

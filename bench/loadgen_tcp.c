@@ -134,8 +134,9 @@ struct run {
 	uint8_t			 greeting[3];
 	uint8_t			 authreq[3 + 255 + 255];
 	size_t			 authreq_len;
-	uint8_t			 s5req[10];
-	uint8_t			 pipelined[3 + 3 + 255 + 255 + 10];
+	uint8_t			 s5req[22];	/* ATYP 1 or 4 */
+	size_t			 s5req_len;
+	uint8_t			 pipelined[3 + 3 + 255 + 255 + 22];
 	size_t			 pipelined_len;
 	char			 req[2048];	/* GET or CONNECT */
 	size_t			 req_len;
@@ -297,7 +298,8 @@ static void
 cl_start(struct run *r, struct client *c)
 {
 	const struct lg_opts	*o = r->o;
-	const struct sockaddr_in *to = o->have_proxy ? &o->proxy : &o->target;
+	const struct sockaddr_in *to = o->have_proxy ? &o->proxy :
+				    &o->target.v4;
 	struct linger		 lg = { .l_onoff = 1, .l_linger = 0 };
 	int			 one = 1;
 
@@ -362,8 +364,8 @@ cl_setup(struct run *r, struct client *c)
 		memcpy(msg, r->greeting, sizeof(r->greeting));
 		n = sizeof(r->greeting);
 		n += s5_authreq(r, c, msg + n);
-		memcpy(msg + n, r->s5req, sizeof(r->s5req));
-		n += sizeof(r->s5req);
+		memcpy(msg + n, r->s5req, r->s5req_len);
+		n += r->s5req_len;
 		if (cl_send(r, c, msg, n) < 0)
 			return;
 		c->st = CL_S5_METHOD;
@@ -505,7 +507,7 @@ s5_parse(struct run *r, struct client *c)
 				c->st = CL_S5_AUTH;
 			return;
 		}
-		if (cl_send(r, c, r->s5req, sizeof(r->s5req)) == 0)
+		if (cl_send(r, c, r->s5req, r->s5req_len) == 0)
 			c->st = CL_S5_REPLY;
 		return;
 	case CL_S5_AUTH:
@@ -522,7 +524,7 @@ s5_parse(struct run *r, struct client *c)
 			return;
 		}
 		c->hs_len = 0;
-		if (cl_send(r, c, r->s5req, sizeof(r->s5req)) == 0)
+		if (cl_send(r, c, r->s5req, r->s5req_len) == 0)
 			c->st = CL_S5_REPLY;
 		return;
 	case CL_S5_REPLY:
@@ -1270,9 +1272,17 @@ build(struct run *r)
 	r->s5req[0] = 5;
 	r->s5req[1] = 1;	/* CONNECT */
 	r->s5req[2] = 0;
-	r->s5req[3] = 1;	/* IPv4 */
-	memcpy(&r->s5req[4], &o->target.sin_addr, 4);
-	memcpy(&r->s5req[8], &o->target.sin_port, 2);
+	if (o->target.sa.sa_family == AF_INET6) {
+		r->s5req[3] = 4;
+		memcpy(&r->s5req[4], &o->target.v6.sin6_addr, 16);
+		memcpy(&r->s5req[20], &o->target.v6.sin6_port, 2);
+		r->s5req_len = 22;
+	} else {
+		r->s5req[3] = 1;
+		memcpy(&r->s5req[4], &o->target.v4.sin_addr, 4);
+		memcpy(&r->s5req[8], &o->target.v4.sin_port, 2);
+		r->s5req_len = 10;
+	}
 	p = r->pipelined;
 	memcpy(p, r->greeting, sizeof(r->greeting));
 	p += sizeof(r->greeting);
@@ -1280,8 +1290,8 @@ build(struct run *r)
 		memcpy(p, r->authreq, r->authreq_len);
 		p += r->authreq_len;
 	}
-	memcpy(p, r->s5req, sizeof(r->s5req));
-	p += sizeof(r->s5req);
+	memcpy(p, r->s5req, r->s5req_len);
+	p += r->s5req_len;
 	r->pipelined_len = (size_t)(p - r->pipelined);
 	if (o->auth && o->have_proxy && o->ptype == LG_PROXY_HTTP) {
 		n = (size_t)snprintf((char *)cred, sizeof(cred), "%s:%s",

@@ -519,8 +519,8 @@ lg_udp_main(const struct lg_opts *o, struct lg_result *res)
 			uint8_t	*d = r.sbufs + (size_t)i * r.dlen;
 
 			d[3] = 1;	/* RSV RSV FRAG = 0, ATYP IPv4 */
-			memcpy(d + 4, &o->target.sin_addr, 4);
-			memcpy(d + 8, &o->target.sin_port, 2);
+			memcpy(d + 4, &o->target.v4.sin_addr, 4);
+			memcpy(d + 8, &o->target.v4.sin_port, 2);
 			memset(d + LG_UDP_HDR + LG_UDP_SEQ_LEN, 'x',
 			    (size_t)o->payload - LG_UDP_SEQ_LEN);
 		}
