@@ -30,8 +30,20 @@
  * --tls-resume resumes each client's last session with its ticket; the
  * report then adds the handshakes made and resumed in the window.
  *
- * Deliberately not here: IPv6, names resolved by the proxy, TLS to an
- * origin, request bodies, several threads (run several processes).
+ * With --proxy-header v1|v2 each connection to the proxy begins with a
+ * PROXY protocol header naming the connection's own ends
+ * (lg_proxy_header), as a balancer in front of the proxy would send it:
+ * what a proxy_protocol listener costs, without a balancer's own cost.
+ *
+ * IPv6 only where a proxy is asked for it (a SOCKS5 --target "[::1]:P"
+ * is ATYP 4, an HTTP proxy gets the text) and for serve's TCP listeners:
+ * enough for an egress from an IPv6 prefix, whose destinations must be
+ * IPv6. The connections loadgen itself makes (to the proxy, direct, UDP)
+ * are IPv4.
+ *
+ * Deliberately not here: IPv6 beyond that, names resolved by the proxy,
+ * TLS to an origin, request bodies, several threads (run several
+ * processes).
  */
 #include "config.h"
 
@@ -174,6 +186,41 @@ lg_socks_reply_len(const uint8_t *p, size_t len)
 	}
 }
 
+ssize_t
+lg_proxy_header(const struct lg_opts *o, int fd, uint8_t *out)
+{
+	static const uint8_t	 sig[12] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00,
+	    0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a };
+	struct sockaddr_in	 me;
+	socklen_t		 len = sizeof(me);
+	char			 src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN];
+	int			 n;
+
+	if (getsockname(fd, (struct sockaddr *)&me, &len) < 0)
+		return -1;
+	if (me.sin_family != AF_INET) {
+		errno = EAFNOSUPPORT;
+		return -1;
+	}
+	if (o->proxy_header == LG_PP_V2) {
+		memcpy(out, sig, sizeof(sig));
+		out[12] = 0x21;		/* version 2, PROXY */
+		out[13] = 0x11;		/* AF_INET, STREAM */
+		out[14] = 0;
+		out[15] = 12;		/* two addresses, two ports */
+		memcpy(out + 16, &me.sin_addr, 4);
+		memcpy(out + 20, &o->proxy.sin_addr, 4);
+		memcpy(out + 24, &me.sin_port, 2);
+		memcpy(out + 26, &o->proxy.sin_port, 2);
+		return 28;
+	}
+	inet_ntop(AF_INET, &me.sin_addr, src, sizeof(src));
+	inet_ntop(AF_INET, &o->proxy.sin_addr, dst, sizeof(dst));
+	n = snprintf((char *)out, LG_PP_MAX, "PROXY TCP4 %s %s %u %u\r\n",
+	    src, dst, ntohs(me.sin_port), ntohs(o->proxy.sin_port));
+	return n > 0 && n < LG_PP_MAX ? n : -1;
+}
+
 static uint64_t
 errors_total(const struct lg_result *res)
 {
@@ -279,6 +326,12 @@ report(const struct lg_opts *o, const struct lg_result *res)
 			    (unsigned long long)res->tls_resumed,
 			    o->tls_resume ? "true" : "false",
 			    lg_tls_seen() != NULL ? lg_tls_seen() : "");
+		if (o->proxy_header != LG_PP_NONE)
+			printf(",\"proxy_header\":{\"version\":%d,\"sent\":%llu,"
+			    "\"in_window\":%llu}",
+			    o->proxy_header == LG_PP_V1 ? 1 : 2,
+			    (unsigned long long)res->pp_sent,
+			    (unsigned long long)res->pp_window);
 		printf("}\n");
 		return;
 	}
@@ -324,6 +377,12 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		    (unsigned long long)res->tls_offered,
 		    (unsigned long long)res->tls_resumed,
 		    o->tls_resume ? "" : " (--tls-resume not given)");
+	if (o->proxy_header != LG_PP_NONE)
+		printf("  PROXY header v%d first on each connection to the "
+		    "proxy: %llu sent (warm-up included), %llu in the "
+		    "window\n", o->proxy_header == LG_PP_V1 ? 1 : 2,
+		    (unsigned long long)res->pp_sent,
+		    (unsigned long long)res->pp_window);
 	if (res->note != NULL)
 		printf("  %s\n", res->note);
 }
@@ -347,8 +406,12 @@ usage(FILE *f)
 "                    [--tcp-source N] --tcp-close P --udp-echo P\n"
 "                    [--write BYTES], until killed; --http answers\n"
 "                    /bytes/N (Content-Length), /chunked/N and /eof/N\n"
-"                    (no length: Connection: close, the close ends it)\n"
+"                    (no length: Connection: close, the close ends it);\n"
+"                    P is a port on 127.0.0.1, HOST:PORT, or [IPv6]:PORT\n"
+"                    (not --udp-echo)\n"
 "options: --proxy HOST:PORT  --proxy-type http|socks5  --target HOST:PORT\n"
+"  (--target [IPv6]:PORT through a proxy: SOCKS5 asks for ATYP 4, an HTTP\n"
+"  proxy gets the text; not for udp)\n"
 "  --path /bytes/1024  --connections N (50)  --duration S (5)\n"
 "  --warmup S (1)  --payload BYTES  --window N  --rate PPS\n"
 "  --auth user:pass  --timeout S  --json  --expect-size N\n"
@@ -365,35 +428,66 @@ usage(FILE *f)
 "  the --tcp-echo's read and write; without it 64 KiB sends, 16 KiB echo)\n"
 "  --tls (TLS to the proxy: an HTTPS proxy; TLS 1.3, TLS_AES_128_GCM_SHA256,\n"
 "  X25519 only)  --tls-resume (--tls, each client resuming its last\n"
-"  session with its ticket)\n");
+"  session with its ticket)\n"
+"  --proxy-header v1|v2 (every scenario with --proxy: each new connection\n"
+"  to the proxy first sends a PROXY protocol header naming its own ends,\n"
+"  as a balancer in front of the proxy would: v1 \"PROXY TCP4 <local addr>\n"
+"  <proxy addr> <local port> <proxy port>\\r\\n\", v2 the binary header,\n"
+"  command PROXY, AF_INET, STREAM; in the same write as the connection's\n"
+"  first bytes (the SOCKS5 greeting, the CONNECT, the first GET, udp's\n"
+"  greeting), alone only where the client sends nothing first (idle\n"
+"  without --proxy-type) or before a TLS handshake (--tls); its bytes\n"
+"  count in \"up\"; the report adds the headers sent, all and in the\n"
+"  window)\n");
+}
+
+socklen_t
+lg_addr_len(const union lg_addr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? sizeof(a->v6) : sizeof(a->v4);
 }
 
 /*
  * "host:port" (or "port" when <host_optional>, meaning 127.0.0.1) into an
- * IPv4 address, resolved here, once. Returns 0, or -1 with a message.
+ * IPv4 address, resolved here, once; with <v6>, also "[addr]:port", an
+ * IPv6 literal. Returns 0, or -1 with a message.
  */
 static int
-addr_parse(const char *what, const char *s, bool host_optional,
-    struct sockaddr_in *out)
+addr_parse(const char *what, const char *s, bool host_optional, bool v6,
+    union lg_addr *out)
 {
 	struct addrinfo	 hints, *res;
-	const char	*colon = strrchr(s, ':');
-	char		 host[256];
+	const char	*host_end = NULL, *port_at = s;
+	char		 host[256] = "127.0.0.1";
 	char		*end;
 	unsigned long	 port;
 	size_t		 hlen;
 	int		 rc;
 
-	if (colon == NULL && !host_optional) {
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	if (s[0] == '[') {
+		host_end = strchr(s, ']');
+		if (!v6 || host_end == NULL || host_end[1] != ':') {
+			fprintf(stderr, "loadgen: %s: %s, got \"%s\"\n", what,
+			    v6 ? "expected [IPv6 address]:port" :
+			    "IPv4 only here", s);
+			return -1;
+		}
+		s++;
+		port_at = host_end + 2;
+		hints.ai_family = AF_INET6;
+		hints.ai_flags = AI_NUMERICHOST;
+	} else if ((host_end = strrchr(s, ':')) != NULL)
+		port_at = host_end + 1;
+	else if (!host_optional) {
 		fprintf(stderr, "loadgen: %s: expected host:port, got \"%s\"\n",
 		    what, s);
 		return -1;
 	}
-	if (colon == NULL) {
-		strcpy(host, "127.0.0.1");
-		colon = s - 1;
-	} else {
-		hlen = (size_t)(colon - s);
+	if (host_end != NULL) {
+		hlen = (size_t)(host_end - s);
 		if (hlen == 0 || hlen >= sizeof(host)) {
 			fprintf(stderr, "loadgen: %s: bad host in \"%s\"\n",
 			    what, s);
@@ -403,22 +497,26 @@ addr_parse(const char *what, const char *s, bool host_optional,
 		host[hlen] = '\0';
 	}
 	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || end == colon + 1 || port == 0 ||
+	port = strtoul(port_at, &end, 10);
+	if (errno != 0 || *end != '\0' || end == port_at || port == 0 ||
 	    port > 65535) {
-		fprintf(stderr, "loadgen: %s: bad port in \"%s\"\n", what, s);
+		fprintf(stderr, "loadgen: %s: bad port in \"%s\"\n", what,
+		    port_at);
 		return -1;
 	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_INET;
-	hints.ai_socktype = SOCK_STREAM;
 	if ((rc = getaddrinfo(host, NULL, &hints, &res)) != 0) {
 		fprintf(stderr, "loadgen: %s: %s: %s\n", what, host,
 		    gai_strerror(rc));
 		return -1;
 	}
-	memcpy(out, res->ai_addr, sizeof(*out));
-	out->sin_port = htons((uint16_t)port);
+	memset(out, 0, sizeof(*out));
+	if (res->ai_family == AF_INET6) {
+		memcpy(&out->v6, res->ai_addr, sizeof(out->v6));
+		out->v6.sin6_port = htons((uint16_t)port);
+	} else {
+		memcpy(&out->v4, res->ai_addr, sizeof(out->v4));
+		out->v4.sin_port = htons((uint16_t)port);
+	}
 	freeaddrinfo(res);
 	return 0;
 }
@@ -512,33 +610,39 @@ static const struct {
 static int
 opt_target(struct lg_opts *o, int ch, const char *arg)
 {
+	union lg_addr	 a;
+
 	switch (ch) {
 	case 'p':
 		snprintf(o->proxy_str, sizeof(o->proxy_str), "%s", arg);
 		o->have_proxy = true;
-		return addr_parse("--proxy", arg, false, &o->proxy);
+		if (addr_parse("--proxy", arg, false, false, &a) < 0)
+			return -1;
+		o->proxy = a.v4;
+		return 0;
 	case 't':
 		snprintf(o->target_str, sizeof(o->target_str), "%s", arg);
 		o->have_target = true;
 		/* Resolved in opts_check, when loadgen itself needs the
 		 * address: an HTTP proxy takes the name as it is. */
 		return strrchr(arg, ':') == NULL ? addr_parse("--target",
-		    arg, false, &o->target) : 0;
+		    arg, false, true, &o->target) : 0;
 	case 'H':
 		o->have_s_http = true;
-		return addr_parse("--http", arg, true, &o->s_http);
+		return addr_parse("--http", arg, true, true, &o->s_http);
 	case 'E':
 		o->have_s_echo = true;
-		return addr_parse("--tcp-echo", arg, true, &o->s_echo);
+		return addr_parse("--tcp-echo", arg, true, true, &o->s_echo);
 	case 'K':
 		o->have_s_sink = true;
-		return addr_parse("--tcp-sink", arg, true, &o->s_sink);
+		return addr_parse("--tcp-sink", arg, true, true, &o->s_sink);
 	case 'U':
 		o->have_s_udp = true;
-		return addr_parse("--udp-echo", arg, true, &o->s_udp);
+		return addr_parse("--udp-echo", arg, true, false, &o->s_udp);
 	case 'C':
 		o->have_s_close = true;
-		return addr_parse("--tcp-close", arg, true, &o->s_close);
+		return addr_parse("--tcp-close", arg, true, true,
+		    &o->s_close);
 	default:
 		return -1;
 	}
@@ -610,6 +714,16 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 	case 'l':
 		o->tls = true;
 		return 0;
+	case 'X':
+		if (strcmp(arg, "v1") == 0)
+			o->proxy_header = LG_PP_V1;
+		else if (strcmp(arg, "v2") == 0)
+			o->proxy_header = LG_PP_V2;
+		else {
+			fprintf(stderr, "loadgen: --proxy-header: v1 or v2\n");
+			return -1;
+		}
+		return 0;
 	case 'x':
 		return opt_num("expect-size", arg, 0, (long long)1 << 60,
 		    &o->expect_size);
@@ -637,6 +751,12 @@ opts_check(struct lg_opts *o)
 		    "--no-send\n", o->scenario_name);
 		return -1;
 	}
+	if (o->proxy_header != LG_PP_NONE && (s == LG_SERVE ||
+	    !o->have_proxy)) {
+		fprintf(stderr, "loadgen %s: --proxy-header is sent to the "
+		    "proxy: --proxy is required\n", o->scenario_name);
+		return -1;
+	}
 	if (s == LG_SERVE) {
 		if (!o->have_s_http && !o->have_s_echo && !o->have_s_sink &&
 		    !o->have_s_udp && !o->have_s_close) {
@@ -660,8 +780,17 @@ opts_check(struct lg_opts *o)
 	if (s == LG_HANDSHAKES || s == LG_UDP)
 		o->ptype = LG_PROXY_SOCKS5;
 	if ((!o->have_proxy || o->ptype == LG_PROXY_SOCKS5) &&
-	    addr_parse("--target", o->target_str, false, &o->target) < 0)
+	    addr_parse("--target", o->target_str, false, true,
+	    &o->target) < 0)
 		return -1;
+	if (o->target.sa.sa_family == AF_INET6 && (!o->have_proxy ||
+	    s == LG_UDP)) {
+		fprintf(stderr, "loadgen %s: an IPv6 --target is asked of a "
+		    "proxy (SOCKS5 ATYP 4, or an HTTP proxy's text), never "
+		    "connected to directly, nor a UDP one\n",
+		    o->scenario_name);
+		return -1;
+	}
 	if (o->tls && !o->have_proxy) {
 		fprintf(stderr, "loadgen %s: --tls speaks TLS to the proxy: "
 		    "--proxy is required\n", o->scenario_name);
@@ -722,6 +851,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "rr",		 no_argument,	    NULL, 'q' },
 		{ "tls",	 no_argument,	    NULL, 'l' },
 		{ "tls-resume",	 no_argument,	    NULL, 'R' },
+		{ "proxy-header", required_argument, NULL, 'X' },
 		{ "expect-size", required_argument, NULL, 'x' },
 		{ "http",	 required_argument, NULL, 'H' },
 		{ "tcp-echo",	 required_argument, NULL, 'E' },

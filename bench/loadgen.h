@@ -25,6 +25,8 @@
 #define LG_UDP_HDR	10	/* RSV RSV FRAG ATYP=1 IPv4 port */
 #define LG_UDP_SEQ_LEN	12	/* slot (4) + sequence number (8) */
 #define LG_UDP_DGRAM_MAX 65507
+/* --proxy-header: a v1 line is at most 107 bytes, v2 of IPv4 takes 28 */
+#define LG_PP_MAX	108
 
 enum lg_scenario {
 	LG_NONE = 0,
@@ -35,6 +37,13 @@ enum lg_scenario {
 	LG_UDP,
 	LG_IDLE,
 	LG_SERVE,
+};
+
+/* --proxy-header: what each new connection to the proxy sends first */
+enum lg_pp {
+	LG_PP_NONE = 0,
+	LG_PP_V1,	/* "PROXY TCP4 ...\r\n" */
+	LG_PP_V2,	/* the binary header: PROXY, AF_INET, STREAM */
 };
 
 enum lg_ptype {
@@ -53,10 +62,20 @@ enum lg_err {
 	LG_ERR_MAX
 };
 
+/* An address loadgen asks a proxy for or listens on: IPv4, or IPv6 where
+ * the option takes "[addr]:port" (a SOCKS5 --target, serve's TCP
+ * listeners). */
+union lg_addr {
+	struct sockaddr		 sa;
+	struct sockaddr_in	 v4;
+	struct sockaddr_in6	 v6;
+};
+
 struct lg_opts {
 	enum lg_scenario	 scenario;
 	const char		*scenario_name;
-	struct sockaddr_in	 proxy, target;
+	struct sockaddr_in	 proxy;
+	union lg_addr		 target;
 	char			 proxy_str[300], target_str[300];
 	bool			 have_proxy, have_target;
 	enum lg_ptype		 ptype;
@@ -69,6 +88,9 @@ struct lg_opts {
 	long			 auth_users;
 	/* SOCKS5: greeting, credentials and request in one write */
 	bool			 pipeline;
+	/* --proxy-header: a PROXY header first on each connection to the
+	 * proxy, as a balancer in front of it would send */
+	enum lg_pp		 proxy_header;
 	long			 connections, window, payload;
 	double			 rate;
 	double			 duration, warmup, timeout;
@@ -80,8 +102,8 @@ struct lg_opts {
 	/* --tls: TLS to the proxy (an HTTPS proxy); --tls-resume: each
 	 * client offers its last session ticket */
 	bool			 tls, tls_resume;
-	/* serve */
-	struct sockaddr_in	 s_http, s_echo, s_sink, s_udp, s_close;
+	/* serve; --udp-echo is IPv4 only */
+	union lg_addr		 s_http, s_echo, s_sink, s_udp, s_close;
 	bool			 have_s_http, have_s_echo, have_s_sink;
 	bool			 have_s_close;
 	bool			 have_s_udp;
@@ -102,6 +124,9 @@ struct lg_result {
 	uint64_t	 tls_handshakes;	/* --tls, in the window */
 	uint64_t	 tls_offered;	/* of which offered a session */
 	uint64_t	 tls_resumed;	/* of which resumed one */
+	uint64_t	 pp_sent;	/* --proxy-header: whole headers sent,
+					 * warm-up included */
+	uint64_t	 pp_window;	/* of which in the window */
 	bool		 stopped;	/* SIGINT/SIGTERM ended the window */
 	const char	*note;		/* a why, for the human summary */
 };
@@ -117,6 +142,8 @@ uint64_t	 lg_now(void);
 void		 lg_lat_add(uint64_t ns);
 /* CPU seconds (user + system) this process used so far. */
 double		 lg_cpu(void);
+/* The length of <a>'s sockaddr, for bind() and connect(). */
+socklen_t	 lg_addr_len(const union lg_addr *a);
 /* The error class of errno value <err> (0: an early EOF). */
 enum lg_err	 lg_err_of(int err);
 /* The once-a-second line on stderr (a terminal, runs over 3 s). */
@@ -125,6 +152,14 @@ void		 lg_progress(const struct lg_opts *, const struct lg_result *,
 /* Bytes a SOCKS5 reply (or UDP header) takes: 0 while the prefix cannot
  * tell, SIZE_MAX for an unknown ATYP. */
 size_t		 lg_socks_reply_len(const uint8_t *p, size_t len);
+/*
+ * The PROXY header (--proxy-header) of the connection <fd> to the proxy,
+ * naming its own ends as a balancer would name the client's: the source
+ * is <fd>'s local address and port (getsockname), the destination the
+ * proxy's. Written into <out> (LG_PP_MAX bytes); returns its length, or
+ * -1 with errno. The caller sends it with the connection's first bytes.
+ */
+ssize_t		 lg_proxy_header(const struct lg_opts *, int fd, uint8_t *out);
 
 /* ---- loadgen_tcp.c ---------------------------------------------------- */
 /* Each scenario runs to the end of its window and fills <res>; it returns

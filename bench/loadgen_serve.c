@@ -104,11 +104,12 @@ sv_on_signal(int sig)
 }
 
 static int
-sv_socket(int type, const struct sockaddr_in *addr)
+sv_socket(int type, const union lg_addr *addr)
 {
 	int	 fd, one = 1, bufsz = 4 << 20;
 
-	fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(addr->sa.sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -116,7 +117,7 @@ sv_socket(int type, const struct sockaddr_in *addr)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
 	}
-	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0 ||
+	if (bind(fd, &addr->sa, lg_addr_len(addr)) < 0 ||
 	    (type == SOCK_STREAM && listen(fd, 4096) < 0)) {
 		close(fd);
 		return -1;
@@ -504,13 +505,14 @@ udp_echo(int ufd, uint8_t *bufs)
 
 static int
 sv_listen(struct sv_conn *l, enum sv_kind kind, int type,
-    const struct sockaddr_in *addr, const char *opt)
+    const union lg_addr *addr, const char *opt)
 {
 	l->kind = kind;
 	l->fd = sv_socket(type, addr);
 	if (l->fd < 0) {
 		fprintf(stderr, "loadgen serve: %s port %u: %s\n", opt,
-		    ntohs(addr->sin_port), strerror(errno));
+		    ntohs(addr->sa.sa_family == AF_INET6 ?
+		    addr->v6.sin6_port : addr->v4.sin_port), strerror(errno));
 		return -1;
 	}
 	sv_watch(l, EPOLLIN);

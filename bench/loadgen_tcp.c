@@ -37,6 +37,13 @@
  * With --tls the counted bytes are the plaintext ones (what the proxy
  * relays), not the TLS records.
  *
+ * With --proxy-header each connection to the proxy is given its PROXY
+ * header once connected, and the first write sends it together with the
+ * first protocol bytes (sendmsg of two pieces: no extra system call, no
+ * extra segment); a client whose first bytes are the TLS handshake's, or
+ * that sends nothing (idle), sends it alone first. Its bytes count in
+ * the bytes sent, like the request's.
+ *
  * Deliberately not here: HTTP pipelining, request bodies, checking the bytes a
  * tunnel carries (their count only).
  */
@@ -52,6 +59,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define HTTP_BUF	8192	/* a response head must fit */
@@ -96,6 +104,9 @@ struct client {
 	size_t		 req_off;	/* request bytes sent (--rr: payload) */
 	size_t		 hs_len;
 	uint8_t		 hs[HS_BUF];
+	/* --proxy-header: this connection's header, pp_off of it sent */
+	uint8_t		 pp[LG_PP_MAX];
+	size_t		 pp_len, pp_off;
 	/* HTTP response */
 	uint8_t		*buf;		/* HTTP_BUF, head only */
 	size_t		 blen;
@@ -123,8 +134,9 @@ struct run {
 	uint8_t			 greeting[3];
 	uint8_t			 authreq[3 + 255 + 255];
 	size_t			 authreq_len;
-	uint8_t			 s5req[10];
-	uint8_t			 pipelined[3 + 3 + 255 + 255 + 10];
+	uint8_t			 s5req[22];	/* ATYP 1 or 4 */
+	size_t			 s5req_len;
+	uint8_t			 pipelined[3 + 3 + 255 + 255 + 22];
 	size_t			 pipelined_len;
 	char			 req[2048];	/* GET or CONNECT */
 	size_t			 req_len;
@@ -166,6 +178,7 @@ cl_close(struct run *r, struct client *c)
 	c->blen = 0;
 	c->req_off = 0;
 	c->reused = false;
+	c->pp_len = c->pp_off = 0;
 }
 
 /* A failure of class <e>: count, close, start again a little later. */
@@ -214,9 +227,51 @@ cl_recv(struct client *c, void *buf, size_t len)
 	return recv(c->fd, buf, len, 0);
 }
 
+/*
+ * --proxy-header: the rest of the header and <buf> in one sendmsg. As
+ * send() for <buf>: the bytes of it sent (the header's are counted
+ * here), or -1 with errno; a header not yet all out is EAGAIN, and the
+ * next write goes on with it.
+ */
 static ssize_t
-cl_write(struct client *c, const void *buf, size_t len)
+pp_write(struct run *r, struct client *c, const void *buf, size_t len)
 {
+	struct iovec	 iov[2];
+	struct msghdr	 mh;
+	size_t		 left = c->pp_len - c->pp_off, hdr;
+	ssize_t		 n;
+
+	iov[0].iov_base = c->pp + c->pp_off;
+	iov[0].iov_len = left;
+	iov[1].iov_base = (void *)(uintptr_t)buf;
+	iov[1].iov_len = len;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = len > 0 ? 2 : 1;
+	n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+	if (n < 0)
+		return -1;
+	hdr = (size_t)n < left ? (size_t)n : left;
+	c->pp_off += hdr;
+	if (c->pp_off == c->pp_len) {
+		r->res->pp_sent++;
+		if (in_window(r))
+			r->res->pp_window++;
+	}
+	if (in_window(r))
+		r->res->up += hdr;
+	if (c->pp_off < c->pp_len) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return n - (ssize_t)hdr;
+}
+
+static ssize_t
+cl_write(struct run *r, struct client *c, const void *buf, size_t len)
+{
+	if (c->pp_off < c->pp_len)
+		return pp_write(r, c, buf, len);
 	if (c->tls != NULL)
 		return lg_tls_write(c->tls, buf, len);
 	return send(c->fd, buf, len, MSG_NOSIGNAL);
@@ -232,7 +287,7 @@ cl_send(struct run *r, struct client *c, const void *msg, size_t len)
 {
 	ssize_t	 n;
 
-	n = cl_write(c, msg, len);
+	n = cl_write(r, c, msg, len);
 	if (n == (ssize_t)len)
 		return 0;
 	cl_fail_errno(r, c, n < 0 ? errno : EIO);
@@ -243,7 +298,8 @@ static void
 cl_start(struct run *r, struct client *c)
 {
 	const struct lg_opts	*o = r->o;
-	const struct sockaddr_in *to = o->have_proxy ? &o->proxy : &o->target;
+	const struct sockaddr_in *to = o->have_proxy ? &o->proxy :
+				    &o->target.v4;
 	struct linger		 lg = { .l_onoff = 1, .l_linger = 0 };
 	int			 one = 1;
 
@@ -308,8 +364,8 @@ cl_setup(struct run *r, struct client *c)
 		memcpy(msg, r->greeting, sizeof(r->greeting));
 		n = sizeof(r->greeting);
 		n += s5_authreq(r, c, msg + n);
-		memcpy(msg + n, r->s5req, sizeof(r->s5req));
-		n += sizeof(r->s5req);
+		memcpy(msg + n, r->s5req, r->s5req_len);
+		n += r->s5req_len;
 		if (cl_send(r, c, msg, n) < 0)
 			return;
 		c->st = CL_S5_METHOD;
@@ -337,6 +393,11 @@ cl_setup(struct run *r, struct client *c)
 		cl_watch(r, c, EPOLLIN);
 		return;
 	}
+	/* Only http's GET will carry a pending PROXY header: idle sends
+	 * nothing, so the header goes alone. */
+	if (c->pp_off < c->pp_len && r->o->scenario != LG_HTTP &&
+	    r->o->scenario != LG_HTTP_CLOSE && cl_send(r, c, NULL, 0) < 0)
+		return;
 	cl_ready(r, c);
 }
 
@@ -359,6 +420,20 @@ cl_tls_step(struct run *r, struct client *c)
 static void
 cl_connected(struct run *r, struct client *c)
 {
+	ssize_t	 n;
+
+	if (r->o->proxy_header != LG_PP_NONE && r->o->have_proxy) {
+		if ((n = lg_proxy_header(r->o, c->fd, c->pp)) < 0) {
+			cl_fail_errno(r, c, errno);
+			return;
+		}
+		c->pp_len = (size_t)n;
+		c->pp_off = 0;
+		/* The header comes before the ClientHello, which OpenSSL
+		 * writes itself: alone, then. */
+		if (c->tls != NULL && cl_send(r, c, NULL, 0) < 0)
+			return;
+	}
 	if (c->tls == NULL) {
 		cl_setup(r, c);
 		return;
@@ -432,7 +507,7 @@ s5_parse(struct run *r, struct client *c)
 				c->st = CL_S5_AUTH;
 			return;
 		}
-		if (cl_send(r, c, r->s5req, sizeof(r->s5req)) == 0)
+		if (cl_send(r, c, r->s5req, r->s5req_len) == 0)
 			c->st = CL_S5_REPLY;
 		return;
 	case CL_S5_AUTH:
@@ -449,7 +524,7 @@ s5_parse(struct run *r, struct client *c)
 			return;
 		}
 		c->hs_len = 0;
-		if (cl_send(r, c, r->s5req, sizeof(r->s5req)) == 0)
+		if (cl_send(r, c, r->s5req, r->s5req_len) == 0)
 			c->st = CL_S5_REPLY;
 		return;
 	case CL_S5_REPLY:
@@ -545,7 +620,7 @@ http_send(struct run *r, struct client *c)
 {
 	ssize_t	 n;
 
-	n = cl_write(c, r->req + c->req_off, r->req_len - c->req_off);
+	n = cl_write(r, c, r->req + c->req_off, r->req_len - c->req_off);
 	if (n < 0) {
 		if (errno == EAGAIN)
 			n = 0;
@@ -921,7 +996,7 @@ stream_io(struct run *r, struct client *c, uint32_t events)
 	/* A few writes per wake-up, as many as reads: neither direction
 	 * starves the other. */
 	for (i = 0; i < 4; i++) {
-		n = cl_write(c, r->payload, (size_t)r->o->payload);
+		n = cl_write(r, c, r->payload, (size_t)r->o->payload);
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				cl_fail_errno(r, c, errno);
@@ -944,7 +1019,7 @@ rr_send(struct run *r, struct client *c)
 	ssize_t	 n;
 
 	while (c->req_off < want) {
-		n = cl_write(c, r->payload + c->req_off, want - c->req_off);
+		n = cl_write(r, c, r->payload + c->req_off, want - c->req_off);
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR) {
 				cl_fail_errno(r, c, errno);
@@ -1197,9 +1272,17 @@ build(struct run *r)
 	r->s5req[0] = 5;
 	r->s5req[1] = 1;	/* CONNECT */
 	r->s5req[2] = 0;
-	r->s5req[3] = 1;	/* IPv4 */
-	memcpy(&r->s5req[4], &o->target.sin_addr, 4);
-	memcpy(&r->s5req[8], &o->target.sin_port, 2);
+	if (o->target.sa.sa_family == AF_INET6) {
+		r->s5req[3] = 4;
+		memcpy(&r->s5req[4], &o->target.v6.sin6_addr, 16);
+		memcpy(&r->s5req[20], &o->target.v6.sin6_port, 2);
+		r->s5req_len = 22;
+	} else {
+		r->s5req[3] = 1;
+		memcpy(&r->s5req[4], &o->target.v4.sin_addr, 4);
+		memcpy(&r->s5req[8], &o->target.v4.sin_port, 2);
+		r->s5req_len = 10;
+	}
 	p = r->pipelined;
 	memcpy(p, r->greeting, sizeof(r->greeting));
 	p += sizeof(r->greeting);
@@ -1207,8 +1290,8 @@ build(struct run *r)
 		memcpy(p, r->authreq, r->authreq_len);
 		p += r->authreq_len;
 	}
-	memcpy(p, r->s5req, sizeof(r->s5req));
-	p += sizeof(r->s5req);
+	memcpy(p, r->s5req, r->s5req_len);
+	p += r->s5req_len;
 	r->pipelined_len = (size_t)(p - r->pipelined);
 	if (o->auth && o->have_proxy && o->ptype == LG_PROXY_HTTP) {
 		n = (size_t)snprintf((char *)cred, sizeof(cred), "%s:%s",

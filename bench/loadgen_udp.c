@@ -136,8 +136,9 @@ udp_associate(struct udp_run *r)
 	struct timeval		 tv;
 	struct sockaddr_in	 local;
 	socklen_t		 len = sizeof(local);
-	uint8_t			 msg[10], rep[262];
-	size_t			 n;
+	uint8_t			 msg[LG_PP_MAX + 10], rep[262];
+	size_t			 n = 0;
+	ssize_t			 pp;
 	int			 err, one = 1;
 
 	tv.tv_sec = (time_t)o->timeout + 1;
@@ -151,10 +152,19 @@ udp_associate(struct udp_run *r)
 	if (connect(r->tfd, (const struct sockaddr *)&o->proxy,
 	    sizeof(o->proxy)) < 0)
 		return fail(r, lg_err_of(errno), "connect to proxy", errno);
-	msg[0] = 5;
-	msg[1] = 1;
-	msg[2] = o->auth ? 2 : 0;
-	if ((err = send_full(r->tfd, msg, 3)) < 0 ||
+	/* --proxy-header: the header goes with the greeting, in one
+	 * write. Before the window: not counted. */
+	if (o->proxy_header != LG_PP_NONE) {
+		if ((pp = lg_proxy_header(o, r->tfd, msg)) < 0)
+			return fail(r, LG_ERR_OTHER, "PROXY header", errno);
+		n = (size_t)pp;
+	}
+	msg[n] = 5;
+	msg[n + 1] = 1;
+	msg[n + 2] = o->auth ? 2 : 0;
+	if (n > 0)
+		r->res->pp_sent = 1;
+	if ((err = send_full(r->tfd, msg, n + 3)) < 0 ||
 	    (err = read_full(r->tfd, rep, 2)) < 0)
 		return fail(r, lg_err_of(-err), "greeting", -err);
 	if (rep[0] != 5 || rep[1] != (o->auth ? 2 : 0))
@@ -509,8 +519,8 @@ lg_udp_main(const struct lg_opts *o, struct lg_result *res)
 			uint8_t	*d = r.sbufs + (size_t)i * r.dlen;
 
 			d[3] = 1;	/* RSV RSV FRAG = 0, ATYP IPv4 */
-			memcpy(d + 4, &o->target.sin_addr, 4);
-			memcpy(d + 8, &o->target.sin_port, 2);
+			memcpy(d + 4, &o->target.v4.sin_addr, 4);
+			memcpy(d + 8, &o->target.v4.sin_port, 2);
 			memset(d + LG_UDP_HDR + LG_UDP_SEQ_LEN, 'x',
 			    (size_t)o->payload - LG_UDP_SEQ_LEN);
 		}

@@ -21,7 +21,9 @@ when gnuplot is installed, and are linked from FILE.
 With --side-by-side (once per campaign, oldest first), SBSDIR is a
 bench/sidebyside results directory: its SIDEBYSIDE.md (the module costs
 measured with both instances on one CPU at once) is added as a section at
-the end.
+the end. With --haproxy-chain CHAINDIR, a bench/haproxy-chain results
+directory's CHAIN.md (portico behind HAProxy) is added the same way,
+after them.
 
 The tables are generated: never edit FILE by hand, rerun this script.
 Python 3 standard library only.
@@ -517,18 +519,19 @@ def acl_lines(by, plain_recs, sums):
     return out
 
 
-def side_by_side(d, odir):
-    """The lines of <d>/SIDEBYSIDE.md (bench/sidebyside) as a section:
-    its own heading one level down, the rest as it is."""
-    path = os.path.join(d, "SIDEBYSIDE.md")
+def side_by_side(d, odir, name="SIDEBYSIDE.md", per="per round: "
+                 "`sidebyside.jsonl`", title="Module costs side by side"):
+    """The lines of <d>/<name> (bench/sidebyside's SIDEBYSIDE.md, or
+    bench/haproxy-chain's CHAIN.md) as a section: its own heading one
+    level down, the rest as it is."""
+    path = os.path.join(d, name)
     with open(path) as f:
         text = f.read().rstrip("\n").split("\n")
     title = text[0].lstrip("# ").strip() if text and text[0].startswith(
-        "# ") else "Module costs side by side"
+        "# ") else title
     title += " (%s)" % os.path.basename(d.rstrip("/"))
     return ["", "## %s" % title, "",
-            "From `%s` (per round: `sidebyside.jsonl`)." %
-            os.path.relpath(d, odir)] + text[1:]
+            "From `%s` (%s)." % (os.path.relpath(d, odir), per)] + text[1:]
 
 
 def main():
@@ -537,8 +540,9 @@ def main():
     charts = True
     dirs = []
     sbs = []
+    chains = []
     usage = ("usage: report.py DIR [DIR...] [--output FILE] [--no-charts] "
-             "[--side-by-side SBSDIR]")
+             "[--side-by-side SBSDIR] [--haproxy-chain CHAINDIR]")
     while args:
         a = args.pop(0)
         if a in ("-o", "--output"):
@@ -547,6 +551,8 @@ def main():
             charts = False
         elif a == "--side-by-side":
             sbs.append(os.path.abspath(args.pop(0)))
+        elif a == "--haproxy-chain":
+            chains.append(os.path.abspath(args.pop(0)))
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -752,6 +758,9 @@ def main():
             L.append("| %s | %s | %s | %d |" % (p, s, why.replace("|", "/"), n))
     for d in sbs:
         L.extend(side_by_side(d, odir))
+    for d in chains:
+        L.extend(side_by_side(d, odir, "CHAIN.md", "per run: `runs.jsonl`",
+                              "portico behind HAProxy"))
     with open(out, "w") as f:
         f.write("\n".join(L) + "\n")
     print("report.py: wrote %s" % out)
