@@ -36,6 +36,8 @@ enum outbound_warn {
 #define OUTBOUND_WARN_MS	60000
 
 static uint64_t	 outbound_warned[OUTBOUND_WARN_COUNT];
+/* A bind said EADDRNOTAVAIL and FREEBIND made it work: set it first. */
+static bool	 outbound_freebind;
 static unsigned	 outbound_unsaid[OUTBOUND_WARN_COUNT];
 
 const struct pt_egress *
@@ -114,6 +116,34 @@ outbound_fail(struct pt_conn *c, const struct pt_egress *e,
 	outbound_unsaid[kind] = 0;
 }
 
+/* IP_FREEBIND (IPV6_FREEBIND): binding to an address the host has
+ * not configured. */
+static int
+outbound_set_freebind(int fd, int family)
+{
+	int	 one = 1;
+
+	if (family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND,
+	    &one, sizeof(one)) == 0)
+		return 0;
+	return setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
+}
+
+/*
+ * Whether <e> gives each connection of <family> an address of its own: a
+ * random pick in a prefix of 2^32 addresses or more. Its port space is
+ * then the connection's alone, so the bind may take a port at once and
+ * IP_BIND_ADDRESS_NO_PORT (one system call more per connection) would
+ * save no port. A fixed address, "same", a stable pick or a small prefix
+ * shares its ports with other connections and needs it.
+ */
+static bool
+outbound_unique(const struct pt_egress *e, int family)
+{
+	return family == AF_INET6 && e->plen > 0 && e->plen <= 96 &&
+	    e->stable == EGRESS_RANDOM;
+}
+
 int
 outbound_bind(struct pt_conn *c, int fd, int family, bool stream)
 {
@@ -135,18 +165,24 @@ outbound_bind(struct pt_conn *c, int fd, int family, bool stream)
 		outbound_fail(c, e, OUTBOUND_WARN_FAMILY, -rc, family, NULL);
 		return rc;
 	}
-	/* An address of a routed prefix is not on any interface: only
-	 * routed to the host (ip -6 route add local PREFIX dev lo). */
-	rc = family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND,
-	    &one, sizeof(one)) : -1;
-	if (rc < 0)
-		rc = setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
-	if (rc == 0 && stream)
+	rc = 0;
+	if (stream && !outbound_unique(e, family))
 		rc = setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one,
 		    sizeof(one));
-	if (rc == 0)
+	if (rc == 0 && (!outbound_freebind || (rc = outbound_set_freebind(fd,
+	    family)) == 0))
 		rc = bind(fd, &a.sa, family == AF_INET6 ? sizeof(a.v6) :
 		    sizeof(a.v4));
+	/* An address of a routed prefix need not be on an interface, only
+	 * routed to the host: the first bind that says so turns FREEBIND on
+	 * for this worker's later ones (a route "local PREFIX dev lo" makes
+	 * every address local, and then no bind needs it). */
+	if (rc < 0 && errno == EADDRNOTAVAIL && !outbound_freebind &&
+	    (rc = outbound_set_freebind(fd, family)) == 0) {
+		outbound_freebind = true;
+		rc = bind(fd, &a.sa, family == AF_INET6 ? sizeof(a.v6) :
+		    sizeof(a.v4));
+	}
 	if (rc < 0) {
 		err = errno;
 		outbound_fail(c, e, OUTBOUND_WARN_BIND, err, family, &a);
