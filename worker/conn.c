@@ -612,23 +612,34 @@ conn_side_errno(struct conn_side *s)
 	return -errno;
 }
 
-/* The client's bytes that came with its PROXY header (c_rest), before
- * any read of the socket; the block goes back once they are taken. */
+/*
+ * The client's bytes that came with its PROXY header (c_rest), before
+ * any read of the socket; the block goes back once they are taken. When
+ * the header's read filled the block, the socket may hold more, so the
+ * read that takes the last of it goes on to the socket: a short read
+ * then still means "drained", as callers of a plain socket take it.
+ */
 static ssize_t
 conn_recv_rest(struct pt_conn *c, void *buf, size_t len)
 {
 	struct proxy_rest	*r = c->c_rest;
 	size_t			 n = (size_t)(r->len - r->off);
+	ssize_t			 more = 0;
+	bool			 go_on;
 
 	if (n > len)
 		n = len;
 	memcpy(buf, r->b + r->off, n);
 	r->off = (uint16_t)(r->off + n);
-	if (r->off == r->len) {
-		pool_put(pool_of(r), r);
-		c->c_rest = NULL;
-	}
-	return (ssize_t)n;
+	if (r->off < r->len)
+		return (ssize_t)n;
+	go_on = r->more && n < len;
+	pool_put(pool_of(r), r);
+	c->c_rest = NULL;
+	if (go_on)
+		more = recv(c->c_side[SIDE_CLIENT].io.fd, (char *)buf + n,
+		    len - n, 0);
+	return (ssize_t)n + (more > 0 ? more : 0);
 }
 
 ssize_t

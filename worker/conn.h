@@ -235,6 +235,9 @@ struct pt_conn {
 	/* The client's bytes read with that header and not taken yet
 	 * (conn_recv hands them out first), or NULL. */
 	struct proxy_rest		*c_rest;
+	/* The header is read ahead into c_rest, the socket watched as the
+	 * protocol will (worker/proxy_read.c). */
+	bool				 c_proxy_ahead;
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Byte budgets [PT_DIR_UP], [PT_DIR_DOWN]; c_budget_task calls the

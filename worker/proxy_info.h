@@ -9,6 +9,7 @@
 #ifndef PT_WORKER_PROXY_INFO_H
 #define PT_WORKER_PROXY_INFO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <sys/socket.h>
@@ -34,6 +35,9 @@ struct proxy_info {
  */
 struct proxy_rest {
 	uint16_t		 off, len;
+	/* The last recv() filled b: the socket may hold more, so the read
+	 * that takes the last of b goes on to the socket (conn_recv). */
+	bool			 more;
 	uint8_t			 b[PROXY_HEADER_MAX];
 };
 

@@ -139,11 +139,17 @@ proxy_done(struct pt_conn *c)
 	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
 
 	pt_timer_stop(&c->c_timer);
-	/* The next owner registers the socket afresh: its ADD reports the
-	 * bytes that followed the header, which this edge-triggered watch
-	 * has already been told of. */
-	loop_io_stop(&s->io);
-	loop_io_forget(&s->io);
+	/* A reader ahead leaves the socket as HTTP and SOCKS keep it
+	 * (CONN_SIDE_EVENTS, the ready bits noted): they take it over
+	 * without an epoll_ctl. After a peek the next owner registers it
+	 * afresh, and its ADD reports the bytes that followed the header,
+	 * which this edge-triggered watch has already been told of. */
+	if (c->c_proxy_ahead) {
+		s->ready |= EPOLLOUT;
+	} else {
+		loop_io_stop(&s->io);
+		loop_io_forget(&s->io);
+	}
 	c->c_logged = false;
 	conn_start(c, c->c_on_ready);
 }
@@ -151,7 +157,13 @@ proxy_done(struct pt_conn *c)
 static void
 proxy_on_io(struct loop_io *io, uint32_t events)
 {
-	proxy_read_step(((struct conn_side *)io)->conn,
+	struct conn_side	*s = (struct conn_side *)io;
+
+	conn_side_note_events(s, events);
+	/* The first edge of CONN_SIDE_EVENTS says writable: no byte yet. */
+	if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) == 0)
+		return;
+	proxy_read_step(s->conn,
 	    (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
 }
 
@@ -168,8 +180,9 @@ proxy_wait(struct pt_conn *c)
 {
 	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
 
-	if (!s->io.added && loop_io_start(&s->io, s->io.fd, EPOLLIN |
-	    EPOLLRDHUP | EPOLLET, proxy_on_io) < 0)
+	if (!s->io.added && loop_io_start(&s->io, s->io.fd,
+	    c->c_proxy_ahead ? CONN_SIDE_EVENTS : EPOLLIN | EPOLLRDHUP |
+	    EPOLLET, proxy_on_io) < 0)
 		conn_close(c, "epoll_ctl");
 }
 
@@ -215,6 +228,11 @@ proxy_gather(struct pt_conn *c, uint8_t *peek, const uint8_t **bytes)
 		n = recv(fd, r->b + r->len, sizeof(r->b) - r->len, 0);
 	while (n < 0 && errno == EINTR);
 	*bytes = r->b;
+	/* As a plain socket's reader notes it: what it read may have
+	 * emptied the socket (conn_side.ready). */
+	r->more = n == (ssize_t)(sizeof(r->b) - r->len);
+	if (!r->more)
+		c->c_side[SIDE_CLIENT].ready &= ~(uint32_t)EPOLLIN;
 	if (n < 0)
 		return r->len > 0 && errno == EAGAIN ? r->len : -errno;
 	if (n == 0)
@@ -319,6 +337,7 @@ proxy_read_start(struct pt_conn *c, void (*next)(struct pt_conn *))
 			return;
 		}
 		c->c_rest->off = c->c_rest->len = 0;
+		c->c_proxy_ahead = true;
 	}
 	c->c_on_ready = next;
 	/* No transaction until the header is read: a refused connection is

@@ -13,7 +13,10 @@ proxy_protocol:
   request of the connection too (they are the connection's, not one
   request's);
 - a v2 LOCAL header (a balancer's health check): the real addresses, no
-  balancer.
+  balancer;
+- a header sent in one write with a request larger than what is read
+  with it (3 KiB of head, a 300 KiB body): the request reaches the origin
+  whole (the bytes read ahead with the header, then the socket).
 
 The addresses in the headers are data only: nothing is sent to them.
 """
@@ -145,7 +148,28 @@ def main(t):
                 for _, kv in mine),
             "v2 LOCAL: peer is the connection's own, no balancer, no tags",
             lambda: [str(mine)])
+    big_request(t, web, origin)
     t.stop_portico(p)
+
+
+def big_request(t, web, origin):
+    body = bytes(range(256)) * 1200
+    head = H.request_bytes("POST", origin.url + "/big?t=ahead",
+                           [("Host", "127.0.0.1:%d" % origin.port),
+                            ("X-Pad", "p" * 3000),
+                            ("Content-Length", str(len(body)))])
+    s = ptest.connect(web)
+    s.sendall(b"PROXY TCP4 192.0.2.11 127.0.0.1 40002 %d\r\n" % web + head +
+              body)
+    served(t, "a header with a 3 KiB head and a 300 KiB body in one write",
+           s)
+    s.close()
+    got = origin.reqs_for("t=ahead")
+    t.check(len(got) == 1 and got[0].get("body_len") == len(body) and
+            got[0].get("body_sha256") == H.sha(body),
+            "the origin got the whole body, byte for byte",
+            lambda: [str({k: v for k, v in r.items() if k != "body"})
+                     for r in got])
 
 
 if __name__ == "__main__":
