@@ -93,6 +93,9 @@ void	 egress_free(struct pt_egress *e);
 void	 egress_register(struct pt_egress *e);
 /* Tests: the key stable picks hash with, instead of a drawn one. */
 void	 egress_key_set(uint64_t k0, uint64_t k1);
+/* Draws this process's key for random picks (getrandom): each worker
+ * after its fork. 0, or -1 (a pick then draws it itself). */
+int	 egress_random_seed(void);
 /* EGRESS_FAM_* of the families <e> can leave from; for "same", the
  * family of <local> (an IPv4-mapped address counts as IPv4). */
 unsigned egress_families(const struct pt_egress *e,

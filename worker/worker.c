@@ -28,6 +28,7 @@
 #include "worker/worker.h"
 #include "worker/worker_self.h"
 #include "common/counters.h"
+#include "common/egress.h"
 #include "common/log.h"
 #include "common/modlife.h"
 #include "common/conf_types.h"
@@ -314,6 +315,9 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	relay_init(conf->relay);
 	req_init(maxconn);
 	proxy_read_init(maxconn);
+	/* Not the master's: workers must not share one sequence. */
+	if (egress_random_seed() < 0)
+		pt_log_err(PT_LOG_WARNING, errno, "egress: getrandom");
 	http_init(conf, maxconn);
 	socks_init(conf, maxconn);
 	dns.servers = conf->resolver.servers;
