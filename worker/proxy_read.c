@@ -124,11 +124,14 @@ proxy_apply(struct pt_conn *c, const struct proxy_header *h)
 		pi->balancer = c->c_req.peer;
 		c->c_req.peer = h->src;
 	}
-	/* The parser bounds both (255 and 128 bytes). */
+	/* The parser bounds both (255 and 128 bytes); an absent one may
+	 * have no pointer, which memcpy may not be given. */
 	pi->authority_len = (uint8_t)h->authority.len;
-	memcpy(pi->authority, h->authority.ptr, h->authority.len);
+	if (h->authority.len > 0)
+		memcpy(pi->authority, h->authority.ptr, h->authority.len);
 	pi->unique_id_len = (uint8_t)h->unique_id.len;
-	memcpy(pi->unique_id, h->unique_id.ptr, h->unique_id.len);
+	if (h->unique_id.len > 0)
+		memcpy(pi->unique_id, h->unique_id.ptr, h->unique_id.len);
 	c->c_proxy = pi;
 	return 0;
 }
