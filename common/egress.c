@@ -550,3 +550,11 @@ pt_egress_free(struct pt_egress *e)
 {
 	egress_free(e);
 }
+
+int
+pt_egress_format(const struct pt_egress *e, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s%s", e->text,
+	    e->stable == EGRESS_BY_USER ? " stable=user" :
+	    e->stable == EGRESS_BY_SOURCE ? " stable=source" : "");
+}

@@ -711,6 +711,13 @@ PT_API int	 pt_egress_conf(struct pt_modconf *mc,
 		    const config_setting_t *group, struct pt_egress **out,
 		    const char **errstr);
 PT_API void	 pt_egress_free(struct pt_egress *e);
+/* <e> as text for a module's log or test: the egress as configured,
+ * canonical ("127.0.0.2", "192.0.2.1,2001:db8::1", "2001:db8:1::/64",
+ * "same"), then " stable=user" or " stable=source" when it has one.
+ * Writes at most <len> bytes, NUL included; returns the text's length
+ * (snprintf's). Any thread. */
+PT_API int	 pt_egress_format(const struct pt_egress *e, char *buf,
+		    size_t len);
 PT_API void	 pt_conn_set_egress(struct pt_conn *conn,
 		    const struct pt_egress *e);
 PT_API const struct sockaddr *pt_conn_egress(struct pt_conn *conn);
