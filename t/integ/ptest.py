@@ -154,6 +154,8 @@ NEEDS = {
               r"(?i)\bsquid program"),
     "haproxy": ("the haproxy program (Debian package haproxy)",
                 r"(?i)\bhaproxy program"),
+    "dante": ("Dante's SOCKS server danted (Debian package dante-server)",
+              r"(?i)\bdanted\b|dante-server"),
     "squid_ncsa": ("Squid's basic_ncsa_auth (Debian package squid) and "
                    "htpasswd (apache2-utils)", r"basic_ncsa_auth|htpasswd"),
     "tls.so": ("the tls module built (configure found OpenSSL 3 libssl)",
