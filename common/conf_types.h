@@ -19,6 +19,8 @@
 #include "modules/common/net.h"
 
 struct pt_egress;
+struct pt_via;
+struct conf_parent;
 struct pt_module;
 
 #define MODLOAD_MAX	32
@@ -98,6 +100,9 @@ struct conf_listener {
 	bool			 proxy_protocol;
 	struct net_prefix	*pp_from;
 	int			 pp_nfrom;
+	/* `via`: the parents its traffic goes through (common/parent.h),
+	 * or NULL: straight to the target. */
+	struct pt_via		*via;
 };
 
 struct conf_module {
@@ -129,6 +134,12 @@ struct conf_http {
 	uint16_t	 connect_ports[CONF_MAX_CONNECT_PORTS];
 	int		 nconnect_ports;
 	bool		 via;
+	/* Via's received-by, ours: a request already carrying it went
+	 * round a loop (508). Never NULL once loaded. */
+	char		*via_pseudonym;
+	/* Refuse a request whose Via names via_pseudonym (508): an
+	 * instance with parents, or a pseudonym set by hand. */
+	bool		 via_loop_check;
 	unsigned	 max_header_size;
 	unsigned	 upstream_keepalive;	/* idle upstream conns kept */
 	unsigned	 upstream_idle_timeout_ms;
@@ -172,6 +183,10 @@ struct pt_config {
 	int			 nlisteners;
 	struct conf_module	*modules;
 	int			 nmodules;
+	/* `parents` (common/parent.h), in the file's order: a via's
+	 * members index this. */
+	struct conf_parent	*parents;
+	int			 nparents;
 	config_t		 cfg;		/* kept: modules borrow nodes */
 };
 

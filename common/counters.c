@@ -312,6 +312,12 @@ counters_master_get(void)
 	return counters_m;
 }
 
+struct counters_parent *
+counters_parents(void)
+{
+	return counters_m != NULL ? counters_m->parents : NULL;
+}
+
 void
 counters_m_start(void)
 {

@@ -129,6 +129,31 @@ struct counters_mname {
 	char		 value[COUNTERS_VALUE_MAX + 1];
 };
 
+/* Parent proxies' records kept at once, across reloads. */
+#define COUNTERS_PARENTS_MAX	128
+
+/*
+ * One parent proxy's health and numbers, shared by every worker of every
+ * generation (worker/parent.c): keyed by the parent's identity
+ * (common/parent.h), claimed by the first worker that needs it (a
+ * compare-and-swap of <identity> from 0), so a reload that keeps a
+ * parent keeps its state. Every field is read and written with relaxed
+ * atomics; times are CLOCK_MONOTONIC milliseconds, one clock for all
+ * processes.
+ */
+struct counters_parent {
+	uint64_t	 identity;	/* 0: free */
+	uint64_t	 fails;		/* failures in a row */
+	uint64_t	 down;		/* 1 while down */
+	uint64_t	 down_until;	/* probe after this */
+	uint64_t	 probe_lease;	/* a worker probes until this */
+	uint64_t	 requests, failures, downs;
+	uint64_t	 connect_b[COUNTERS_BUCKETS];
+	uint64_t	 connect_sum_us;
+	char		 name[52];	/* for the status listener */
+	uint32_t	 pad;
+} __attribute__((aligned(64)));
+
 /*
  * What the master knows that a status listener shows: written by the
  * master only, each field with one relaxed atomic store, read by any
@@ -150,6 +175,8 @@ struct counters_master {
 	/* Module counter names, published by mcount (release). */
 	int64_t			 mcount;
 	struct counters_mname	 mnames[PT_COUNTERS_MAX];
+	/* Parent proxies (worker/parent.c writes them). */
+	struct counters_parent	 parents[COUNTERS_PARENTS_MAX];
 };
 
 #define COUNTERS_NAME_MAX	31	/* a module counter's name, bytes */
@@ -193,6 +220,9 @@ void		 counters_forget_names(void);
  * with __atomic_load_n(..., __ATOMIC_RELAXED). */
 const struct counters_slot *counters_slots(int *nslots_out);
 const struct counters_master *counters_master_get(void);
+/* The parents' records (COUNTERS_PARENTS_MAX), writable by any process
+ * with relaxed atomics; NULL before counters_map. */
+struct counters_parent *counters_parents(void);
 
 /* Master only: recording what the status listener shows. */
 void		 counters_m_start(void);

@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <pwd.h>
 #include <sched.h>
@@ -29,6 +30,7 @@
 #include "master/conf.h"
 #include "master/modload.h"
 #include "common/egress.h"
+#include "common/parent.h"
 #include "common/modlife.h"
 #include "common/log.h"
 #include "worker/dns.h"
@@ -49,11 +51,12 @@ struct conf_ctx {
 static const char *const conf_root_keys[] = {
 	"workers", "cpu_affinity", "user", "group", "pid_file", "error_log",
 	"log_level", "module_dir", "shutdown_timeout", "listeners", "limits",
-	"relay", "modules", "http", "resolver", "tcp_migrate_req", NULL
+	"relay", "modules", "http", "resolver", "tcp_migrate_req", "parents",
+	NULL
 };
 static const char *const conf_http_keys[] = {
-	"connect_ports", "via", "max_header_size", "upstream_keepalive",
-	"upstream_idle_timeout", "response_timeout", NULL
+	"connect_ports", "via", "via_pseudonym", "max_header_size",
+	"upstream_keepalive", "upstream_idle_timeout", "response_timeout", NULL
 };
 static const char *const conf_resolver_keys[] = {
 	"servers", "cache_size", "min_ttl", "max_ttl", "negative_ttl",
@@ -61,7 +64,7 @@ static const char *const conf_resolver_keys[] = {
 };
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
-	"udp_replies", "name", "ipv6only", "proxy_protocol", NULL
+	"udp_replies", "name", "ipv6only", "proxy_protocol", "via", NULL
 };
 static const char *const conf_proxy_protocol_keys[] = {
 	"from", NULL
@@ -73,6 +76,8 @@ static const char *const conf_limits_keys[] = {
 static const char *const conf_relay_keys[] = {
 	"method", "buffer_size", NULL
 };
+
+static bool	conf_via_token(const char *s);
 
 /* Records the first error as "FILE:LINE: path: message". */
 static int __attribute__((format(printf, 3, 4)))
@@ -630,6 +635,23 @@ conf_listener_egress(struct conf_ctx *cc, config_setting_t *s,
 	return 0;
 }
 
+/* via (common/parent_conf.c): the parents the listener's traffic goes
+ * through unless an acl rule names others. */
+static int
+conf_listener_via(struct conf_ctx *cc, config_setting_t *s,
+    struct conf_listener *l)
+{
+	const config_setting_t	*where;
+	char			 why[256];
+
+	if (via_parse(s, &l->via, &where, why, sizeof(why)) < 0)
+		return conf_err(cc, where, "%s", why);
+	if (l->via != NULL && l->proto == CONF_PROTO_STATUS)
+		return conf_err(cc, config_setting_get_member(s, "via"),
+		    "via: a status listener connects nowhere");
+	return 0;
+}
+
 static int
 conf_listener(struct conf_ctx *cc, config_setting_t *s,
     struct conf_listener *l)
@@ -721,6 +743,7 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	    conf_proxy_protocol(cc, m, l) < 0)
 		return -1;
 	if (conf_listener_egress(cc, s, l) < 0 ||
+	    conf_listener_via(cc, s, l) < 0 ||
 	    conf_transport(cc, s, l) < 0)
 		return -1;
 	return conf_listener_modules(cc, s, l);
@@ -1019,8 +1042,13 @@ conf_http(struct conf_ctx *cc, const config_setting_t *root)
 
 	if (conf_group(cc, root, "http", conf_http_keys, &g) < 0 ||
 	    conf_connect_ports(cc, g) < 0 ||
-	    conf_bool(cc, g, "via", true, &h->via) < 0)
+	    conf_bool(cc, g, "via", true, &h->via) < 0 ||
+	    conf_str(cc, g, "via_pseudonym", NULL, &h->via_pseudonym) < 0)
 		return -1;
+	if (h->via_pseudonym != NULL && !conf_via_token(h->via_pseudonym))
+		return conf_err(cc, config_setting_get_member(g,
+		    "via_pseudonym"), "expected a token or host[:port] "
+		    "(letters, digits, and !#$%%&'*+-.^_`|~:[])");
 	if (conf_int(cc, g, "max_header_size", 1024, 1048576, 65536, &v) < 0)
 		return -1;
 	h->max_header_size = (unsigned)v;
@@ -1346,6 +1374,153 @@ conf_dir_exists(struct conf_ctx *cc, const config_setting_t *root,
 	    "not a directory" : "its directory does not exist");
 }
 
+/* parents (common/parent_conf.c), before the listeners and modules
+ * whose `via` names them. */
+static int
+conf_parents(struct conf_ctx *cc, const config_setting_t *root)
+{
+	const config_setting_t	*where;
+	char			 why[256];
+
+	if (parent_conf_parse(config_setting_get_member(root, "parents"),
+	    cc->conf->limits.connect_timeout_ms, &cc->conf->parents,
+	    &cc->conf->nparents, &where, why, sizeof(why)) < 0)
+		return conf_err(cc, where, "%s", why);
+	return 0;
+}
+
+/* Whether <a> is the wildcard address of its family. */
+static bool
+conf_addr_is_any(const struct pt_addr *a)
+{
+	if (a->sa.ss_family == AF_INET)
+		return ((const struct sockaddr_in *)&a->sa)->sin_addr.s_addr ==
+		    htonl(INADDR_ANY);
+	return a->sa.ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(
+	    &((const struct sockaddr_in6 *)&a->sa)->sin6_addr);
+}
+
+/* Whether <a> is an address of this host: loopback, or on an
+ * interface. */
+static bool
+conf_addr_is_local(const struct pt_addr *a)
+{
+	struct ifaddrs		*ifs, *i;
+	struct pt_addr		 x;
+	bool			 local = false;
+
+	sockaddr_unmap((const struct sockaddr *)&a->sa, &x);
+	if ((x.sa.ss_family == AF_INET && (ntohl(((struct sockaddr_in *)
+	    &x.sa)->sin_addr.s_addr) >> 24) == 127) ||
+	    (x.sa.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(
+	    &((struct sockaddr_in6 *)&x.sa)->sin6_addr)))
+		return true;
+	if (getifaddrs(&ifs) < 0)
+		return false;
+	for (i = ifs; i != NULL && !local; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family !=
+		    x.sa.ss_family)
+			continue;
+		local = x.sa.ss_family == AF_INET ?
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr ==
+		    ((struct sockaddr_in *)&x.sa)->sin_addr.s_addr :
+		    IN6_ARE_ADDR_EQUAL(&((struct sockaddr_in6 *)
+		    i->ifa_addr)->sin6_addr, &((struct sockaddr_in6 *)
+		    &x.sa)->sin6_addr);
+	}
+	freeifaddrs(ifs);
+	return local;
+}
+
+/*
+ * A parent at one of our own listeners would send every request back
+ * to us, forever (until the file descriptors run out): refused. Only
+ * addresses are judged; a name that resolves to us is caught at run
+ * time by Via (508).
+ */
+static int
+conf_parents_not_ours(struct conf_ctx *cc, const config_setting_t *root)
+{
+	const struct conf_parent	*p;
+	const struct conf_listener	*l;
+	struct pt_addr			 pa;
+	const char			*errstr;
+	char				 text[300];
+	int				 i, j;
+
+	for (i = 0; i < cc->conf->nparents; i++) {
+		p = &cc->conf->parents[i];
+		snprintf(text, sizeof(text), strchr(p->host, ':') != NULL ?
+		    "[%s]:%u" : "%s:%u", strcmp(p->host, "localhost") == 0 ?
+		    "127.0.0.1" : p->host, p->port);
+		if (sockaddr_parse(text, &pa, &errstr) < 0)
+			continue;
+		for (j = 0; j < cc->conf->nlisteners; j++) {
+			l = &cc->conf->listeners[j];
+			if (sockaddr_port((const struct sockaddr *)&l->addr.sa) != p->port)
+				continue;
+			if (sockaddr_equal(&l->addr, &pa) ||
+			    (conf_addr_is_any(&l->addr) &&
+			    conf_addr_is_local(&pa)))
+				return conf_err(cc, config_setting_get_member(
+				    config_setting_get_elem(
+				    config_setting_get_member(root, "parents"),
+				    (unsigned)i), "address"), "address: \"%s\" "
+				    "is portico's own listener \"%s\" (line "
+				    "%d): every request would come back here",
+				    p->address, l->name, l->line);
+		}
+	}
+	return 0;
+}
+
+/* RFC 9110 7.6.3: received-by is a pseudonym (a token) or host[:port]. */
+static bool
+conf_via_token(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if (!isalnum((unsigned char)*s) &&
+		    strchr("!#$%&'*+-.^_`|~:[]", *s) == NULL)
+			return false;
+	return true;
+}
+
+/*
+ * The name this proxy gives itself in Via, and recognises there as a
+ * loop (508). Only an instance that forwards to parents can be part of
+ * a loop of proxies (one without parents sends requests to origins
+ * only), so only then is Via checked, and only then must the name
+ * differ from any other instance's, also on one host: by default
+ * "portico-<host name>-<first listener's port>". Without parents it
+ * stays "portico", as it always was. An explicit via_pseudonym is
+ * always checked.
+ */
+static int
+conf_via_pseudonym(struct conf_ctx *cc)
+{
+	struct conf_http	*h = &cc->conf->http;
+	char			 host[256], name[300];
+
+	if (h->via_pseudonym != NULL) {
+		h->via_loop_check = true;
+		return 0;
+	}
+	h->via_loop_check = cc->conf->nparents > 0;
+	snprintf(name, sizeof(name), "portico");
+	if (h->via_loop_check) {
+		if (gethostname(host, sizeof(host)) < 0 || host[0] == '\0' ||
+		    !conf_via_token(host))
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(name, sizeof(name), "portico-%s-%u", host,
+		    sockaddr_port((const struct sockaddr *)
+		    &cc->conf->listeners[0].addr.sa));
+	}
+	if ((h->via_pseudonym = strdup(name)) == NULL)
+		return conf_err(cc, NULL, "out of memory");
+	return 0;
+}
+
 static int
 conf_root(struct conf_ctx *cc, const config_setting_t *root)
 {
@@ -1377,7 +1552,10 @@ conf_root(struct conf_ctx *cc, const config_setting_t *root)
 		goto fail;
 	if (conf_limits(cc, root) < 0 || conf_relay(cc, root) < 0 ||
 	    conf_http(cc, root) < 0 || conf_resolver(cc, root) < 0 ||
-	    conf_modules(cc, root) < 0 || conf_listeners(cc, root) < 0)
+	    conf_parents(cc, root) < 0 ||
+	    conf_modules(cc, root) < 0 || conf_listeners(cc, root) < 0 ||
+	    conf_parents_not_ours(cc, root) < 0 ||
+	    conf_via_pseudonym(cc) < 0)
 		goto fail;
 	free(level);
 	return 0;
@@ -1460,7 +1638,10 @@ conf_free(struct pt_config *conf)
 		free(conf->listeners[i].to_host);
 		free(conf->listeners[i].pp_from);
 		egress_free(conf->listeners[i].egress);
+		free(conf->listeners[i].via);
 	}
+	parent_conf_free(conf->parents, conf->nparents);
+	free(conf->http.via_pseudonym);
 	free(conf->listeners);
 	for (i = 0; i < conf->nmodules; i++) {
 		free(conf->modules[i].name);

@@ -475,6 +475,9 @@ conn_reap_list_free(void)
 			pool_put(pool_of(c->c_proxy), c->c_proxy);
 		if (c->c_rest != NULL)
 			pool_put(pool_of(c->c_rest), c->c_rest);
+		/* Its dial stopped with the protocol (target_stop). */
+		if (c->c_route != NULL)
+			pool_put(pool_of(c->c_route), c->c_route);
 		pool_put(&conn_pool, c);
 		freed = true;
 	}

@@ -22,6 +22,8 @@ struct dns_query;
 struct pt_addr;
 struct proxy_info;
 struct proxy_rest;
+struct parent_route;
+struct pt_via;
 struct req_names;
 struct target_ops;
 
@@ -186,6 +188,15 @@ struct pt_conn {
 	 * the egress that gave it, and whether this transaction's
 	 * outgoing connection stands on it (pt_conn_egress). */
 	const struct pt_egress		*c_egress;
+	/* The parents a module chose for this transaction
+	 * (pt_conn_set_via; NULL: the listener's), and the route through
+	 * them (worker/parent.h; pooled, kept for the next transaction;
+	 * NULL until a choice first applied). */
+	const struct pt_via		*c_via;
+	struct parent_route		*c_route;
+	/* The parent carrying this transaction, its parents[] index + 1;
+	 * 0: none (straight to the target). */
+	int				 c_parent;
 	const struct pt_egress		*c_egress_used;
 	union egress_addr		 c_up_local;
 	bool				 c_egress_shown;

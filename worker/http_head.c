@@ -16,9 +16,19 @@
 
 #include "worker/http_head.h"
 
-/* RFC 9110 7.6.3: the protocol of the message as received. */
-#define HTTP_VIA_10	"Via: 1.0 portico\r\n"
-#define HTTP_VIA_11	"Via: 1.1 portico\r\n"
+/* RFC 9110 7.6.3: the protocol of the message as received, and our
+ * name (http.via_pseudonym: http_head_set_via). */
+static char	 http_via_10[300] = "Via: 1.0 portico\r\n";
+static char	 http_via_11[300] = "Via: 1.1 portico\r\n";
+
+void
+http_head_set_via(const char *pseudonym)
+{
+	snprintf(http_via_10, sizeof(http_via_10), "Via: 1.0 %s\r\n",
+	    pseudonym);
+	snprintf(http_via_11, sizeof(http_via_11), "Via: 1.1 %s\r\n",
+	    pseudonym);
+}
 
 struct head_out {
 	char	*p;
@@ -112,8 +122,8 @@ head_trailer_fields(struct head_out *o, const struct http_msg *m,
 		head_put(o, date, dlen);
 	}
 	if (flags & HTTP_HEAD_VIA)
-		head_puts(o, m != NULL && m->version == 10 ? HTTP_VIA_10 :
-		    HTTP_VIA_11);
+		head_puts(o, m != NULL && m->version == 10 ? http_via_10 :
+		    http_via_11);
 }
 
 const char *

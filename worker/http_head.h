@@ -48,4 +48,8 @@ const char *http_date_field(size_t *len_out);
 /* The reason phrase for <status> ("Bad Gateway"). */
 const char *http_reason(int status);
 
+/* The name Via gives us from now on (http.via_pseudonym; "portico"
+ * until called). Worker, before the loop. */
+void	 http_head_set_via(const char *pseudonym);
+
 #endif

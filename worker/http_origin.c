@@ -24,6 +24,8 @@
 #include "worker/http_parse.h"
 #include "worker/loop.h"
 #include "worker/outbound.h"
+#include "worker/parent.h"
+#include "worker/parent_wire.h"
 #include "worker/phase.h"
 #include "worker/target.h"
 #include "worker/upstream.h"
@@ -89,6 +91,26 @@ http_upstream_clean(struct conn_side *up)
 	return false;
 }
 
+/* The pool's key of the upstream connection: the origin, or the parent
+ * it goes to (any origin's requests can ride on it). */
+static void
+http_up_key(struct http_state *h, char *buf, size_t cap, const char **key,
+    size_t *keylen, uint16_t *port)
+{
+	const struct conf_parent	*p;
+
+	if (h->up_parent == 0) {
+		*key = h->host;
+		*keylen = h->hostlen;
+		*port = h->port;
+		return;
+	}
+	p = parent_conf(h->up_parent - 1);
+	*key = buf;
+	*keylen = parent_pool_key(p, buf, cap);
+	*port = p->port;
+}
+
 /* Gives the parked upstream to the worker's pool. */
 static void
 http_unpark(struct pt_conn *c)
@@ -96,6 +118,10 @@ http_unpark(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 	const struct pt_addr	*a = target_addr(c);
+	char			 kb[PARENT_NAME_MAX + 2];
+	const char		*key;
+	size_t			 keylen;
+	uint16_t		 port;
 
 	if (!h->parked)
 		return;
@@ -107,7 +133,8 @@ http_unpark(struct pt_conn *c)
 		http_upstream_close(c);
 		return;
 	}
-	upstream_put(h->host, h->hostlen, h->port, &up->io, a, &c->c_up_local);
+	http_up_key(h, kb, sizeof(kb), &key, &keylen, &port);
+	upstream_put(key, keylen, port, &up->io, a, &c->c_up_local);
 	up->io.fd = -1;
 	up->ready = 0;
 	up->hup = up->reset = false;
@@ -155,9 +182,11 @@ http_origin_target(struct pt_conn *c, const struct host *hp, uint16_t port)
 {
 	struct http_state	*h = http_st(c);
 
-	/* h->host still names the parked upstream's origin. */
+	/* h->host still names the parked upstream's origin. One to a
+	 * parent goes back to the pool: whether this request goes through
+	 * that parent is known after ACCESS. */
 	if (h->parked && (h->is_connect || h->is_websocket ||
-	    port != h->port || hp->len != h->hostlen ||
+	    h->up_parent != 0 || port != h->port || hp->len != h->hostlen ||
 	    memcmp(hp->text, h->host, hp->len) != 0))
 		http_unpark(c);
 	memcpy(h->host, hp->text, hp->len + 1);
@@ -214,6 +243,28 @@ http_refuse(struct pt_conn *c, const struct target_refusal *r)
 static void
 http_target_fail(struct pt_conn *c, enum target_fail what, int err)
 {
+	const struct parent_route	*r = c->c_route;
+
+	switch (what) {
+	case TARGET_FAIL_NO_PARENT:
+		http_st(c)->client->fail(c, 503, "every parent proxy of this "
+		    "route is down", NULL, parent_route_retry_after(c));
+		return;
+	case TARGET_FAIL_PARENT:
+		http_origin_fail(c, err == ETIMEDOUT ? 504 : 502,
+		    c->c_req.error);
+		return;
+	case TARGET_FAIL_PARENT_REFUSED:
+		/* A CONNECT's refusal by the parent reads like the target's
+		 * own: a 502 naming the parent, never the parent's 403 (the
+		 * client could not tell it from the target's). */
+		http_origin_fail(c, r != NULL && r->rep != 0 ?
+		    socks5c_rep_http_status(r->rep) : err == ETIMEDOUT ? 504 :
+		    502, c->c_req.error);
+		return;
+	default:
+		break;
+	}
 	if (what == TARGET_FAIL_RESOLVE) {
 		http_origin_fail(c, err == ETIMEDOUT ? 504 : 502,
 		    err == ENOENT ? "cannot resolve the host name" :
@@ -240,15 +291,24 @@ http_connect_port_allowed(uint16_t port)
 	return false;
 }
 
-/* Takes an upstream to the request's origin that <fits> accepts from
- * the worker's pool: the request rides on it (target_reuse). */
+/* Takes an upstream to the request's origin, or to the route's parent,
+ * that <fits> accepts from the worker's pool: the request rides on it
+ * (target_reuse). */
 static bool
 http_take_kept(struct pt_conn *c, upstream_fits_fn fits)
 {
 	struct http_state	*h = http_st(c);
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+	const struct parent_route *r = c->c_route;
+	char			 kb[PARENT_NAME_MAX + 2];
+	const char		*key;
+	size_t			 keylen;
+	uint16_t		 port;
 
-	if (upstream_take(h->host, h->hostlen, h->port, fits, c, &h->addrs[0],
+	h->up_parent = r != NULL && r->via != NULL && r->parent >= 0 ?
+	    r->parent + 1 : 0;
+	http_up_key(h, kb, sizeof(kb), &key, &keylen, &port);
+	if (upstream_take(key, keylen, port, fits, c, &h->addrs[0],
 	    &c->c_up_local, &up->io, CONN_SIDE_EVENTS,
 	    h->client->on_event) < 0)
 		return false;
@@ -258,6 +318,14 @@ http_take_kept(struct pt_conn *c, upstream_fits_fn fits)
 	up->hup = up->reset = false;
 	target_reuse(c, &h->addrs[0]);
 	return true;
+}
+
+/* The route's first member is a parent (target.c chose it). */
+static bool
+http_via_parent(const struct pt_conn *c)
+{
+	return c->c_route != NULL && c->c_route->via != NULL &&
+	    c->c_route->parent >= 0;
 }
 
 /*
@@ -282,6 +350,16 @@ http_access_ok(struct pt_conn *c)
 		h->client->answer_local(c);
 		return false;
 	}
+	if (http_via_parent(c)) {
+		/* Kept connections to the parent serve any origin. */
+		h->reused = false;
+		if (!h->is_connect && !h->is_websocket && !h->retried &&
+		    parent_conf(c->c_route->parent)->proto <= PARENT_HTTPS &&
+		    http_take_kept(c, outbound_fits))
+			return true;
+		target_known(c, NULL, 0);
+		return true;
+	}
 	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup &&
 	    !(up->ready & EPOLLIN) && target_addr(c) != NULL &&
 	    outbound_fits(c, target_addr(c), &c->c_up_local)) {
@@ -302,6 +380,7 @@ http_access_ok(struct pt_conn *c)
 	    http_take_kept(c, outbound_fits))
 		return true;
 	h->reused = false;
+	h->up_parent = 0;
 	target_known(c, NULL, 0);
 	return true;
 }
@@ -358,10 +437,64 @@ http_unreuse(struct pt_conn *c)
 	return !h->retried && http_take_kept(c, http_refits);
 }
 
+/*
+ * The request head as an HTTP parent reads it: the request-target in
+ * absolute form (RFC 9112 3.2.2), our credentials for the parent after
+ * the request line. The client's own Proxy-Authorization never got into
+ * the head (a hop-by-hop field). Once per request: a retry keeps it.
+ */
+static bool
+http_parent_head(struct pt_conn *c, const struct conf_parent *p)
+{
+	struct http_state	*h = http_st(c);
+	struct http_flow	*q = &h->req;
+	const char		*sp, *eol, *b = q->out;
+	char			 prefix[HTTP_HOST_MAX + 16], *nb;
+	size_t			 plen, blen, need;
+	int			 n;
+
+	if (h->head_absolute || q->out == NULL || q->out_start != 0)
+		return true;
+	if ((sp = memchr(b, ' ', q->out_len)) == NULL ||
+	    (eol = memmem(b, q->out_len, "\r\n", 2)) == NULL || eol < sp)
+		return false;
+	n = snprintf(prefix, sizeof(prefix), memchr(h->host, ':', h->hostlen)
+	    != NULL ? "http://[%.*s]" : "http://%.*s", (int)h->hostlen,
+	    h->host);
+	if (h->port != 80 && n > 0 && (size_t)n < sizeof(prefix))
+		n += snprintf(prefix + n, sizeof(prefix) - (size_t)n, ":%u",
+		    h->port);
+	if (n < 0 || (size_t)n >= sizeof(prefix))
+		return false;
+	plen = (size_t)n;
+	blen = p->basic != NULL ? strlen(p->basic) : 0;
+	need = q->out_len + plen + blen;
+	if ((nb = buf_get(need <= buf_class_size(BUF_SMALL) ? BUF_SMALL :
+	    BUF_LARGE)) == NULL || need > buf_size(nb)) {
+		buf_put(nb);
+		return false;
+	}
+	n = (int)(sp + 1 - b);
+	memcpy(nb, b, (size_t)n);
+	memcpy(nb + n, prefix, plen);
+	memcpy(nb + n + plen, sp + 1, (size_t)(eol + 2 - (sp + 1)));
+	n += (int)(plen + (size_t)(eol + 2 - (sp + 1)));
+	if (blen > 0)
+		memcpy(nb + n, p->basic, blen);
+	n += (int)blen;
+	memcpy(nb + n, eol + 2, (size_t)(b + q->out_len - (eol + 2)));
+	buf_put(q->out);
+	q->out = nb;
+	q->out_len = (uint32_t)need;
+	h->head_absolute = true;
+	return true;
+}
+
 static void
 http_established(struct pt_conn *c)
 {
 	struct http_state	*h = http_st(c);
+	const struct conf_parent *p = parent_serving(c);
 
 	/* A new socket: dial.c noted what came with the connect (its
 	 * registration is the one http.c would make). */
@@ -373,6 +506,15 @@ http_established(struct pt_conn *c)
 	if (h->is_connect) {
 		h->client->connected(c);
 		return;
+	}
+	h->up_parent = 0;
+	if (p != NULL && !h->is_websocket && p->proto <= PARENT_HTTPS) {
+		h->up_parent = c->c_parent;
+		if (!http_parent_head(c, p)) {
+			http_origin_fail(c, 502, "the request head does not fit "
+			    "a buffer in the form a parent proxy reads");
+			return;
+		}
 	}
 	h->stage = HS_FORWARD;
 	h->resp.head_done = false;
@@ -521,7 +663,7 @@ http_origin_gone(struct pt_conn *c, const char *why)
 		 * fresh one is reached within header_timeout, and gets its
 		 * own response_timeout once the request is written again. */
 		http_timer(c, http_conf->limits.header_timeout_ms);
-		target_resolve(c);
+		target_redial(c);
 		return;
 	}
 	/* Before a final head, what reached the client can only be whole

@@ -92,7 +92,7 @@ http_origin_receive(struct pt_conn *c)
 static inline void
 http_origin_reset(struct http_state *h)
 {
-	h->reused = h->retried = h->origin_keep = false;
+	h->reused = h->retried = h->origin_keep = h->head_absolute = false;
 }
 
 #endif

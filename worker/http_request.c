@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -149,6 +150,8 @@ http_request_forget_copies(struct http_state *h)
 {
 	buf_put(h->path);
 	h->path = NULL;
+	free(h->via_in);
+	h->via_in = NULL;
 	if (h->loghdr != NULL)
 		pool_put(&http_loghdr_pool, h->loghdr);
 	h->loghdr = NULL;
@@ -392,6 +395,67 @@ http_request_rewrite(struct pt_conn *c, const struct http_msg *m,
 }
 
 /*
+ * Whether a Via entry of <m> names us (http.via_pseudonym): the request
+ * came round a loop of proxies back here, and forwarding it would go
+ * round again until something runs out (RFC 9110 7.6.3, 15.5.x: 508 is
+ * the answer WebDAV gave it). A CONNECT's Via list is kept for the
+ * parent (h->via_in), so a loop through CONNECT is seen too.
+ */
+static bool
+http_via_loop(struct pt_conn *c, const struct http_msg *m)
+{
+	struct http_state	*h = http_st(c);
+	const char		*me = http_conf->http.via_pseudonym;
+	const char		*p, *end, *e, *by;
+	size_t			 melen = strlen(me), total = 0, n;
+	unsigned		 i;
+
+	for (i = 0; i < m->nheaders; i++) {
+		if (!http_str_ieq(m->headers[i].name, "via"))
+			continue;
+		p = m->headers[i].value.ptr;
+		end = p + m->headers[i].value.len;
+		total += m->headers[i].value.len + 2;
+		while (p < end) {
+			while (p < end && (*p == ' ' || *p == '\t' ||
+			    *p == ','))
+				p++;
+			/* received-protocol, then received-by */
+			while (p < end && *p != ' ' && *p != '\t' && *p != ',')
+				p++;
+			while (p < end && (*p == ' ' || *p == '\t'))
+				p++;
+			for (by = p; p < end && *p != ' ' && *p != '\t' &&
+			    *p != ','; p++)
+				;
+			if ((size_t)(p - by) == melen &&
+			    strncasecmp(by, me, melen) == 0)
+				return true;
+			/* a comment, up to the next entry */
+			while (p < end && *p != ',')
+				p++;
+		}
+	}
+	if (!h->is_connect || total == 0 || http_conf->nparents == 0)
+		return false;
+	if ((h->via_in = malloc(total)) == NULL)
+		return false;
+	for (i = 0, n = 0; i < m->nheaders; i++) {
+		if (!http_str_ieq(m->headers[i].name, "via"))
+			continue;
+		e = m->headers[i].value.ptr;
+		if (n > 0) {
+			memcpy(h->via_in + n, ", ", 2);
+			n += 2;
+		}
+		memcpy(h->via_in + n, e, m->headers[i].value.len);
+		n += m->headers[i].value.len;
+	}
+	h->via_in[n] = '\0';
+	return false;
+}
+
+/*
  * A complete request head is in h->req.in. Checks what the parser leaves
  * to the proxy, rewrites the head for the origin and delivers the
  * request to the origin path; a head it refuses is answered here.
@@ -412,6 +476,12 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 		http_set_path(c, m->target);
 		h->local = HTTP_LOCAL_OPTIONS;
 		http_answer_locally(c);
+		return;
+	}
+	if (http_conf->http.via_loop_check && http_via_loop(c, m)) {
+		c->c_req.status = 508;
+		http_fail(c, 508, "loop detected: the request came back "
+		    "through this proxy (its Via names us)");
 		return;
 	}
 	if (!http_request_target(c, m, &u, &e) ||

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "worker/http_txn.h"
+#include "worker/http_head.h"
 #include "common/conf_types.h"
 #include "common/log.h"
 #include "common/sockaddr.h"
@@ -27,6 +28,7 @@ void
 http_txn_init(const struct pt_config *conf)
 {
 	http_conf = conf;
+	http_head_set_via(conf->http.via_pseudonym);
 }
 
 static void

@@ -66,6 +66,11 @@ struct http_state {
 	bool			 reused, retried;
 	bool			 origin_keep;	/* origin allows reuse */
 	bool			 parked;	/* upstream kept from the last */
+	/* The upstream connection is to parent up_parent - 1 (its pool
+	 * key), 0: to the origin; the request head in req.out is already
+	 * in the absolute form a parent reads. */
+	int			 up_parent;
+	bool			 head_absolute;
 
 	/* The transaction's, whoever learns it. */
 	bool			 close_after;	/* we close after this one */
@@ -81,6 +86,8 @@ struct http_state {
 	/* The request-target's path and query, copied for c_req.path (the
 	 * head's buffer may go before LOG); only when modules run. */
 	char			*path;
+	/* A CONNECT's Via entries, for a parent (malloc), or NULL. */
+	char			*via_in;
 	/* User-Agent then Referer, PT_LOG_HEADER_MAX bytes each at most,
 	 * kept from the head to LOG while a module has PT_MODF_LOG_HEADERS
 	 * (http_request.c); NULL when neither was sent. */

@@ -571,3 +571,82 @@ proxy_crc32c(uint32_t crc, const uint8_t *buf, size_t len)
 	}
 	return ~crc;
 }
+
+/* ---- writing (a parent proxy is told the client) --------------------- */
+
+/* <in> as IPv4 when it is an IPv4-mapped IPv6 address (a dual-stack
+ * listener's client), else as it is. */
+static void
+proxy_unmap(const struct sockaddr *in, struct sockaddr_storage *out)
+{
+	const struct sockaddr_in6	*s6 = (const struct sockaddr_in6 *)in;
+	struct sockaddr_in		*s4 = (struct sockaddr_in *)out;
+
+	memset(out, 0, sizeof(*out));
+	if (in->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = s6->sin6_port;
+		memcpy(&s4->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+	} else if (in->sa_family == AF_INET) {
+		memcpy(out, in, sizeof(struct sockaddr_in));
+	} else if (in->sa_family == AF_INET6) {
+		memcpy(out, in, sizeof(struct sockaddr_in6));
+	}
+}
+
+ssize_t
+proxy_header_build(uint8_t *out, size_t cap, int version,
+    const struct sockaddr *src, const struct sockaddr *dst)
+{
+	struct {
+		struct sockaddr_storage	 sa;
+	}		 s, d;
+	char		 sa[INET6_ADDRSTRLEN], da[INET6_ADDRSTRLEN];
+	int		 fam, n;
+	size_t		 alen;
+
+	proxy_unmap(src, &s.sa);
+	proxy_unmap(dst, &d.sa);
+	fam = s.sa.ss_family == d.sa.ss_family &&
+	    (s.sa.ss_family == AF_INET || s.sa.ss_family == AF_INET6) ?
+	    s.sa.ss_family : AF_UNSPEC;
+	if (version == 1) {
+		if (fam == AF_UNSPEC) {
+			n = snprintf((char *)out, cap, "PROXY UNKNOWN\r\n");
+		} else {
+			inet_ntop(fam, fam == AF_INET ?
+			    (const void *)&((struct sockaddr_in *)&s.sa)->sin_addr :
+			    (const void *)&((struct sockaddr_in6 *)&s.sa)->sin6_addr,
+			    sa, sizeof(sa));
+			inet_ntop(fam, fam == AF_INET ?
+			    (const void *)&((struct sockaddr_in *)&d.sa)->sin_addr :
+			    (const void *)&((struct sockaddr_in6 *)&d.sa)->sin6_addr,
+			    da, sizeof(da));
+			n = snprintf((char *)out, cap, "PROXY %s %s %s %u %u\r\n",
+			    fam == AF_INET ? "TCP4" : "TCP6", sa, da,
+			    ntohs(((struct sockaddr_in *)&s.sa)->sin_port),
+			    ntohs(((struct sockaddr_in *)&d.sa)->sin_port));
+		}
+		return n > 0 && (size_t)n < cap ? n : -1;
+	}
+	alen = fam == AF_INET ? 12 : fam == AF_INET6 ? 36 : 0;
+	if (cap < PROXY_V2_SIG_LEN + 4 + alen)
+		return -1;
+	memcpy(out, proxy_v2_sig, PROXY_V2_SIG_LEN);
+	out[12] = 0x21;		/* version 2, PROXY */
+	out[13] = fam == AF_INET ? 0x11 : fam == AF_INET6 ? 0x21 : 0x00;
+	out[14] = (uint8_t)(alen >> 8);
+	out[15] = (uint8_t)alen;
+	if (fam == AF_INET) {
+		memcpy(out + 16, &((struct sockaddr_in *)&s.sa)->sin_addr, 4);
+		memcpy(out + 20, &((struct sockaddr_in *)&d.sa)->sin_addr, 4);
+		memcpy(out + 24, &((struct sockaddr_in *)&s.sa)->sin_port, 2);
+		memcpy(out + 26, &((struct sockaddr_in *)&d.sa)->sin_port, 2);
+	} else if (fam == AF_INET6) {
+		memcpy(out + 16, &((struct sockaddr_in6 *)&s.sa)->sin6_addr, 16);
+		memcpy(out + 32, &((struct sockaddr_in6 *)&d.sa)->sin6_addr, 16);
+		memcpy(out + 48, &((struct sockaddr_in6 *)&s.sa)->sin6_port, 2);
+		memcpy(out + 50, &((struct sockaddr_in6 *)&d.sa)->sin6_port, 2);
+	}
+	return (ssize_t)(PROXY_V2_SIG_LEN + 4 + alen);
+}

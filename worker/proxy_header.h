@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "portico/module.h"
 
@@ -79,5 +80,18 @@ const char	*proxy_refusal_name(enum proxy_refusal r);
  * passing it back as <crc> with the next bytes gives the checksum of both
  * runs as one; CRC32C("123456789") is 0xe3069283. Pure: any process. */
 uint32_t	 proxy_crc32c(uint32_t crc, const uint8_t *buf, size_t len);
+
+/* The longest header proxy_header_build writes (a v1 TCP6 line). */
+#define PROXY_HEADER_OUT_MAX	PROXY_V1_MAX
+/*
+ * Writes a PROXY header of <version> (1 or 2) naming <src> (the client)
+ * and <dst> (where it connected) into <out>: TCP4 when both are IPv4
+ * (IPv4-mapped IPv6 counts), TCP6 when both are IPv6, else UNKNOWN (v1)
+ * or (v2) AF_UNSPEC with the PROXY command and no addresses.
+ * Returns its length, or -1 when <cap> is short. A parent proxy is told
+ * who the client is this way (worker/parent_dial.c).
+ */
+ssize_t		 proxy_header_build(uint8_t *out, size_t cap, int version,
+		    const struct sockaddr *src, const struct sockaddr *dst);
 
 #endif

@@ -77,6 +77,8 @@ req_txn_reset(struct pt_conn *c)
 	memset(&c->c_answer, 0, sizeof(c->c_answer));
 	c->c_egress = NULL;
 	c->c_egress_shown = false;
+	c->c_via = NULL;
+	c->c_parent = 0;
 	c->c_req.port = 0;
 	c->c_req.status = 0;
 	c->c_req.bytes_in = c->c_req.bytes_out = 0;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "worker/socks.h"
+#include "worker/parent.h"
 #include "common/counters.h"
 #include "common/log.h"
 #include "common/conf_types.h"
@@ -294,11 +295,30 @@ socks_refuse(struct pt_conn *c, const struct target_refusal *r)
 static void
 socks_target_fail(struct pt_conn *c, enum target_fail what, int err)
 {
-	if (what == TARGET_FAIL_RESOLVE)
+	const struct parent_route	*r = c->c_route;
+
+	switch (what) {
+	case TARGET_FAIL_RESOLVE:
 		socks_fail(c, SOCKS5_HOST_UNREACH, err == ENOENT ?
 		    "cannot resolve the host name" : "name resolution failed");
-	else
+		return;
+	case TARGET_FAIL_NO_PARENT:
+		socks_fail(c, SOCKS5_FAILURE, c->c_req.error);
+		return;
+	case TARGET_FAIL_PARENT:
+		socks_fail(c, SOCKS5_FAILURE, c->c_req.error);
+		return;
+	case TARGET_FAIL_PARENT_REFUSED:
+		/* A SOCKS parent's own reply code goes on as it is; an HTTP
+		 * parent's refusal of the CONNECT reads as "not allowed" for
+		 * a 403, else as the target's failure. */
+		socks_fail(c, r != NULL && r->rep != 0 ? r->rep :
+		    r != NULL && r->http_status == 403 ? SOCKS5_NOT_ALLOWED :
+		    socks_errno_reply(err), c->c_req.error);
+		return;
+	default:
 		socks_fail(c, socks_errno_reply(err), strerror(err));
+	}
 }
 
 static void

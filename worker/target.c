@@ -30,6 +30,7 @@
 #include "worker/dns.h"
 #include "worker/loop.h"
 #include "worker/outbound.h"
+#include "worker/parent.h"
 #include "worker/phase.h"
 #include "worker/req.h"
 #include "worker/worker_self.h"
@@ -106,6 +107,7 @@ target_stop(struct pt_conn *c)
 		dns_cancel(t->dns);
 		t->dns = NULL;
 	}
+	parent_dial_stop(c);
 }
 
 /* ---- refusals ------------------------------------------------------- */
@@ -187,6 +189,8 @@ pt_conn_answer(struct pt_conn *c, const struct pt_answer *a)
 /* ---- the path ------------------------------------------------------- */
 
 static void	target_dial_phase(struct pt_conn *c);
+static void	target_route(struct pt_conn *c);
+static bool	target_route_next(struct pt_conn *c, int err);
 
 /* Hooks get header_timeout between the steps, as before ACCESS. */
 static void
@@ -203,6 +207,35 @@ target_on_established(struct pt_conn *c, enum pt_verdict v)
 	if (target_refused(c, PT_PHASE_ESTABLISHED, v))
 		return;
 	c->c_target.ops->established(c);
+}
+
+void
+target_timer_restart(struct pt_conn *c)
+{
+	target_timer(c);
+}
+
+pt_timer_fn
+target_on_timer_of(const struct pt_conn *c)
+{
+	return c->c_target.ops->on_timer;
+}
+
+void
+target_established(struct pt_conn *c, bool fresh)
+{
+	target_timer(c);
+	outbound_established(c, fresh);
+	phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
+}
+
+bool
+target_may_dial(struct pt_conn *c)
+{
+	const struct target	*t = &c->c_target;
+
+	return t->ops->may_dial == NULL || !target_waited(c) ||
+	    t->ops->may_dial(c);
 }
 
 static void	target_on_dialed(struct pt_conn *c, int err);
@@ -271,6 +304,10 @@ target_on_dialed(struct pt_conn *c, int err)
 		return;
 	}
 	t->fd_wait_since = 0;
+	if (err != 0 && t->idx + 1 >= t->naddrs &&
+	    target_route_next(c, err)) {
+		return;
+	}
 	if (err != 0 && t->idx + 1 >= t->naddrs) {
 		t->ops->fail(c, TARGET_FAIL_CONNECT, err);
 		return;
@@ -304,8 +341,7 @@ target_on_dial(struct pt_conn *c, enum pt_verdict v)
 		return;
 	/* Only after a wait: the client had no time to leave otherwise,
 	 * and the common path costs nothing more. */
-	if (t->ops->may_dial != NULL && target_waited(c) &&
-	    !t->ops->may_dial(c))
+	if (!target_may_dial(c))
 		return;
 	/* A DIAL hook (an acl rule judging the address) may have chosen
 	 * an egress the kept upstream does not leave from. */
@@ -388,12 +424,98 @@ target_on_access(struct pt_conn *c, enum pt_verdict v)
 
 	if (target_refused(c, PT_PHASE_ACCESS, v))
 		return;
+	/* Through parents or not: HTTP's access_ok takes a kept upstream
+	 * of the route's first member. */
+	target_route(c);
 	if (t->ops->access_ok != NULL && !t->ops->access_ok(c))
 		return;
-	if (t->naddrs > 0)
+	if (t->reused && c->c_route != NULL && c->c_route->via != NULL &&
+	    c->c_route->parent >= 0) {
+		parent_reuse(c);
+		return;
+	}
+	if (t->reused) {
 		target_dial_phase(c);
+		return;
+	}
+	target_go(c);
+}
+
+void
+target_redial(struct pt_conn *c)
+{
+	struct parent_route	*r = c->c_route;
+
+	if (r != NULL && r->via != NULL && r->parent >= 0)
+		parent_dial(c);
 	else
 		target_resolve(c);
+}
+
+/*
+ * The route of this transaction: a `via` choice applies, its first
+ * member is picked (parent.c). Every member down: the protocol's
+ * NO_PARENT failure at once (503), for later (target_go).
+ */
+static void
+target_route(struct pt_conn *c)
+{
+	if (!parent_route_begin(c))
+		return;
+	(void)parent_route_next(c);
+}
+
+void
+target_direct(struct pt_conn *c)
+{
+	struct target	*t = &c->c_target;
+
+	if (t->naddrs > 0) {
+		t->idx = 0;
+		target_dial_phase(c);
+	} else {
+		target_resolve(c);
+	}
+}
+
+void
+target_go(struct pt_conn *c)
+{
+	struct parent_route	*r = c->c_route;
+
+	if (r == NULL || r->via == NULL || r->parent == VIA_DIRECT) {
+		target_direct(c);
+		return;
+	}
+	if (r->parent == PARENT_NONE) {
+		c->c_req.error = "every parent of the route is down";
+		c->c_target.ops->fail(c, TARGET_FAIL_NO_PARENT, EHOSTUNREACH);
+		return;
+	}
+	parent_dial(c);
+}
+
+/*
+ * A direct member of a route failed on its last address: the route's
+ * next member, if any. True when it took over.
+ */
+static bool
+target_route_next(struct pt_conn *c, int err)
+{
+	struct parent_route	*r = c->c_route;
+	int			 next;
+
+	(void)err;
+	if (r == NULL || r->via == NULL || r->parent != VIA_DIRECT)
+		return false;
+	next = parent_route_next(c);
+	if (next == PARENT_NONE) {
+		r->parent = VIA_DIRECT;
+		return false;
+	}
+	target_timer(c);
+	target_go(c);
+	return true;
 }
 
 void

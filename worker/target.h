@@ -19,6 +19,12 @@ struct pt_conn;
 enum target_fail {
 	TARGET_FAIL_RESOLVE = 0,	/* the name did not resolve */
 	TARGET_FAIL_CONNECT,		/* no address could be connected */
+	/* Through parents (worker/parent.h; c_req.error names the last
+	 * one and why): */
+	TARGET_FAIL_PARENT,		/* none could be reached */
+	TARGET_FAIL_PARENT_REFUSED,	/* one answered, refusing the target:
+					 * its answer (parent_refusal_*) */
+	TARGET_FAIL_NO_PARENT,		/* every one is down: 503 at once */
 };
 
 /* A phase refused: what the protocol needs to answer it. */
@@ -96,6 +102,26 @@ void	 target_access(struct pt_conn *c);
 /* Resolves c_req.host again, then DIAL, connect and ESTABLISHED (an
  * HTTP retry on a fresh connection). */
 void	 target_resolve(struct pt_conn *c);
+/* After ACCESS: straight to the target (resolve when its addresses
+ * are not known, DIAL, connect), whatever the route. */
+void	 target_direct(struct pt_conn *c);
+/* After ACCESS: the route's current member (a parent, or direct), or
+ * the protocol's NO_PARENT failure. */
+void	 target_go(struct pt_conn *c);
+/* The upstream leg is open (through a parent: its handshake done):
+ * ESTABLISHED, then the protocol's established(). <fresh>: a new
+ * socket. */
+void	 target_established(struct pt_conn *c, bool fresh);
+/* About to connect after a wait: whether the protocol still wants to
+ * (ops->may_dial); false when it ended the connection. */
+bool	 target_may_dial(struct pt_conn *c);
+/* A fresh connection for a request whose kept one failed (HTTP's one
+ * retry): to the same parent, or the target resolved again. */
+void	 target_redial(struct pt_conn *c);
+/* Hooks and steps between connects get header_timeout again. */
+void	 target_timer_restart(struct pt_conn *c);
+/* The protocol's timer callback (ops->on_timer). */
+pt_timer_fn target_on_timer_of(const struct pt_conn *c);
 /* The address being tried, or connected to; NULL before any. */
 const struct pt_addr *target_addr(const struct pt_conn *c);
 /* Whether a resolve is pending. */

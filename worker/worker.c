@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "worker/worker.h"
+#include "worker/parent.h"
 #include "worker/worker_self.h"
 #include "common/counters.h"
 #include "common/egress.h"
@@ -328,6 +329,8 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	dns.timeout_ms = conf->resolver.timeout_ms;
 	if (dns_init(&dns) < 0)
 		fatal("resolver initialisation failed");
+	if (parent_init(conf) < 0)
+		fatal("parent proxies: out of memory");
 	if (modlife_init_worker(conf, &worker) < 0)
 		fatal("module initialisation failed");
 	if (accept_start(conf->listeners, mine, conf->nlisteners) < 0)
