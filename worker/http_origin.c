@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -329,6 +330,34 @@ http_via_parent(const struct pt_conn *c)
 }
 
 /*
+ * A CONNECT's own Via entries (http_request.c kept them) go to the
+ * parent before ours (parent_dial.c), so that a loop of proxies through
+ * CONNECT comes back with our name in it and is refused (508) as a GET
+ * is. Where they do not all fit, the first entries go: the latest are
+ * kept, a loop's repeated entry among them.
+ */
+static void
+http_route_client_via(struct pt_conn *c)
+{
+	struct http_state	*h = http_st(c);
+	char			*dst = c->c_route->client_via;
+	const char		*s = h->via_in, *p;
+	size_t			 n;
+
+	dst[0] = '\0';
+	if (!h->is_connect || s == NULL)
+		return;
+	n = strlen(s);
+	while (n >= sizeof(c->c_route->client_via) &&
+	    (p = strstr(s, ", ")) != NULL) {
+		s = p + 2;
+		n = strlen(s);
+	}
+	if (n < sizeof(c->c_route->client_via))
+		memcpy(dst, s, n + 1);
+}
+
+/*
  * ACCESS passed. What only HTTP has: the CONNECT port rule, requests the
  * proxy answers itself, and upstream connections kept alive (the parked
  * one from the last request to the same origin, or one from the worker's
@@ -350,6 +379,8 @@ http_access_ok(struct pt_conn *c)
 		h->client->answer_local(c);
 		return false;
 	}
+	if (c->c_route != NULL && c->c_route->via != NULL)
+		http_route_client_via(c);
 	if (http_via_parent(c)) {
 		/* Kept connections to the parent serve any origin. */
 		h->reused = false;
@@ -650,6 +681,7 @@ static void
 http_origin_gone(struct pt_conn *c, const char *why)
 {
 	struct http_state	*h = http_st(c);
+	static char		 named[PARENT_NAME_MAX + 80];
 
 	if (h->reused && !h->retried && h->resp.in_len == 0 &&
 	    h->req.body == HTTP_BODY_NONE && !h->resp_started &&
@@ -671,6 +703,13 @@ http_origin_gone(struct pt_conn *c, const char *why)
 	 * (RFC 9110 15.2). */
 	if (!http_flow_has_output(&h->resp))
 		h->resp_started = false;
+	/* Through an HTTP parent, the peer that went away is the parent:
+	 * the 502 names it, as a failed dial through it does. */
+	if (h->up_parent != 0 && strncmp(why, "the origin ", 11) == 0) {
+		snprintf(named, sizeof(named), "parent \"%s\" %s",
+		    parent_conf(h->up_parent - 1)->name, why + 11);
+		why = named;
+	}
 	http_origin_fail(c, 502, why);
 }
 
