@@ -54,6 +54,11 @@ BAD = [
      r"4294967298L"),
     ("bad_pid_dir", r"pid_file: .*no-such-dir/portico.pid.*its directory "
      r"does not exist"),
+    ("bad_via_unknown", r"via: no parent is named \"nope\""),
+    ("bad_parent_own_listener", r"address: \"127\.0\.0\.1:\d+\" is "
+     r"portico's own listener \"front\""),
+    ("bad_password_file", r"password_file: \".*/no-such-password\": No such "
+     r"file"),
 ]
 
 

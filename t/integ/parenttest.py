@@ -28,6 +28,15 @@ its children by theirs) at the end of the scenario at the latest.
   username/password) and udp_via() (one datagram through a SOCKS5 UDP
   ASSOCIATE relay and back).
 
+- portico with parents: conf() (a whole configuration from entry texts:
+  listeners, parents, modules, a resolver), entry() (a `parents` entry),
+  listener() (with its `via`), start_portico() (ready once its own
+  listeners listen: a parent may be down on purpose).
+- start_script_parent(t): ScriptParent, an HTTP parent that forwards
+  nothing and records every head it gets: its own answers by path
+  (/status/NNN), 403 (or another status) to every CONNECT, and, with
+  die_after, a reset inside a request body.
+
 Availability: squid_program(), danted_program(), NCSA (the helper's path)
 and missing_squid(), missing_ncsa(), missing_dante() (None, or a reason
 naming the need: "squid", "squid_ncsa", "dante").
@@ -648,3 +657,157 @@ def udp_via(proxy_port, host, port, payload, auth=None, timeout=None):
         return data, (h, p), None
     finally:
         u.close()
+
+
+# ---------------------------------------------------------------------------
+# portico with parents, and a scripted parent
+
+def entry(**kw):
+    """One libconfig group on a line, keys in the order given: a
+    `parents` entry, e.g. entry(name="corp", address="127.0.0.1:3128",
+    protocol="http", user="svc", password="pw")."""
+    return "{ " + " ".join("%s = %s;" % (k, ptest._conf_value(v, 0))
+                           for k, v in kw.items()) + " }"
+
+
+def listener(name, port, proto, via=None, extra=""):
+    """A listener entry on 127.0.0.1:<port>; <via>: a parent's name, a
+    list of names, or a ready libconfig text ("{ parents = ...; }")."""
+    if isinstance(via, str) and via.startswith("{"):
+        v = " via = %s;" % via
+    else:
+        v = (" via = %s;" % ptest._conf_value(via, 0)) if via else ""
+    return '{ name = "%s"; address = "127.0.0.1:%d"; protocol = "%s";%s%s }' \
+        % (name, port, proto, v, (" " + extra) if extra else "")
+
+
+def conf(t, name, listeners, parents=(), modules=(), dns=None, workers=1,
+         http='connect_ports = "*";'):
+    """A whole portico configuration: <listeners>, <parents> and
+    <modules> are lists of entry texts, <dns> an httptest.DnsServer its
+    resolver asks, <http> the body of its http group. Its error log is
+    <tmp>/<name>.log, its pid file <tmp>/<name>.pid."""
+    res = ('resolver = { servers = "%s"; timeout = 1; };\n' % dns.address
+           if dns is not None else "")
+    par = ("parents = (\n  %s\n);\n" % ",\n  ".join(parents)
+           if parents else "")
+    mods = ("modules = (\n  %s\n);\n" % ",\n  ".join(modules)
+            if modules else "")
+    return """workers = %d;
+error_log = "%s";
+log_level = "info";
+pid_file = "%s";
+shutdown_timeout = 5;
+limits = { header_timeout = 10; connect_timeout = 5; idle_timeout = 30; };
+http = { %s };
+%s%slisteners = (
+  %s
+);
+%s""" % (workers, t.path(name + ".log"), t.path(name + ".pid"), http, res,
+         par, ",\n  ".join(listeners), mods)
+
+
+def start_portico(t, conf, ports, conf_name, **kw):
+    """Portico on <conf> (text) as <tmp>/<conf_name>, ready once its
+    workers run and its own listener <ports> listen. (ptest's Portico
+    waits for every address = "..." of the file, a parent's too, and a
+    scenario's parent may be down on purpose, or be the other portico of
+    a loop, started after.)"""
+    p = ptest.Portico(t, conf, conf_name=conf_name, wait=False, **kw)
+    p.listener_ports = lambda text=None: list(ports)
+    p.start()
+    p.wait_started()
+    return p
+
+
+class ScriptParent(ptest._Server):
+    """An HTTP parent proxy on 127.0.0.1 that forwards nothing: it reads
+    each request, records it, and answers it itself (keep-alive):
+
+      CONNECT: <connect_status> (403) with the body b"script parent
+      refuses CONNECT", then closes;
+      any other method to a path /status/NNN: NNN with the body
+      b"script parent NNN" (407: with Proxy-Authenticate: Basic
+      realm="script");
+      else 200 with b"script parent".
+
+    die_after=N: a request with a body is never answered; once its head
+    and N bytes of its body came (or the sender paused 5 s), the
+    connection is reset (SO_LINGER 0): a parent dying inside a body.
+
+    .requests: a dict per request: method, target, headers ([name,
+    value] as received), raw_head (str), body_got (body bytes read),
+    peer ((host, port))."""
+
+    def __init__(self, host="127.0.0.1", connect_status=403, die_after=None):
+        self.requests = []
+        self.connect_status = connect_status
+        self.die_after = die_after
+        super().__init__(host)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.requests)
+
+    def handle(self, c):
+        import socket
+        import struct
+        buf = b""
+        for _ in range(1000):
+            head, buf = H.next_head(c, buf)
+            if head is None:
+                return
+            lines = head.decode("latin-1").split("\r\n")
+            parts = lines[0].split(" ")
+            hs = [[k, v.strip()] for k, v in
+                  (ln.split(":", 1) for ln in lines[1:] if ":" in ln)]
+            req = dict(method=parts[0], target=parts[1] if len(parts) > 1
+                       else "", headers=hs, raw_head=head.decode("latin-1"),
+                       body_got=0, peer=tuple(c.getpeername()[:2]))
+            with self.lock:
+                self.requests.append(req)
+            if req["method"] == "CONNECT":
+                body = b"script parent refuses CONNECT"
+                c.sendall(b"HTTP/1.1 %d Refused\r\nContent-Length: %d\r\n"
+                          b"Connection: close\r\n\r\n"
+                          % (self.connect_status, len(body)) + body)
+                return
+            cl = int(H.field(hs, "content-length") or 0)
+            if self.die_after is not None and cl > 0:
+                want = min(self.die_after, cl)
+                c.settimeout(5)
+                try:
+                    while len(buf) < want:
+                        d = c.recv(65536)
+                        if not d:
+                            break
+                        buf += d
+                except OSError:
+                    pass
+                with self.lock:
+                    req["body_got"] = len(buf)
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                             struct.pack("ii", 1, 0))
+                return
+            while len(buf) < cl:
+                d = c.recv(65536)
+                if not d:
+                    return
+                buf += d
+            with self.lock:
+                req["body_got"] = cl
+            buf = buf[cl:]
+            m = re.search(r"/status/(\d{3})$", req["target"])
+            status = int(m.group(1)) if m else 200
+            body = b"script parent" + (b" %d" % status if m else b"")
+            extra = b'Proxy-Authenticate: Basic realm="script"\r\n' \
+                if status == 407 else b""
+            c.sendall(b"HTTP/1.1 %d Scripted\r\n%sContent-Length: %d\r\n"
+                      b"\r\n" % (status, extra, len(body)) + body)
+
+
+def start_script_parent(t, **kw):
+    """A ScriptParent (see there), stopped at the end."""
+    s = ScriptParent(**kw)
+    t.servers.append(s)
+    return s
