@@ -564,3 +564,19 @@ parent_fini(void)
 	}
 	pool_fini(&parent_route_pool);
 }
+
+/* ---- the module ABI (1.7) ------------------------------------------- */
+
+void
+pt_conn_set_via(struct pt_conn *c, const struct pt_via *v)
+{
+	c->c_via = v;
+}
+
+const char *
+pt_conn_parent(struct pt_conn *c)
+{
+	const struct conf_parent	*p = parent_serving(c);
+
+	return p != NULL ? p->name : NULL;
+}
