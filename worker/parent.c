@@ -131,6 +131,12 @@ parent_conf(int idx)
 	return &parent_cfg->parents[idx];
 }
 
+const struct counters_parent *
+parent_record(int idx)
+{
+	return parent_rec[idx];
+}
+
 bool
 parent_down(int idx)
 {
