@@ -175,6 +175,9 @@ parent_done(struct pt_conn *c, bool more_waiting)
 	pt_timer_stop(&c->c_timer);
 	r->step = PS_IDLE;
 	c->c_parent = r->parent + 1;
+	/* What the upstream leg is connected to, as for a direct one: a
+	 * kept-alive connection is pooled under it (http_origin.c). */
+	target_known(c, &r->addrs[r->aidx], 1);
 	parent_succeeded(r->parent, counters_now_us() - c->c_dial_us);
 	parent_counted(r->parent);
 	/* Until the protocol takes the socket, its edges are noted, as
