@@ -624,3 +624,33 @@ via_parse(const config_setting_t *group, struct pt_via **out,
 	*out = v;
 	return 0;
 }
+
+/* ---- the module ABI (1.7) ------------------------------------------- */
+
+int
+pt_via_conf(struct pt_modconf *mc, const config_setting_t *group,
+    struct pt_via **out, const char **errstr)
+{
+	static char		 msg[320];
+	const config_setting_t	*where = NULL;
+
+	if (via_parse(group, out, &where, msg, sizeof(msg)) < 0) {
+		*errstr = msg;
+		if (mc != NULL)
+			mc->where = where;
+		return -1;
+	}
+	return 0;
+}
+
+void
+pt_via_free(struct pt_via *v)
+{
+	free(v);
+}
+
+int
+pt_via_format(const struct pt_via *v, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s", v->text);
+}

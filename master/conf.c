@@ -112,6 +112,21 @@ conf_err(struct conf_ctx *cc, const config_setting_t *s, const char *fmt, ...)
 	return -1;
 }
 
+/* conf_err for a message that may start with the setting's own name
+ * (common/parent_conf.c's do: a module's report has no path), which
+ * conf_err would print twice. */
+static int
+conf_err_at(struct conf_ctx *cc, const config_setting_t *s, const char *why)
+{
+	const char	*name = s != NULL ? config_setting_name(s) : NULL;
+	size_t		 n = name != NULL ? strlen(name) : 0;
+
+	if (n > 0 && strncmp(why, name, n) == 0 && why[n] == ':' &&
+	    why[n + 1] == ' ')
+		why += n + 2;
+	return conf_err(cc, s, "%s", why);
+}
+
 static bool
 conf_key_known(const char *name, const char *const *keys)
 {
@@ -645,7 +660,7 @@ conf_listener_via(struct conf_ctx *cc, config_setting_t *s,
 	char			 why[256];
 
 	if (via_parse(s, &l->via, &where, why, sizeof(why)) < 0)
-		return conf_err(cc, where, "%s", why);
+		return conf_err_at(cc, where, why);
 	if (l->via != NULL && l->proto == CONF_PROTO_STATUS)
 		return conf_err(cc, config_setting_get_member(s, "via"),
 		    "via: a status listener connects nowhere");
@@ -1385,7 +1400,7 @@ conf_parents(struct conf_ctx *cc, const config_setting_t *root)
 	if (parent_conf_parse(config_setting_get_member(root, "parents"),
 	    cc->conf->limits.connect_timeout_ms, &cc->conf->parents,
 	    &cc->conf->nparents, &where, why, sizeof(why)) < 0)
-		return conf_err(cc, where, "%s", why);
+		return conf_err_at(cc, where, why);
 	return 0;
 }
 
@@ -1465,7 +1480,7 @@ conf_parents_not_ours(struct conf_ctx *cc, const config_setting_t *root)
 				return conf_err(cc, config_setting_get_member(
 				    config_setting_get_elem(
 				    config_setting_get_member(root, "parents"),
-				    (unsigned)i), "address"), "address: \"%s\" "
+				    (unsigned)i), "address"), "\"%s\" "
 				    "is portico's own listener \"%s\" (line "
 				    "%d): every request would come back here",
 				    p->address, l->name, l->line);

@@ -131,6 +131,12 @@ parent_conf(int idx)
 	return &parent_cfg->parents[idx];
 }
 
+const struct counters_parent *
+parent_record(int idx)
+{
+	return parent_rec[idx];
+}
+
 bool
 parent_down(int idx)
 {
@@ -563,4 +569,20 @@ parent_fini(void)
 		STORE(parent_rec[i]->probe_lease, 0);
 	}
 	pool_fini(&parent_route_pool);
+}
+
+/* ---- the module ABI (1.7) ------------------------------------------- */
+
+void
+pt_conn_set_via(struct pt_conn *c, const struct pt_via *v)
+{
+	c->c_via = v;
+}
+
+const char *
+pt_conn_parent(struct pt_conn *c)
+{
+	const struct conf_parent	*p = parent_serving(c);
+
+	return p != NULL ? p->name : NULL;
 }

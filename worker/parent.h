@@ -93,6 +93,9 @@ void	 parent_succeeded(int idx, uint64_t us);
 void	 parent_counted(int idx);
 /* Whether parent <idx> is down now. */
 bool	 parent_down(int idx);
+/* Parent <idx>'s shared record (counters.h), or NULL: the status
+ * listener reads it. */
+const struct counters_parent *parent_record(int idx);
 /* Probes the parents that are down and due, one worker each (a timer
  * of the worker's own). */
 void	 parent_probe_start(void);

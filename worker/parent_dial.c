@@ -175,6 +175,9 @@ parent_done(struct pt_conn *c, bool more_waiting)
 	pt_timer_stop(&c->c_timer);
 	r->step = PS_IDLE;
 	c->c_parent = r->parent + 1;
+	/* What the upstream leg is connected to, as for a direct one: a
+	 * kept-alive connection is pooled under it (http_origin.c). */
+	target_known(c, &r->addrs[r->aidx], 1);
 	parent_succeeded(r->parent, counters_now_us() - c->c_dial_us);
 	parent_counted(r->parent);
 	/* Until the protocol takes the socket, its edges are noted, as
@@ -643,6 +646,15 @@ parent_tls_start(struct pt_conn *c, const struct conf_parent *p,
 	done(c, EPROTONOSUPPORT);
 }
 
+/* A parent that connects but never finishes its handshake is as good as
+ * one that never answers: the next member. */
+static void
+parent_on_handshake_timeout(struct pt_timer *t, void *arg)
+{
+	(void)t;
+	parent_next(arg, ETIMEDOUT, "its handshake timed out");
+}
+
 static void
 parent_on_tls(struct pt_conn *c, int err)
 {
@@ -653,7 +665,7 @@ parent_on_tls(struct pt_conn *c, int err)
 	}
 	c->c_side[SIDE_UPSTREAM].io.fn = parent_on_io;
 	pt_timer_start(&c->c_timer, parent_cur(c)->connect_timeout_ms,
-	    target_on_timer_of(c), c);
+	    parent_on_handshake_timeout, c);
 	parent_handshake(c);
 }
 
@@ -685,7 +697,7 @@ parent_on_connected(struct pt_conn *c, int err)
 	}
 	/* The handshake's own time: the parent's connect_timeout again. */
 	pt_timer_start(&c->c_timer, p->connect_timeout_ms,
-	    target_on_timer_of(c), c);
+	    parent_on_handshake_timeout, c);
 	if (p->proto == PARENT_HTTPS) {
 		r->step = PS_TLS;
 		parent_tls_start(c, p, parent_on_tls);

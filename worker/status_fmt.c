@@ -26,6 +26,9 @@
 
 #include "worker/status_fmt.h"
 #include "common/counters.h"
+#include "common/parent.h"
+#include "worker/parent.h"
+#include "worker/worker_self.h"
 
 #define LD(x)	__atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -537,6 +540,104 @@ status_snapshot(const struct counters_slot *slots, int n)
 	return snap;
 }
 
+/* Parent proxies (worker/parent.c): state, traffic, failures and the
+ * connect time (to the end of the parent's handshake), one series per
+ * parent of this configuration, read from the records every worker
+ * shares. */
+static void
+status_parent_metrics(struct status_out *o)
+{
+	static const char *const counted[][3] = {
+		{ "parent_requests_total", "requests", "Transactions carried "
+		  "by a parent proxy." },
+		{ "parent_failures_total", "failures", "Connects and "
+		  "handshakes to a parent proxy that failed." },
+		{ "parent_down_total", "downs", "Times a parent proxy was "
+		  "marked down." },
+	};
+	const struct pt_config		*conf = worker_self() != NULL ?
+					    worker_self()->conf : NULL;
+	const struct counters_parent	*r;
+	uint64_t			 v, cum;
+	int				 i, k, m;
+
+	if (conf == NULL || conf->nparents == 0)
+		return;
+	status_head(o, "parent_up", "gauge", "Whether a parent proxy is up "
+	    "(1) or marked down (0).");
+	for (i = 0; i < conf->nparents; i++)
+		if ((r = parent_record(i)) != NULL)
+			status_printf(o, "portico_parent_up{parent=\"%s\"} %d\n",
+			    conf->parents[i].name, LD(r->down) ? 0 : 1);
+	for (m = 0; m < 3; m++) {
+		status_head(o, counted[m][0], "counter", counted[m][2]);
+		for (i = 0; i < conf->nparents; i++) {
+			if ((r = parent_record(i)) == NULL)
+				continue;
+			v = m == 0 ? LD(r->requests) : m == 1 ?
+			    LD(r->failures) : LD(r->downs);
+			status_printf(o, "portico_%s{parent=\"%s\"} %llu\n",
+			    counted[m][0], conf->parents[i].name,
+			    (unsigned long long)v);
+		}
+	}
+	status_head(o, "parent_connect_seconds", "histogram", "Time to "
+	    "connect to a parent proxy and finish its handshake.");
+	for (i = 0; i < conf->nparents; i++) {
+		if ((r = parent_record(i)) == NULL)
+			continue;
+		cum = 0;
+		for (k = 0; k < COUNTERS_BUCKETS; k++) {
+			cum += LD(r->connect_b[k]);
+			if (k < COUNTERS_BUCKETS - 1)
+				status_printf(o, "portico_parent_connect_"
+				    "seconds_bucket{parent=\"%s\",le=\"%g\"} "
+				    "%llu\n", conf->parents[i].name,
+				    (double)counters_bounds_us[k] / 1e6,
+				    (unsigned long long)cum);
+			else
+				status_printf(o, "portico_parent_connect_"
+				    "seconds_bucket{parent=\"%s\",le=\"+Inf\"} "
+				    "%llu\n", conf->parents[i].name,
+				    (unsigned long long)cum);
+		}
+		v = LD(r->connect_sum_us);
+		status_printf(o, "portico_parent_connect_seconds_sum{parent="
+		    "\"%s\"} %llu.%06llu\nportico_parent_connect_seconds_"
+		    "count{parent=\"%s\"} %llu\n", conf->parents[i].name,
+		    (unsigned long long)(v / 1000000),
+		    (unsigned long long)(v % 1000000), conf->parents[i].name,
+		    (unsigned long long)cum);
+	}
+}
+
+/* "parents":[{...}] for the JSON page. */
+static void
+status_json_parents(struct status_out *o)
+{
+	const struct pt_config		*conf = worker_self() != NULL ?
+					    worker_self()->conf : NULL;
+	const struct conf_parent	*p;
+	const struct counters_parent	*r;
+	int				 i;
+
+	status_printf(o, ",\"parents\":[");
+	for (i = 0; conf != NULL && i < conf->nparents; i++) {
+		p = &conf->parents[i];
+		r = parent_record(i);
+		status_printf(o, "%s{\"name\":\"%s\",\"protocol\":\"%s\","
+		    "\"up\":%s,\"fails_in_a_row\":%llu,\"requests\":%llu,"
+		    "\"failures\":%llu,\"downs\":%llu}", i ? "," : "",
+		    p->name, parent_proto_name(p->proto),
+		    r == NULL || !LD(r->down) ? "true" : "false",
+		    r != NULL ? (unsigned long long)LD(r->fails) : 0ULL,
+		    r != NULL ? (unsigned long long)LD(r->requests) : 0ULL,
+		    r != NULL ? (unsigned long long)LD(r->failures) : 0ULL,
+		    r != NULL ? (unsigned long long)LD(r->downs) : 0ULL);
+	}
+	status_printf(o, "]");
+}
+
 int
 status_fmt_metrics(struct status_out *o)
 {
@@ -549,6 +650,7 @@ status_fmt_metrics(struct status_out *o)
 		status_core_metrics(o, slots, n, false);
 		status_txn_metrics(o, slots, n);
 		status_hist_metrics(o, slots, n);
+		status_parent_metrics(o);
 		status_module_metrics(o, slots, n, false, true);
 		status_module_metrics(o, slots, n, false, false);
 		status_core_metrics(o, slots, n, true);
@@ -744,6 +846,7 @@ status_fmt_json(struct status_out *o)
 	status_json_txn(o, slots, n);
 	status_printf(o, ",\"histograms\":");
 	status_json_hists(o, slots, n);
+	status_json_parents(o);
 	status_printf(o, ",\"slots\":[");
 	for (i = 0; i < n; i++) {
 		status_printf(o, "%s{\"slot\":%d,\"counters\":", i ? "," : "",

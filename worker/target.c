@@ -215,12 +215,6 @@ target_timer_restart(struct pt_conn *c)
 	target_timer(c);
 }
 
-pt_timer_fn
-target_on_timer_of(const struct pt_conn *c)
-{
-	return c->c_target.ops->on_timer;
-}
-
 void
 target_established(struct pt_conn *c, bool fresh)
 {

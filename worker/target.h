@@ -120,8 +120,6 @@ bool	 target_may_dial(struct pt_conn *c);
 void	 target_redial(struct pt_conn *c);
 /* Hooks and steps between connects get header_timeout again. */
 void	 target_timer_restart(struct pt_conn *c);
-/* The protocol's timer callback (ops->on_timer). */
-pt_timer_fn target_on_timer_of(const struct pt_conn *c);
 /* The address being tried, or connected to; NULL before any. */
 const struct pt_addr *target_addr(const struct pt_conn *c);
 /* Whether a resolve is pending. */

@@ -27,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 6
+#define PT_ABI_MINOR 7
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -721,5 +721,37 @@ PT_API int	 pt_egress_format(const struct pt_egress *e, char *buf,
 PT_API void	 pt_conn_set_egress(struct pt_conn *conn,
 		    const struct pt_egress *e);
 PT_API const struct sockaddr *pt_conn_egress(struct pt_conn *conn);
+
+/* ---- 1.7: parent proxies ------------------------------------------------ */
+
+/*
+ * Traffic goes through parent proxies (the configuration's `parents`)
+ * by a `via` choice: a parent's name, a list tried in order, or a group
+ * with a strategy (portico.conf(5), PARENT PROXIES). The core reads a
+ * group's `via` key into an opaque choice, in the master, from conf() or
+ * listener_conf(): pt_via_conf() stores it in *out (NULL when the group
+ * has no `via`) and returns 0, or returns -1 with *errstr set and
+ * mc->where at the offending setting (an unknown parent's name among
+ * them: names are looked up in the `parents` of the file <group> was
+ * read from). pt_via_free() releases one (conf_free).
+ *
+ * pt_conn_set_via(), from an ACCESS hook (or earlier), makes <v> the
+ * route of the connection's current transaction: it wins over the
+ * listener's `via`; NULL goes back to the listener's. The route is
+ * taken when ACCESS ends: a choice made at DIAL comes too late.
+ * pt_conn_parent() is the name of the parent that carries the
+ * transaction, from ESTABLISHED on (LOG included), or NULL when it went
+ * straight to its target (or nowhere). Worker thread.
+ */
+struct pt_via;
+PT_API int	 pt_via_conf(struct pt_modconf *mc,
+		    const config_setting_t *group, struct pt_via **out,
+		    const char **errstr);
+PT_API void	 pt_via_free(struct pt_via *v);
+/* <v> as text for a module's log or test: "corp", "corp,direct",
+ * "round-robin(corp,eu)". snprintf's return. Any thread. */
+PT_API int	 pt_via_format(const struct pt_via *v, char *buf, size_t len);
+PT_API void	 pt_conn_set_via(struct pt_conn *conn, const struct pt_via *v);
+PT_API const char *pt_conn_parent(struct pt_conn *conn);
 
 #endif /* PORTICO_MODULE_H */

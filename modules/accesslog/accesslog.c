@@ -60,6 +60,7 @@ al_rec_from(struct al_rec *r, struct pt_conn *conn, const struct pt_req *req,
 	r->upstream = &req->target;
 	r->balancer = (const struct sockaddr_storage *)pt_conn_balancer(conn);
 	r->egress = (const struct sockaddr_storage *)pt_conn_egress(conn);
+	r->parent = pt_conn_parent(conn);
 	r->listener = req->listener;
 	r->error = req->error;
 	r->user = req->user;

@@ -857,7 +857,9 @@ al_squid(const struct al_fmt_opts *fo, const struct al_rec *r,
 	else
 		al_putc(o, '-');
 	if (r->upstream != NULL && r->upstream->ss_family != AF_UNSPEC) {
-		al_puts(o, " HIER_DIRECT/");
+		/* Squid's code for the first parent that answered. */
+		al_puts(o, r->parent != NULL ? " FIRSTUP_PARENT/" :
+		    " HIER_DIRECT/");
 		al_put_addr(o, r->upstream);
 	} else
 		al_puts(o, " HIER_NONE/-");
@@ -1107,6 +1109,17 @@ al_json_egress(const struct al_rec *r, struct al_out *o)
 	al_putc(o, '"');
 }
 
+/* ,"parent":"NAME", only when a parent proxy carried it. */
+static void
+al_json_parent(const struct al_rec *r, struct al_out *o)
+{
+	if (r->parent == NULL)
+		return;
+	al_puts(o, ",\"parent\":\"");
+	al_puts(o, r->parent);
+	al_putc(o, '"');
+}
+
 static void
 al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
     struct al_out *o)
@@ -1159,6 +1172,7 @@ al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
 	    AL_MAX_REFERER);
 	al_json_balancer(r, o);
 	al_json_egress(r, o);
+	al_json_parent(r, o);
 	al_putc(o, '}');
 }
 

@@ -22,7 +22,7 @@
  * a FIFO or pipe never splits, whatever the client sent.
  */
 #define AL_REC_MAX	4096
-#define AL_MAX_TARGET	1200
+#define AL_MAX_TARGET	1136
 #define AL_MAX_UA	448
 #define AL_MAX_REFERER	448
 /* PROXY v2 TLVs (pt_req_tag "proxy_authority", "proxy_unique_id"). */
@@ -56,6 +56,9 @@ struct al_rec {
 	/* The local address the outgoing connection was bound to
 	 * (pt_conn_egress), or NULL: the kernel chose it. */
 	const struct sockaddr_storage	*egress;
+	/* The parent proxy that carried it (pt_conn_parent: 1 to 48 of
+	 * [A-Za-z0-9_.-], never escaped), or NULL: straight to its target. */
+	const char			*parent;
 	const char			*listener;
 	const char			*error;		/* or NULL */
 	struct pt_str			 user, method, host, path, label;

@@ -550,6 +550,19 @@ test_accesslog_budgets(void)
 	r.path = (struct pt_str){ big, sizeof(big) };
 	r.ua = r.referer = r.user = r.label = r.method = r.path;
 	r.error = "e";
+	/* The longest parent name there is (common/parent.h). */
+	r.parent = "pppppppppppppppppppppppppppppppppppppppppppppppp";
+	/* And every field that appears only sometimes, at its longest. */
+	{
+		static struct sockaddr_storage	 v6;
+		struct sockaddr_in6		*s6 = (struct sockaddr_in6 *)&v6;
+
+		s6->sin6_family = AF_INET6;
+		memset(&s6->sin6_addr, 0xfe, sizeof(s6->sin6_addr));
+		s6->sin6_port = 0xffff;
+		r.balancer = r.egress = r.peer = r.upstream = &v6;
+		r.pp_authority = r.pp_unique_id = r.path;
+	}
 	for (f = AL_FMT_SQUID; f <= AL_FMT_JSON; f++) {
 		line = t_fmt(f, &r, true);
 		CHECKF(strlen(line) <= AL_REC_MAX, "format %d: %zu bytes", f,

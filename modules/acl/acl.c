@@ -86,10 +86,19 @@ acl_egress(struct pt_conn *conn, const struct acl_conf *ac, int rule)
 		pt_conn_set_egress(conn, ac->rules[rule].egress);
 }
 
+/* So are its parents (a rule with a via decides at ACCESS: acl_conf.c). */
+static void
+acl_via(struct pt_conn *conn, const struct acl_conf *ac, int rule)
+{
+	if (rule >= 0 && ac->rules[rule].via != NULL)
+		pt_conn_set_via(conn, ac->rules[rule].via);
+}
+
 static void
 acl_allowed(struct pt_conn *conn, const struct acl_conf *ac, int rule)
 {
 	acl_egress(conn, ac, rule);
+	acl_via(conn, ac, rule);
 	acl_set_label(conn, ac, rule, false);
 	pt_counter_add(ac->ctr_allowed, 1);
 	pt_counter_add(rule >= 0 ? ac->rules[rule].ctr : ac->ctr_default, 1);
@@ -137,6 +146,7 @@ acl_access(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	if (d.outcome == ACL_ALLOW) {
 		acl_set_label(conn, ac, d.rule, false);
 		acl_egress(conn, ac, d.rule);
+		acl_via(conn, ac, d.rule);
 	}
 	return PT_VERDICT_CONTINUE;
 }

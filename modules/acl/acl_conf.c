@@ -372,7 +372,7 @@ acl_rule_conds(struct acl_parse *p, struct acl_rule *r,
 	    i++) {
 		key = config_setting_name(m);
 		if (strcmp(key, "name") == 0 || strcmp(key, "action") == 0 ||
-		    strcmp(key, "egress") == 0 ||
+		    strcmp(key, "egress") == 0 || strcmp(key, "via") == 0 ||
 		    strcmp(key, "egress_stable") == 0)
 			continue;
 		for (c = acl_conds; c->key != NULL; c++)
@@ -381,7 +381,7 @@ acl_rule_conds(struct acl_parse *p, struct acl_rule *r,
 		if (c->key == NULL)
 			return conf_fail(&p->e, m, "unknown condition "
 			    "\"%.64s\" (src, dst, host, host_file, port, user, "
-			    "listener, protocol, method; or egress)", key);
+			    "listener, protocol, method; or egress, via)", key);
 		if (config_setting_is_aggregate(m) &&
 		    config_setting_length(m) == 0)
 			return conf_fail(&p->e, m, "%s: an empty list matches "
@@ -406,6 +406,31 @@ acl_egress(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e)
 	if (r->egress != NULL && !r->allow)
 		return conf_fail(&p->e, config_setting_get_member(e, "egress"),
 		    "egress: a deny rule sends nothing anywhere");
+	return 0;
+}
+
+/* via: the core reads it (pt_via_conf). The route is taken when ACCESS
+ * ends, so only a rule that decides there may name one. */
+static int
+acl_via(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e)
+{
+	struct pt_modconf	 mc;
+	const config_setting_t	*m = config_setting_get_member(e, "via");
+	const char		*why;
+
+	memset(&mc, 0, sizeof(mc));
+	if (pt_via_conf(&mc, e, &r->via, &why) < 0)
+		return conf_fail(&p->e, mc.where != NULL ? mc.where : m, "%s",
+		    why);
+	if (r->via == NULL)
+		return 0;
+	if (!r->allow)
+		return conf_fail(&p->e, m, "via: a deny rule sends nothing "
+		    "anywhere");
+	if (r->has & ACL_C_DST)
+		return conf_fail(&p->e, m, "via: a rule judged by the "
+		    "destination's address (dst) decides after the route is "
+		    "chosen; use host or port, or a rule of its own");
 	return 0;
 }
 
@@ -453,7 +478,9 @@ acl_rule(struct acl_parse *p, struct acl_rule *r, const config_setting_t *e,
 	    label);
 	if (acl_rule_conds(p, r, e) < 0)
 		return -1;
-	return acl_egress(p, r, e);
+	if (acl_egress(p, r, e) < 0)
+		return -1;
+	return acl_via(p, r, e);
 }
 
 static int
@@ -561,6 +588,7 @@ acl_rule_free(struct acl_rule *r)
 		free(r->methods[i]);
 	free(r->methods);
 	pt_egress_free(r->egress);
+	pt_via_free(r->via);
 }
 
 void

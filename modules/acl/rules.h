@@ -68,6 +68,9 @@ struct acl_rule {
 	/* `egress` (and `egress_stable`): where the transactions this
 	 * allow rule decides leave from (pt_conn_set_egress), or NULL. */
 	struct pt_egress *egress;
+	/* `via`: the parents the transactions this allow rule decides at
+	 * ACCESS go through (pt_conn_set_via), or NULL. */
+	struct pt_via	*via;
 };
 
 /*

@@ -45,6 +45,8 @@ void	register_proxy_header_suite(void);
 void	register_egress_suite(void);
 /* ---- t/unit/test_parent_wire.c --------------------------------------- */
 void	register_parent_wire_suite(void);
+/* ---- t/unit/test_parent_conf.c --------------------------------------- */
+void	register_parent_conf_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -66,6 +68,7 @@ void	register_parent_wire_suite(void);
 	register_http_flow_suite,					\
 	register_proxy_header_suite,					\
 	register_egress_suite,						\
-	register_parent_wire_suite
+	register_parent_wire_suite,					\
+	register_parent_conf_suite
 
 #endif
