@@ -147,9 +147,14 @@ http_origin_done(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 
+	/* A tunnel through a SOCKS parent (a parent that is not the HTTP
+	 * peer) reaches one origin, but would be parked and pooled under
+	 * the origin's name alone, where a request routed otherwise
+	 * (direct, or another parent) would ride on it: not kept. */
 	if (up->io.fd >= 0 && h->origin_keep && h->req.body_done &&
 	    h->resp.body_done && h->resp.in_raw == h->resp.in_len &&
 	    http_conf->http.upstream_keepalive > 0 &&
+	    (c->c_parent == 0 || h->up_parent != 0) &&
 	    http_upstream_clean(up)) {
 		/* The next request on this client connection most likely
 		 * goes to the same origin: keep the upstream parked here,
@@ -382,6 +387,10 @@ http_access_ok(struct pt_conn *c)
 	if (c->c_route != NULL && c->c_route->via != NULL)
 		http_route_client_via(c);
 	if (http_via_parent(c)) {
+		/* The last request's upstream, parked on this connection,
+		 * goes to the pool: this one dials its own through the
+		 * parent (into the same connection side). */
+		http_unpark(c);
 		/* Kept connections to the parent serve any origin. */
 		h->reused = false;
 		if (!h->is_connect && !h->is_websocket && !h->retried &&
