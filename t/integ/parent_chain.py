@@ -219,88 +219,91 @@ def main(t):
         listeners.append(P.listener(key + "-s", sp, "socks5", name))
         ports.extend([hp, sp])
         ch = Chain(key, label, name, host, via_rx, hp, sp)
+        ch.kind = re.search(r'protocol = "([^"]+)"', parent_entry).group(1)
         chains.append(ch)
         return ch
 
-    # The front's Via entry: "portico-<host>-<first listener's port>".
-    front_via = None    # filled in once the first port is known
-
+    # The peers first, the front's ports last: a port taken long before
+    # it is bound may be another scenario's by then.
     why_auth = A.missing()
+    pportico = None
     if why_auth and "curl" not in why_auth:
         t.skip("portico as an HTTP and a SOCKS5 parent with credentials",
                why_auth)
-        pportico = None
     else:
         pportico, php, psp = parent_portico(t, dns_parent)
         peers["portico"] = pportico
-        add_chain("pp", "portico -> portico (HTTP parent, credentials)",
-                  P.entry(name="pp", address="127.0.0.1:%d" % php,
-                        protocol="http", user=USER, password_file=pw_file),
-                  "pp.chain.test", r"1\.1 {FRONT}, 1\.1 portico")
-        add_chain("psr", "portico -> portico (SOCKS5 parent, credentials, "
-                  "resolve remote)",
-                  P.entry(name="ps_remote", address="127.0.0.1:%d" % psp,
-                        protocol="socks5", user=USER, password=PASSWORD,
-                        resolve="remote"),
-                  "remote.chain.test", r"1\.1 {FRONT}")
-        add_chain("psl", "portico -> portico (SOCKS5 parent, credentials, "
-                  "resolve local)",
-                  P.entry(name="ps_local", address="127.0.0.1:%d" % psp,
-                        protocol="socks5", user=USER, password_file=pw_file,
-                        resolve="local"),
-                  "local.chain.test", r"1\.1 {FRONT}")
-        parents.append(P.entry(name="pp_bad", address="127.0.0.1:%d" % php,
-                             protocol="http", user=USER, password="wrong",
-                             max_fails=100))
-        parents.append(P.entry(name="ps_bad", address="127.0.0.1:%d" % psp,
-                             protocol="socks5", user=USER, password="wrong",
-                             max_fails=100))
-        bad_ports = {k: ptest.free_port() for k in
-                     ("pp_bad_h", "pp_bad_s", "ps_bad_h", "ps_bad_s")}
-        listeners.append(P.listener("pp_bad_h", bad_ports["pp_bad_h"], "http",
-                                  "pp_bad"))
-        listeners.append(P.listener("pp_bad_s", bad_ports["pp_bad_s"],
-                                  "socks5", "pp_bad"))
-        listeners.append(P.listener("ps_bad_h", bad_ports["ps_bad_h"], "http",
-                                  "ps_bad"))
-        listeners.append(P.listener("ps_bad_s", bad_ports["ps_bad_s"],
-                                  "socks5", "ps_bad"))
-        ports.extend(bad_ports.values())
-
-    why = P.missing_squid() or P.missing_ncsa()
-    if why:
-        t.skip("portico -> Squid (HTTP parent, Basic auth)", why,
+    why_squid = P.missing_squid() or P.missing_ncsa()
+    if why_squid:
+        t.skip("portico -> Squid (HTTP parent, Basic auth)", why_squid,
                need="squid" if P.missing_squid() else "squid_ncsa")
     else:
         sq = P.start_squid_parent(t, ptest.free_port(),
                                   users={SQUID_USER: SQUID_PASSWORD})
         if t.check(sq.up, "Squid answers on its loopback port", sq.why):
             peers["squid"] = sq
-            add_chain("sq", "portico -> Squid (HTTP parent, Basic auth)",
-                      P.entry(name="squid", address="127.0.0.1:%d" % sq.port,
-                            protocol="http", user=SQUID_USER,
-                            password=SQUID_PASSWORD),
-                      "127.0.0.1",
-                      r"1\.1 {FRONT}, 1\.1 portico-parent \(squid/[^)]*\)")
-
-    why = P.missing_dante()
-    if why:
-        t.skip("portico -> danted (SOCKS5 parent)", why, need="dante")
+    why_dante = P.missing_dante()
+    if why_dante:
+        t.skip("portico -> danted (SOCKS5 parent)", why_dante,
+               need="dante")
     else:
         dp = P.start_dante_parent(t, ptest.free_port())
         if t.check(dp.up, "danted answers on its loopback port", dp.why):
             peers["dante"] = dp
-            add_chain("da", "portico -> danted (SOCKS5 parent)",
-                      P.entry(name="dante", address="127.0.0.1:%d" % dp.port,
-                            protocol="socks5"),
-                      "127.0.0.1", r"1\.1 {FRONT}")
-
     script = P.start_script_parent(t)
+
+    # The front's Via entry is "portico-<host>-<first listener's port>":
+    # {FRONT} below.
+    if pportico is not None:
+        add_chain("pp", "portico -> portico (HTTP parent, credentials)",
+                  P.entry(name="pp", address="127.0.0.1:%d" % php,
+                          protocol="http", user=USER,
+                          password_file=pw_file),
+                  "pp.chain.test", r"1\.1 {FRONT}, 1\.1 portico")
+        add_chain("psr", "portico -> portico (SOCKS5 parent, credentials, "
+                  "resolve remote)",
+                  P.entry(name="ps_remote", address="127.0.0.1:%d" % psp,
+                          protocol="socks5", user=USER, password=PASSWORD,
+                          resolve="remote"),
+                  "remote.chain.test", r"1\.1 {FRONT}")
+        add_chain("psl", "portico -> portico (SOCKS5 parent, credentials, "
+                  "resolve local)",
+                  P.entry(name="ps_local", address="127.0.0.1:%d" % psp,
+                          protocol="socks5", user=USER,
+                          password_file=pw_file, resolve="local"),
+                  "local.chain.test", r"1\.1 {FRONT}")
+        parents.append(P.entry(name="pp_bad", address="127.0.0.1:%d" % php,
+                               protocol="http", user=USER, password="wrong",
+                               max_fails=100))
+        parents.append(P.entry(name="ps_bad", address="127.0.0.1:%d" % psp,
+                               protocol="socks5", user=USER,
+                               password="wrong", max_fails=100))
+        bad_ports = {k: ptest.free_port() for k in
+                     ("pp_bad_h", "pp_bad_s", "ps_bad_h", "ps_bad_s")}
+        for k, port in bad_ports.items():
+            listeners.append(P.listener(k, port, "http" if k.endswith("_h")
+                                        else "socks5", k[:-2]))
+        ports.extend(bad_ports.values())
+    if "squid" in peers:
+        add_chain("sq", "portico -> Squid (HTTP parent, Basic auth)",
+                  P.entry(name="squid", address="127.0.0.1:%d"
+                          % peers["squid"].port, protocol="http",
+                          user=SQUID_USER, password=SQUID_PASSWORD),
+                  "127.0.0.1",
+                  r"1\.1 {FRONT}, 1\.1 portico-parent \(squid/[^)]*\)")
+    if "dante" in peers:
+        add_chain("da", "portico -> danted (SOCKS5 parent)",
+                  P.entry(name="dante", address="127.0.0.1:%d"
+                          % peers["dante"].port, protocol="socks5"),
+                  "127.0.0.1", r"1\.1 {FRONT}")
     add_chain("sc", "portico -> scripted HTTP parent",
               P.entry(name="script", address="127.0.0.1:%d" % script.port,
-                    protocol="http", user=SCRIPT_USER,
-                    password=SCRIPT_PASSWORD), "127.0.0.1", r".*")
+                      protocol="http", user=SCRIPT_USER,
+                      password=SCRIPT_PASSWORD), "127.0.0.1", r".*")
     script_chain = chains.pop()
+    direct_port = ptest.free_port()
+    listeners.append(P.listener("direct", direct_port, "http"))
+    ports.append(direct_port)
 
     front_via = r"portico-[^ ,]+-%d" % ports[0]
     for ch in chains:
@@ -350,13 +353,14 @@ def main(t):
         dp.wait_log(r"tcp/connect \]: .*127\.0\.0\.1\.%d " % echo.port,
                     count=2)
         lines = dp.log_lines()
-        t.check(any("tcp/connect" in ln and "127.0.0.1.%d " % origin.port
-                    in ln for ln in lines) and
+        t.check(any(re.search(r"tcp/connect .*127\.0\.0\.1\.%d(\s|$)"
+                              % origin.port, ln) for ln in lines) and
                 sum("tcp/connect ]" in ln and "127.0.0.1.%d " % echo.port
                     in ln for ln in lines) >= 2,
                 "danted's log: connections to the origin and both tunnels "
                 "to the echo", lines)
 
+    part_keepalive(t, front, chains, origin, direct_port)
     part_script(t, script_chain, script, origin, echo, front_via)
     if pportico is not None:
         part_refusals(t, origin, echo, bad_ports,
@@ -381,6 +385,55 @@ def main(t):
             t.check(peers[k].gone(), "%s stopped by its PID, no child left"
                     % k, lambda: ["exit %s, killed %s" % (
                         peers[k].returncode, peers[k].leftovers)])
+
+
+# ---------------------------------------------------------------------------
+# keep-alive through parents
+
+def part_keepalive(t, front, chains, origin, direct_port):
+    """Ten GETs on one client connection through each chain; the front
+    keeps no more descriptors after than before (a kept connection per
+    HTTP parent at most), and a request of the direct listener never
+    rides on a tunnel that went through a SOCKS parent."""
+    worker = list(front.workers().values())[0]
+    fds0 = ptest.fd_count(worker)
+    for ch in chains:
+        path = "/%s/ka" % ch.key
+        url = "http://%s:%d%s" % (ch.host, origin.port, path)
+        st = []
+        c = H.Conn.to(ch.hport, timeout=ptest.bound(10))
+        try:
+            for i in range(10):
+                c.send(H.request_bytes("GET", url + "?i=%d" % i))
+                r = H.read_response(c)
+                st.append(r.status if r.body == P.GET_BODY else r)
+        except Exception as e:
+            st.append("%s: %s" % (type(e).__name__, e))
+        finally:
+            c.close()
+        t.check(st == [200] * 10 and origin.count(path=path) == 10,
+                "%s: 10 GETs on one keep-alive client connection, each "
+                "200 and at the origin once" % ch.label,
+                (st, origin.count(path=path)))
+    ok = ptest.wait_for(lambda: ptest.fd_count(worker) <= fds0 + 3,
+                        ptest.bound(3))
+    t.check(ok, "keep-alive through the parents: the front's worker holds "
+            "%s descriptors after, %d before (no more than one kept "
+            "connection per HTTP parent more)" % (ptest.fd_count(worker),
+                                                   fds0))
+    for ch in [ch for ch in chains if ch.kind == "socks5"]:
+        P.http_via(ch.hport, "http://127.0.0.1:%d/%s/tunnelled"
+                   % (origin.port, ch.key))
+        P.http_via(direct_port, "http://127.0.0.1:%d/%s/direct"
+                   % (origin.port, ch.key))
+        reqs = {q["path"]: q for q in origin.snapshot()}
+        a = reqs.get("/%s/tunnelled" % ch.key)
+        b = reqs.get("/%s/direct" % ch.key)
+        t.check(a is not None and b is not None and a["conn"] != b["conn"],
+                "%s: a GET of the direct listener after one through the "
+                "SOCKS parent to the same origin does not ride on its "
+                "tunnel" % ch.label, [(q["path"], q["conn"], q["peer_addr"])
+                                      for q in (a, b) if q])
 
 
 # ---------------------------------------------------------------------------
