@@ -111,6 +111,15 @@ http_up_key(struct http_state *h, char *buf, size_t cap, const char **key,
 	*port = p->port;
 }
 
+/* Whether the upstream connection may serve another client's request:
+ * not one that told a parent who its client was (send_proxy). */
+static bool
+http_up_shareable(const struct http_state *h)
+{
+	return h->up_parent == 0 ||
+	    parent_conf(h->up_parent - 1)->send_proxy == 0;
+}
+
 /* Gives the parked upstream to the worker's pool. */
 static void
 http_unpark(struct pt_conn *c)
@@ -148,6 +157,7 @@ http_origin_done(struct pt_conn *c)
 
 	if (up->io.fd >= 0 && h->origin_keep && h->req.body_done &&
 	    h->resp.body_done && h->resp.in_raw == h->resp.in_len &&
+	    http_up_shareable(h) &&
 	    http_conf->http.upstream_keepalive > 0 &&
 	    http_upstream_clean(up)) {
 		/* The next request on this client connection most likely
@@ -355,6 +365,7 @@ http_access_ok(struct pt_conn *c)
 		h->reused = false;
 		if (!h->is_connect && !h->is_websocket && !h->retried &&
 		    parent_conf(c->c_route->parent)->proto <= PARENT_HTTPS &&
+		    parent_conf(c->c_route->parent)->send_proxy == 0 &&
 		    http_take_kept(c, outbound_fits))
 			return true;
 		target_known(c, NULL, 0);
