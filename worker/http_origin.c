@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -682,6 +683,15 @@ http_origin_gone(struct pt_conn *c, const char *why)
 	 * (RFC 9110 15.2). */
 	if (!http_flow_has_output(&h->resp))
 		h->resp_started = false;
+	if (parent_serving(c) != NULL) {
+		/* Sent to a parent: never to another (it may have acted on
+		 * it); the answer names the parent. */
+		static char	 reason[160];
+
+		snprintf(reason, sizeof(reason), "parent \"%s\": %s",
+		    parent_serving(c)->name, why);
+		why = reason;
+	}
 	http_origin_fail(c, 502, why);
 }
 
