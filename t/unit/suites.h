@@ -43,6 +43,8 @@ void	register_http_flow_suite(void);
 void	register_proxy_header_suite(void);
 /* ---- t/unit/test_egress.c -------------------------------------------- */
 void	register_egress_suite(void);
+/* ---- t/unit/test_upstream_tls.c -------------------------------------- */
+void	register_upstream_tls_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -63,6 +65,7 @@ void	register_egress_suite(void);
 	register_hash_suite,						\
 	register_http_flow_suite,					\
 	register_proxy_header_suite,					\
-	register_egress_suite
+	register_egress_suite,						\
+	register_upstream_tls_suite
 
 #endif
