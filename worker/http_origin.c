@@ -59,6 +59,8 @@ http_upstream_close(struct pt_conn *c)
 
 	if (s->io.fd < 0)
 		return;
+	/* Its TLS session (an https parent) writes its close first. */
+	conn_up_transport_free(c);
 	loop_io_stop(&s->io);
 	close(s->io.fd);
 	s->io.fd = -1;
@@ -156,7 +158,10 @@ http_origin_done(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 
-	if (up->io.fd >= 0 && h->origin_keep && h->req.body_done &&
+	/* Not one with a transport (an https parent's TLS): the pool
+	 * keeps sockets only, and a peek sees records, not bytes. */
+	if (up->io.fd >= 0 && c->c_up_transport == NULL &&
+	    h->origin_keep && h->req.body_done &&
 	    h->resp.body_done && h->resp.in_raw == h->resp.in_len &&
 	    http_up_shareable(h) &&
 	    http_conf->http.upstream_keepalive > 0 &&
