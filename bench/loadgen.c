@@ -20,6 +20,11 @@
  * next) it reports round trips like requests, each one a latency sample,
  * the cost of a proxy per interactive exchange rather than per byte.
  *
+ * socks-handshakes --exchange BYTES follows each setup with one round
+ * trip of BYTES to an echo (serve --tcp-echo) before the close: a setup
+ * then counts, and its latency ends, when the echo is back, so a proxy
+ * (or a chain of them) is seen to carry data, not only to answer.
+ *
  * serve --write BYTES sets the size of the TCP source's sends and of the
  * echo's reads and writes (loadgen_serve.c), so a relay benchmark can
  * feed a proxy small or large writes; its /eof/N answers a body that the
@@ -399,7 +404,9 @@ usage(FILE *f)
 "  http-close        the same, a new connection per request\n"
 "  tunnel            N tunnels (CONNECT or SOCKS5) streaming both ways;\n"
 "                    with --rr, round trips to an echo instead\n"
-"  socks-handshakes  full SOCKS5 setups per second\n"
+"  socks-handshakes  full SOCKS5 setups per second (--exchange BYTES:\n"
+"                    each followed by one round trip of BYTES to an\n"
+"                    echo, then the close)\n"
 "  udp               one SOCKS5 UDP ASSOCIATE, round trips to an echo\n"
 "  idle              hold N connections or tunnels for --duration\n"
 "  serve             the origin: --http P --tcp-echo P --tcp-sink P\n"
@@ -706,6 +713,8 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 	case 'q':
 		o->rr = true;
 		return 0;
+	case 'e':
+		return opt_long("exchange", arg, 1, 1 << 20, &o->exchange);
 	case 'B':
 		return opt_long("write", arg, 1, 1 << 20, &o->s_write);
 	case 'R':
@@ -749,6 +758,16 @@ opts_check(struct lg_opts *o)
 	if (o->rr && (s != LG_TUNNEL || o->no_send)) {
 		fprintf(stderr, "loadgen %s: --rr is for tunnel, without "
 		    "--no-send\n", o->scenario_name);
+		return -1;
+	}
+	if (o->exchange > 0 && s != LG_HANDSHAKES) {
+		fprintf(stderr, "loadgen %s: --exchange is for "
+		    "socks-handshakes\n", o->scenario_name);
+		return -1;
+	}
+	if (o->exchange > 0 && o->payload > 0) {
+		fprintf(stderr, "loadgen %s: --exchange gives the size: no "
+		    "--payload\n", o->scenario_name);
 		return -1;
 	}
 	if (o->proxy_header != LG_PP_NONE && (s == LG_SERVE ||
@@ -805,6 +824,8 @@ opts_check(struct lg_opts *o)
 		    o->scenario_name);
 		return -1;
 	}
+	if (o->exchange > 0)
+		o->payload = o->exchange;
 	if (o->payload == 0)
 		o->payload = s == LG_UDP ? 512 : 16384;
 	if (s == LG_UDP && (o->payload < LG_UDP_SEQ_LEN ||
@@ -849,6 +870,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "pipeline",	 no_argument,	    NULL, 'L' },
 		{ "no-send",	 no_argument,	    NULL, 'n' },
 		{ "rr",		 no_argument,	    NULL, 'q' },
+		{ "exchange",	 required_argument, NULL, 'e' },
 		{ "tls",	 no_argument,	    NULL, 'l' },
 		{ "tls-resume",	 no_argument,	    NULL, 'R' },
 		{ "proxy-header", required_argument, NULL, 'X' },

@@ -99,6 +99,10 @@ struct lg_opts {
 	bool			 no_send;	/* tunnel: read only */
 	/* tunnel --rr: --payload bytes out, the same back, then the next */
 	bool			 rr;
+	/* socks-handshakes --exchange: after each setup, one round trip of
+	 * this many bytes (the payload) to an echo before the close; 0:
+	 * none, the setup alone */
+	long			 exchange;
 	/* --tls: TLS to the proxy (an HTTPS proxy); --tls-resume: each
 	 * client offers its last session ticket */
 	bool			 tls, tls_resume;

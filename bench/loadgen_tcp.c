@@ -12,7 +12,8 @@
  *      connection, or on a new one when the response was delimited by
  *      the server's close), http-close (one GET, close, again), tunnel
  *      (write and read without end), tunnel --rr (round trips, below),
- *      socks-handshakes (count the setup, close, again), idle (hold).
+ *      socks-handshakes (count the setup, close, again; with --exchange,
+ *      one round trip to an echo first, as --rr's below), idle (hold).
  *
  * A failed client counts its error, closes, and starts again after
  * LG_RETRY_NS. Clients that close after each exchange (http-close,
@@ -76,7 +77,8 @@ enum cl_state {
 	CL_CONNECT,	/* HTTP CONNECT sent, reading the response head */
 	CL_HTTP,	/* request sent, reading the response */
 	CL_STREAM,	/* tunnel: bytes both ways */
-	CL_RR,		/* tunnel --rr: a request out, its echo back */
+	CL_RR,		/* tunnel --rr, socks-handshakes --exchange: a
+			 * request out, its echo back */
 	CL_HOLD,	/* idle: holding */
 };
 
@@ -1080,6 +1082,12 @@ rr_on_readable(struct run *r, struct client *c)
 				r->res->requests++;
 				lg_lat_add(r->now - c->started);
 			}
+			if (r->o->scenario == LG_HANDSHAKES) {
+				/* --exchange: the setup is done. */
+				cl_close(r, c);
+				cl_start(r, c);
+				return;
+			}
 			/* The echo has nothing more to send until the next
 			 * request arrives: no read to try now. */
 			rr_begin(r, c);
@@ -1096,6 +1104,17 @@ cl_ready(struct run *r, struct client *c)
 {
 	switch (r->o->scenario) {
 	case LG_HANDSHAKES:
+		if (r->o->exchange > 0) {
+			/* One round trip before it counts; its latency
+			 * runs from the connect, as the setup's. */
+			c->st = CL_RR;
+			c->req_off = 0;
+			c->got = 0;
+			c->deadline = r->now +
+			    (uint64_t)(r->o->timeout * NS_PER_S);
+			rr_send(r, c);
+			return;
+		}
 		if (in_window(r)) {
 			r->res->requests++;
 			lg_lat_add(r->now - c->started);

@@ -4,7 +4,8 @@
 bench/report.py: turns one bench/fairness campaign into Markdown and charts.
 
     bench/report.py DIR [DIR...] [--output FILE] [--no-charts]
-                    [--side-by-side SBSDIR]
+                    [--side-by-side SBSDIR] [--haproxy-chain CHAINDIR]
+                    [--parent-chain PCDIR]
 
 DIR is a results directory written by bench/fairness (runs.jsonl, one JSON
 line per run or per test that could not run, and machine.json). With
@@ -23,7 +24,9 @@ bench/sidebyside results directory: its SIDEBYSIDE.md (the module costs
 measured with both instances on one CPU at once) is added as a section at
 the end. With --haproxy-chain CHAINDIR, a bench/haproxy-chain results
 directory's CHAIN.md (portico behind HAProxy) is added the same way,
-after them.
+after them; with --parent-chain PCDIR, a bench/parent-chain results
+directory's PARENT-CHAIN.md (portico through a parent portico, against
+3proxy's chain), last.
 
 The tables are generated: never edit FILE by hand, rerun this script.
 Python 3 standard library only.
@@ -521,9 +524,10 @@ def acl_lines(by, plain_recs, sums):
 
 def side_by_side(d, odir, name="SIDEBYSIDE.md", per="per round: "
                  "`sidebyside.jsonl`", title="Module costs side by side"):
-    """The lines of <d>/<name> (bench/sidebyside's SIDEBYSIDE.md, or
-    bench/haproxy-chain's CHAIN.md) as a section: its own heading one
-    level down, the rest as it is."""
+    """The lines of <d>/<name> (bench/sidebyside's SIDEBYSIDE.md,
+    bench/haproxy-chain's CHAIN.md or bench/parent-chain's
+    PARENT-CHAIN.md) as a section: its own heading one level down, the
+    rest as it is."""
     path = os.path.join(d, name)
     with open(path) as f:
         text = f.read().rstrip("\n").split("\n")
@@ -541,8 +545,10 @@ def main():
     dirs = []
     sbs = []
     chains = []
+    pchains = []
     usage = ("usage: report.py DIR [DIR...] [--output FILE] [--no-charts] "
-             "[--side-by-side SBSDIR] [--haproxy-chain CHAINDIR]")
+             "[--side-by-side SBSDIR] [--haproxy-chain CHAINDIR] "
+             "[--parent-chain PCDIR]")
     while args:
         a = args.pop(0)
         if a in ("-o", "--output"):
@@ -553,6 +559,8 @@ def main():
             sbs.append(os.path.abspath(args.pop(0)))
         elif a == "--haproxy-chain":
             chains.append(os.path.abspath(args.pop(0)))
+        elif a == "--parent-chain":
+            pchains.append(os.path.abspath(args.pop(0)))
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -761,6 +769,10 @@ def main():
     for d in chains:
         L.extend(side_by_side(d, odir, "CHAIN.md", "per run: `runs.jsonl`",
                               "portico behind HAProxy"))
+    for d in pchains:
+        L.extend(side_by_side(d, odir, "PARENT-CHAIN.md",
+                              "per run: `runs.jsonl`",
+                              "portico through a parent portico"))
     with open(out, "w") as f:
         f.write("\n".join(L) + "\n")
     print("report.py: wrote %s" % out)

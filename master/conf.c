@@ -29,6 +29,7 @@
 #include "master/cgroup.h"
 #include "master/conf.h"
 #include "master/modload.h"
+#include "master/upstream_tls.h"
 #include "common/egress.h"
 #include "common/parent.h"
 #include "common/modlife.h"
@@ -1404,6 +1405,35 @@ conf_parents(struct conf_ctx *cc, const config_setting_t *root)
 	return 0;
 }
 
+/* https parents: TLS comes from a module (the core links no TLS
+ * library), which builds each parent's client context now, so a bad CA
+ * file fails -t and a reload, not a worker. */
+static int
+conf_parents_tls(struct conf_ctx *cc, const config_setting_t *root)
+{
+	struct conf_parent	*p;
+	struct pt_upstream_tls	 u;
+	const char		*errstr;
+	int			 i;
+
+	for (i = 0; i < cc->conf->nparents; i++) {
+		p = &cc->conf->parents[i];
+		if (p->proto != PARENT_HTTPS)
+			continue;
+		memset(&u, 0, sizeof(u));
+		u.ca_file = p->ca;
+		u.verify = p->verify;
+		u.file = cc->conf->file;
+		u.line = p->line;
+		if (upstream_tls_conf(cc->conf, &u, &p->tls_mod, &p->tls_ctx,
+		    &errstr) < 0)
+			return conf_err(cc, config_setting_get_elem(
+			    config_setting_get_member(root, "parents"),
+			    (unsigned)i), "parent \"%s\": %s", p->name, errstr);
+	}
+	return 0;
+}
+
 /* Whether <a> is the wildcard address of its family. */
 static bool
 conf_addr_is_any(const struct pt_addr *a)
@@ -1568,7 +1598,8 @@ conf_root(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_limits(cc, root) < 0 || conf_relay(cc, root) < 0 ||
 	    conf_http(cc, root) < 0 || conf_resolver(cc, root) < 0 ||
 	    conf_parents(cc, root) < 0 ||
-	    conf_modules(cc, root) < 0 || conf_listeners(cc, root) < 0 ||
+	    conf_modules(cc, root) < 0 || conf_parents_tls(cc, root) < 0 ||
+	    conf_listeners(cc, root) < 0 ||
 	    conf_parents_not_ours(cc, root) < 0 ||
 	    conf_via_pseudonym(cc) < 0)
 		goto fail;
@@ -1655,6 +1686,9 @@ conf_free(struct pt_config *conf)
 		egress_free(conf->listeners[i].egress);
 		free(conf->listeners[i].via);
 	}
+	for (i = 0; i < conf->nparents; i++)
+		upstream_tls_conf_free(conf->parents[i].tls_mod,
+		    conf->parents[i].tls_ctx);
 	parent_conf_free(conf->parents, conf->nparents);
 	free(conf->http.via_pseudonym);
 	free(conf->listeners);

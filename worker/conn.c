@@ -362,6 +362,18 @@ conn_log_txn(struct pt_conn *c)
 }
 
 void
+conn_up_transport_free(struct pt_conn *c)
+{
+	const struct pt_transport	*t = c->c_up_transport;
+
+	c->c_up_transport = NULL;
+	if (t != NULL && t->free != NULL)
+		t->free(c, c->c_up_tctx);
+	c->c_up_tctx = NULL;
+	c->c_side[SIDE_UPSTREAM].t_want = 0;
+}
+
+void
 conn_close(struct pt_conn *c, const char *why)
 {
 	if (c->c_state == CONN_CLOSED)
@@ -376,6 +388,7 @@ conn_close(struct pt_conn *c, const char *why)
 	if (c->c_transport != NULL && c->c_transport->free != NULL)
 		c->c_transport->free(c, c->c_tctx);
 	c->c_transport = NULL;
+	conn_up_transport_free(c);
 	conn_side_close(&c->c_side[SIDE_CLIENT]);
 	conn_side_close(&c->c_side[SIDE_UPSTREAM]);
 	conn_up.release_dirs(c);
@@ -598,12 +611,11 @@ conn_close_all(const char *why)
 		conn_cut(conn_live, why);
 }
 
-/* The client leg may be wrapped by a module's transport (tls); the
- * upstream leg is always a plain socket. */
-static const struct pt_transport *
-conn_transport(struct pt_conn *c, struct conn_side *s)
+/* The state conn_transport(c, s) works on. */
+static void *
+conn_tctx(struct pt_conn *c, struct conn_side *s)
 {
-	return s == &c->c_side[SIDE_CLIENT] ? c->c_transport : NULL;
+	return s == &c->c_side[SIDE_CLIENT] ? c->c_tctx : c->c_up_tctx;
 }
 
 /* -errno of a failed call on <s>'s plain socket, noting a reset. */
@@ -657,7 +669,8 @@ conn_recv(struct pt_conn *c, struct conn_side *s, void *buf, size_t len)
 
 	if (t != NULL) {
 		s->t_want = EPOLLIN;
-		n = t->read(c, s->io.fd, c->c_tctx, buf, len, &s->t_want);
+		n = t->read(c, s->io.fd, conn_tctx(c, s), buf, len,
+		    &s->t_want);
 		if (n >= 0)
 			s->t_want = 0;
 		return n;
@@ -675,7 +688,8 @@ conn_send(struct pt_conn *c, struct conn_side *s, const void *buf,
 
 	if (t != NULL) {
 		s->t_want = EPOLLOUT;
-		n = t->write(c, s->io.fd, c->c_tctx, buf, len, &s->t_want);
+		n = t->write(c, s->io.fd, conn_tctx(c, s), buf, len,
+		    &s->t_want);
 		if (n >= 0)
 			s->t_want = 0;
 		return n;
@@ -722,7 +736,7 @@ conn_pending(struct pt_conn *c, struct conn_side *s)
 		return (size_t)(c->c_rest->len - c->c_rest->off);
 	if (t == NULL || t->pending == NULL || s->io.fd < 0)
 		return 0;
-	return t->pending(c, c->c_tctx);
+	return t->pending(c, conn_tctx(c, s));
 }
 
 unsigned
@@ -738,7 +752,8 @@ conn_plain(struct pt_conn *c, struct conn_side *s)
 		return PT_PLAIN_RX | PT_PLAIN_TX;
 	if (t->plain == NULL || s->io.fd < 0)
 		return 0;
-	return t->plain(c, s->io.fd, c->c_tctx) & (PT_PLAIN_RX | PT_PLAIN_TX);
+	return t->plain(c, s->io.fd, conn_tctx(c, s)) &
+	    (PT_PLAIN_RX | PT_PLAIN_TX);
 }
 
 bool
@@ -754,7 +769,7 @@ conn_shutdown_wr(struct pt_conn *c, struct conn_side *s)
 	int				 rc;
 
 	if (t != NULL && t->shutdown != NULL)
-		rc = t->shutdown(c, s->io.fd, c->c_tctx);
+		rc = t->shutdown(c, s->io.fd, conn_tctx(c, s));
 	else
 		rc = shutdown(s->io.fd, SHUT_WR) < 0 ? -errno : 0;
 	/* A connected client's socket says ENOTCONN only once it is closed

@@ -170,6 +170,8 @@ struct pt_conn {
 	struct relay_dir		 c_dir[2];	/* [SIDE_CLIENT]: c->u */
 	struct pt_timer			 c_timer;	/* one at a time */
 	struct loop_task		 c_post;	/* pump again soon */
+	/* Whom the opening of the upstream leg answers: the connect
+	 * (dial.c), then its TLS handshake (upstream_tls.c), if any. */
 	void				(*c_dial_done)(struct pt_conn *, int);
 	uint64_t			 c_dial_us;	/* connect() began */
 	/* The transaction began (with c_req.start_ms), in microseconds:
@@ -219,9 +221,14 @@ struct pt_conn {
 	 * ACCEPT hook said (pt_conn_need_credentials). */
 	bool				 c_need_creds;
 
-	/* Client leg only; the upstream leg is always plain. */
+	/* The client leg's transport: the listener's (conn_new). */
 	const struct pt_transport	*c_transport;	/* NULL: plain */
 	void				*c_tctx;	/* module conn ctx */
+	/* The upstream leg's: a module's client session on the socket
+	 * (an https parent, worker/upstream_tls.c), freed with the socket
+	 * (conn_up_transport_free). Never parked or pooled with it. */
+	const struct pt_transport	*c_up_transport; /* NULL: plain */
+	void				*c_up_tctx;
 	void				(*c_on_ready)(struct pt_conn *);
 	/* Protocol state (http.c) and how to release it at close. */
 	void				*c_proto;
@@ -266,6 +273,16 @@ struct pt_conn {
 /* c_budget_due: what c_budget_task has to do. */
 #define CONN_BUDGET_SPENT(d)	(1u << (d))	/* call c_budget[d].spent */
 #define CONN_BUDGET_RESUME	4u		/* call c_budget_resume */
+
+/* The transport wrapping side <s>, or NULL for a plain socket: the
+ * listener's on the client leg, a module's client session (an https
+ * parent) on the upstream leg. Worker only. */
+static inline const struct pt_transport *
+conn_transport(const struct pt_conn *c, const struct conn_side *s)
+{
+	return s == &c->c_side[SIDE_CLIENT] ? c->c_transport :
+	    c->c_up_transport;
+}
 
 /* ---- worker/conn.c --------------------------------------------------- */
 
@@ -352,9 +369,15 @@ bool		 conn_reap(void);
  * resumed (phase.c). */
 void		 conn_release_waiting(struct pt_conn *c);
 /*
- * Socket I/O on one leg, through the listener's transport on the client
- * leg. Bytes moved, 0 at EOF (recv), or -errno; on -EAGAIN, s->t_want
- * holds what the transport waits for (EPOLLIN or EPOLLOUT).
+ * The upstream leg's transport goes (its free(), while the socket is still
+ * open): at conn_close, and wherever the upstream socket is closed before
+ * the connection (http_origin.c). Idempotent. Worker only.
+ */
+void		 conn_up_transport_free(struct pt_conn *c);
+/*
+ * Socket I/O on one leg, through the leg's transport when it has one
+ * (conn_transport). Bytes moved, 0 at EOF (recv), or -errno; on -EAGAIN,
+ * s->t_want holds what the transport waits for (EPOLLIN or EPOLLOUT).
  */
 ssize_t		 conn_recv(struct pt_conn *c, struct conn_side *s, void *buf,
 		    size_t len);

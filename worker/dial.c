@@ -25,7 +25,7 @@
 #include "worker/upstream.h"
 #include "common/counters.h"
 
-static void
+void
 dial_on_event(struct loop_io *io, uint32_t events)
 {
 	conn_side_note_events((struct conn_side *)io, events);

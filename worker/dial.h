@@ -20,5 +20,12 @@ typedef void (*dial_done_fn)(struct pt_conn *c, int err);
  */
 void	 dial_start(struct pt_conn *c, const struct pt_addr *to,
 	    unsigned timeout_ms, dial_done_fn done);
+/*
+ * The io callback of a connected upstream socket that nobody has taken
+ * yet: notes each event in conn_side.ready (edge-triggered, so none is
+ * lost before the next owner takes the socket). upstream_tls.c puts it
+ * back after the handshake.
+ */
+void	 dial_on_event(struct loop_io *io, uint32_t events);
 
 #endif

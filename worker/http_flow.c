@@ -108,11 +108,12 @@ http_flow_head_ready(struct http_flow *f)
 
 /* ---- reading -------------------------------------------------------- */
 
-/* A socket without a transport: its readiness follows its byte queues. */
+/* A socket without a transport (a TLS listener's client, an https
+ * parent's upstream have one): its readiness follows its byte queues. */
 static bool
 http_flow_plain(const struct pt_conn *c, const struct conn_side *s)
 {
-	return s != &c->c_side[SIDE_CLIENT] || c->c_transport == NULL;
+	return conn_transport(c, s) == NULL;
 }
 
 /* <n> bytes were read from <src>: the connection is active, the
@@ -193,18 +194,21 @@ http_flow_read(struct pt_conn *c, struct http_flow *f, struct conn_side *src)
  * Large bodies of known length, and bodies delimited by close, move from
  * socket to socket through a pooled pipe (relay_splice_in/out) instead of
  * being copied through a buffer, as HAProxy does: nothing in portico or
- * its modules reads body bytes. Not with a transport (its bytes must pass
- * through the module), not for chunked bodies (the framing is checked),
- * and only once the buffers hold nothing of the flow, so the order of the
- * bytes holds. A body of known length is read exactly: never a byte of
- * the next message. Which bodies are worth a pipe: relay_body_splices.
+ * its modules reads body bytes. Not with a transport on either leg (its
+ * bytes must pass through the module), not for chunked bodies (the
+ * framing is checked), and only once the buffers hold nothing of the
+ * flow, so the order of the bytes holds. A body of known length is read
+ * exactly: never a byte of the next message. Which bodies are worth a
+ * pipe: relay_body_splices.
  */
 static bool
 http_flow_splices(const struct pt_conn *c, const struct http_flow *f)
 {
 	if (f->piped > 0)
 		return true;
-	if (c->c_transport != NULL || !f->head_done ||
+	if (conn_transport(c, &c->c_side[SIDE_CLIENT]) != NULL ||
+	    conn_transport(c, &c->c_side[SIDE_UPSTREAM]) != NULL ||
+	    !f->head_done ||
 	    f->body_done || http_flow_has_buffered(f) ||
 	    (f->in != NULL && f->in_raw < f->in_len))
 		return false;

@@ -59,6 +59,8 @@ http_upstream_close(struct pt_conn *c)
 
 	if (s->io.fd < 0)
 		return;
+	/* Its TLS session (an https parent) writes its close first. */
+	conn_up_transport_free(c);
 	loop_io_stop(&s->io);
 	close(s->io.fd);
 	s->io.fd = -1;
@@ -112,6 +114,15 @@ http_up_key(struct http_state *h, char *buf, size_t cap, const char **key,
 	*port = p->port;
 }
 
+/* Whether the upstream connection may serve another client's request:
+ * not one that told a parent who its client was (send_proxy). */
+static bool
+http_up_shareable(const struct http_state *h)
+{
+	return h->up_parent == 0 ||
+	    parent_conf(h->up_parent - 1)->send_proxy == 0;
+}
+
 /* Gives the parked upstream to the worker's pool. */
 static void
 http_unpark(struct pt_conn *c)
@@ -147,12 +158,16 @@ http_origin_done(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 
-	/* A tunnel through a SOCKS parent (a parent that is not the HTTP
-	 * peer) reaches one origin, but would be parked and pooled under
-	 * the origin's name alone, where a request routed otherwise
-	 * (direct, or another parent) would ride on it: not kept. */
-	if (up->io.fd >= 0 && h->origin_keep && h->req.body_done &&
+	/* Not one with a transport (an https parent's TLS): the pool
+	 * keeps sockets only, and a peek sees records, not bytes. Not a
+	 * tunnel through a SOCKS parent (a parent that is not the HTTP
+	 * peer) either: it reaches one origin, but would be parked and
+	 * pooled under the origin's name alone, where a request routed
+	 * otherwise (direct, or another parent) would ride on it. */
+	if (up->io.fd >= 0 && c->c_up_transport == NULL &&
+	    h->origin_keep && h->req.body_done &&
 	    h->resp.body_done && h->resp.in_raw == h->resp.in_len &&
+	    http_up_shareable(h) &&
 	    http_conf->http.upstream_keepalive > 0 &&
 	    (c->c_parent == 0 || h->up_parent != 0) &&
 	    http_upstream_clean(up)) {
@@ -395,6 +410,7 @@ http_access_ok(struct pt_conn *c)
 		h->reused = false;
 		if (!h->is_connect && !h->is_websocket && !h->retried &&
 		    parent_conf(c->c_route->parent)->proto <= PARENT_HTTPS &&
+		    parent_conf(c->c_route->parent)->send_proxy == 0 &&
 		    http_take_kept(c, outbound_fits))
 			return true;
 		target_known(c, NULL, 0);
@@ -690,7 +706,6 @@ static void
 http_origin_gone(struct pt_conn *c, const char *why)
 {
 	struct http_state	*h = http_st(c);
-	static char		 named[PARENT_NAME_MAX + 80];
 
 	if (h->reused && !h->retried && h->resp.in_len == 0 &&
 	    h->req.body == HTTP_BODY_NONE && !h->resp_started &&
@@ -712,12 +727,14 @@ http_origin_gone(struct pt_conn *c, const char *why)
 	 * (RFC 9110 15.2). */
 	if (!http_flow_has_output(&h->resp))
 		h->resp_started = false;
-	/* Through an HTTP parent, the peer that went away is the parent:
-	 * the 502 names it, as a failed dial through it does. */
-	if (h->up_parent != 0 && strncmp(why, "the origin ", 11) == 0) {
-		snprintf(named, sizeof(named), "parent \"%s\" %s",
-		    parent_conf(h->up_parent - 1)->name, why + 11);
-		why = named;
+	if (parent_serving(c) != NULL) {
+		/* Sent to a parent: never to another (it may have acted on
+		 * it); the answer names the parent. */
+		static char	 reason[160];
+
+		snprintf(reason, sizeof(reason), "parent \"%s\": %s",
+		    parent_serving(c)->name, why);
+		why = reason;
 	}
 	http_origin_fail(c, 502, why);
 }

@@ -44,6 +44,7 @@
 #include "worker/phase.h"
 #include "worker/proxy_header.h"
 #include "worker/target.h"
+#include "worker/upstream_tls.h"
 #include "worker/worker_self.h"
 
 enum parent_step {
@@ -95,6 +96,8 @@ parent_close_upstream(struct pt_conn *c)
 {
 	struct conn_side	*s = &c->c_side[SIDE_UPSTREAM];
 
+	/* The TLS session first, while its socket is open. */
+	conn_up_transport_free(c);
 	if (s->io.fd >= 0)
 		loop_io_close(&s->io);
 	s->io.fd = -1;
@@ -637,13 +640,13 @@ parent_send_proxy_header(struct pt_conn *c)
 	return 0;
 }
 
-/* TLS to an https parent, through the tls module's client transport. */
+/* TLS to an https parent, through the tls module's client transport
+ * (master/upstream_tls.c found it; worker/upstream_tls.c drives it). */
 static void
 parent_tls_start(struct pt_conn *c, const struct conf_parent *p,
     void (*done)(struct pt_conn *, int))
 {
-	(void)p;
-	done(c, EPROTONOSUPPORT);
+	upstream_tls_start(c, p->tls_mod, p->tls_ctx, p->sni, done);
 }
 
 /* A parent that connects but never finishes its handshake is as good as

@@ -274,12 +274,13 @@ relay_pending(const struct relay_dir *r)
 	return r->pipe_fill + (r->tail - r->head);
 }
 
-/* A side without a transport: a short read or write tells that its
- * queue is drained or full, which a transport's buffering would hide. */
+/* A side without a transport (either leg may have one: a TLS listener,
+ * an https parent): a short read or write tells that its queue is
+ * drained or full, which a transport's buffering would hide. */
 static bool
 relay_plain(const struct pt_conn *c, const struct conn_side *s)
 {
-	return s != &c->c_side[SIDE_CLIENT] || c->c_transport == NULL;
+	return conn_transport(c, s) == NULL;
 }
 
 /* The ring's bytes as at most two segments; returns how many. */

@@ -185,7 +185,8 @@ struct pt_hook {
 };
 
 /*
- * A transport replaces plain socket I/O on one listener (the tls module).
+ * A transport replaces plain socket I/O on one listener (the tls module),
+ * or (1.7, pt_module.upstream_transport) on one upstream leg.
  * read/write return bytes moved, or -errno (-EAGAIN when the transport needs
  * the socket readable or writable: it says which through *want_out, set to
  * EPOLLIN or EPOLLOUT). handshake returns 0 when done, -EAGAIN to be called
@@ -238,6 +239,20 @@ struct pt_transport {
  * connection's bytes as they are. */
 #define PT_PLAIN_RX	0x1u
 #define PT_PLAIN_TX	0x2u
+
+/*
+ * 1.7: what a client TLS session to an upstream needs (an https parent),
+ * handed to pt_module.upstream_conf in the master. The strings belong to
+ * the caller and last only for the call: keep a copy of what is needed
+ * later.
+ */
+struct pt_upstream_tls {
+	const char	*ca_file;	/* PEM bundle; NULL: the system's */
+	bool		 verify;	/* verify the peer's chain and name */
+	const char	*file;		/* config file and line, for errors */
+	int		 line;
+	void		*reserved[2];
+};
 
 /* Handed to conf(): where the module's configuration came from. */
 struct pt_modconf {
@@ -362,7 +377,58 @@ struct pt_module {
 	 */
 	pt_datagram_fn		 datagram;
 
-	void			*reserved[4];
+	/* ---- 1.7, in what were the last reserved slots ---- */
+	/*
+	 * A client TLS session on the upstream leg (an https parent: the
+	 * core connects with TCP, then the module speaks TLS over that
+	 * socket as the client). The core never links a TLS library: it
+	 * finds the first loaded module (configuration order) that sets all
+	 * four of these and declares minor 7 or more, and drives the
+	 * session through upstream_transport as it drives a listener's
+	 * transport on the client leg.
+	 *
+	 * upstream_conf: master, while a configuration loads (start-up,
+	 * -t, each reload), once per upstream that wants TLS: builds what
+	 * every session to it shares (an SSL_CTX, the CAs loaded; every
+	 * file is read here, never in a worker) into *uctx_out. 0, or -1
+	 * with *errstr set (the module's text, valid until its next call;
+	 * the core adds the file and line, which <u> also carries for the
+	 * module's own warnings).
+	 *
+	 * upstream_conf_free: master, when that configuration is dropped
+	 * (replaced by a reload, failed to load, at exit). Takes NULL.
+	 * Workers keep the copy they forked with.
+	 */
+	int	(*upstream_conf)(const struct pt_upstream_tls *u,
+		    void **uctx_out, const char **errstr);
+	void	(*upstream_conf_free)(void *uctx);
+	/*
+	 * Worker, once the upstream socket is connected: a session for one
+	 * connection from <uctx> (what upstream_conf made), in *tctx_out,
+	 * owned by the module until upstream_transport's free(). <sni> is
+	 * the upstream's host as configured: a name (lower case, no final
+	 * dot), sent as SNI and, when verifying, checked against the
+	 * certificate; or an address in text (no brackets), checked as an
+	 * address and never sent as SNI. NULL only when not verifying (no
+	 * SNI then). 0, or -errno with nothing left to free (-ENOMEM,
+	 * -EINVAL). No I/O here: the socket comes with the first
+	 * handshake() call.
+	 */
+	int	(*upstream_new)(struct pt_conn *conn, void *uctx,
+		    const char *sni, void **tctx_out);
+	/*
+	 * The operations on such a session, with <tctx> from upstream_new
+	 * and <fd> the upstream socket, as a listener's transport has them
+	 * on the client leg: handshake (the core calls it on the socket's
+	 * events, bounded by connect_timeout; -EPROTO for a failed
+	 * handshake or verification, which the module logs with its
+	 * reason), read, write, shutdown, free (once, with the socket still
+	 * open; no close_notify when pt_conn_cut says so), pending and
+	 * plain (may always say 0: the core then never splices that leg).
+	 */
+	const struct pt_transport *upstream_transport;
+	/* No reserved slot is left: a field added later needs a new
+	 * structure this one points to, or a major version. */
 };
 
 #define PT_MODULE_INIT                                                  \

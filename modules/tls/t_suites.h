@@ -8,9 +8,11 @@
 
 void	register_tls_names_suite(void);		/* t_names.c */
 void	register_tls_ticket_suite(void);	/* t_ticket.c */
+void	register_tls_client_suite(void);	/* t_client.c */
 
 #define SUITES_ALL							\
 	register_tls_names_suite,					\
-	register_tls_ticket_suite
+	register_tls_ticket_suite,					\
+	register_tls_client_suite
 
 #endif

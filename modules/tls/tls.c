@@ -6,12 +6,12 @@
  * HTTPS proxy, as `curl --proxy https://...` and browsers speak to.
  *
  * Everything here runs in the workers, on their loop, never blocking:
- * each call makes one attempt and maps OpenSSL's WANT_READ/WANT_WRITE to
- * -EAGAIN with the epoll event it waits for; bytes OpenSSL decrypted but
- * not yet handed out are reported through pending(). The core bounds the
- * handshake with header_timeout. What this file does not do: load
- * certificates or read the configuration (tls_conf.c, in the master
- * before the fork).
+ * the server handshake, the session's end, the AUTH hook and the module
+ * descriptor; the record I/O after the handshake is tls_io.c's, shared
+ * with the client side (tls_client.c, an https parent upstream). The
+ * core bounds the handshake with header_timeout. What this file does not
+ * do: load certificates or read the configuration (tls_conf.c, in the
+ * master before the fork).
  */
 #include "config.h"
 
@@ -26,48 +26,6 @@
 #include <openssl/x509.h>
 
 #include "modules/tls/tls.h"
-
-/* Per connection, in the core's slot (zeroed at accept). */
-struct tls_conn {
-	SSL	*ssl;		/* from the first handshake call */
-	bool	 done;		/* handshake finished */
-	bool	 broken;	/* a fatal error: send nothing more */
-	bool	 shut;		/* our close_notify is out */
-	char	*user;		/* the certificate's, or NULL */
-	size_t	 user_len;
-};
-
-/* What one failed OpenSSL call means for the core: -EAGAIN with the
- * event to wait for in *want, 0 for a clean end of stream (reads), or
- * -errno. <err> is the errno the call left. */
-static int
-tls_map(struct pt_conn *c, struct tls_conn *t, int rc, int err,
-    uint32_t *want, const char *op)
-{
-	char	 why[160];
-
-	switch (SSL_get_error(t->ssl, rc)) {
-	case SSL_ERROR_WANT_READ:
-		*want = EPOLLIN;
-		return -EAGAIN;
-	case SSL_ERROR_WANT_WRITE:
-		*want = EPOLLOUT;
-		return -EAGAIN;
-	case SSL_ERROR_ZERO_RETURN:
-		return 0;
-	case SSL_ERROR_SYSCALL:
-		t->broken = true;
-		return err != 0 ? -err : -ECONNRESET;
-	default:
-		t->broken = true;
-		/* A handshake failure is logged by its caller, once. */
-		if (t->done) {
-			ERR_error_string_n(ERR_peek_error(), why, sizeof(why));
-			pt_clog(c, PT_LOG_INFO, "tls: %s: %s", op, why);
-		}
-		return -EPROTO;
-	}
-}
 
 /*
  * A verified client certificate names the connection's user: subject
@@ -202,85 +160,6 @@ tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 	return rc;
 }
 
-static ssize_t
-tls_read(struct pt_conn *c, int fd, void *tctx, void *buf, size_t len,
-    uint32_t *want)
-{
-	struct tls_conn	*t = tctx;
-	size_t		 n;
-	int		 rc, err;
-
-	ERR_clear_error();
-	errno = 0;
-	rc = SSL_read_ex(t->ssl, buf, len, &n);
-	err = errno;
-	if (rc == 1)
-		return (ssize_t)n;
-	return tls_map(c, t, rc, err, want, "read");
-}
-
-static ssize_t
-tls_write(struct pt_conn *c, int fd, void *tctx, const void *buf,
-    size_t len, uint32_t *want)
-{
-	struct tls_conn	*t = tctx;
-	size_t		 n;
-	int		 rc, err;
-
-	if (len == 0)
-		return 0;
-	ERR_clear_error();
-	errno = 0;
-	rc = SSL_write_ex(t->ssl, buf, len, &n);
-	err = errno;
-	if (rc == 1)
-		return (ssize_t)n;
-	rc = tls_map(c, t, rc, err, want, "write");
-	return rc == 0 ? -EPIPE : rc;
-}
-
-static size_t
-tls_pending(struct pt_conn *c, void *tctx)
-{
-	struct tls_conn	*t = tctx;
-
-	/* Only decrypted bytes: a partial record in OpenSSL's buffer needs
-	 * the socket, and reporting it would have the core spin. */
-	return t->ssl != NULL ? (size_t)SSL_pending(t->ssl) : 0;
-}
-
-/*
- * Our close_notify, then the TCP FIN behind it. We do not wait for the
- * client's close_notify: the core reads the client until its own EOF
- * anyway. SSL_shutdown resumes a close_notify that a full socket cut
- * short when called again (-EAGAIN until then).
- */
-static int
-tls_shutdown(struct pt_conn *c, int fd, void *tctx)
-{
-	struct tls_conn	*t = tctx;
-	uint32_t	 want = 0;
-	int		 rc, err;
-
-	if (t->ssl != NULL && t->done && !t->broken && !t->shut) {
-		ERR_clear_error();
-		errno = 0;
-		rc = SSL_shutdown(t->ssl);
-		err = errno;
-		if (rc < 0) {
-			rc = tls_map(c, t, rc, err, &want, "shutdown");
-			/* WANT_READ cannot happen before our alert is out;
-			 * count it as out. */
-			if (rc == -EAGAIN && want == EPOLLOUT)
-				return -EAGAIN;
-			if (rc < 0 && rc != -EAGAIN)
-				return rc;
-		}
-		t->shut = true;
-	}
-	return shutdown(fd, SHUT_WR) < 0 ? -errno : 0;
-}
-
 static void
 tls_free(struct pt_conn *c, void *tctx)
 {
@@ -288,23 +167,9 @@ tls_free(struct pt_conn *c, void *tctx)
 
 	if (t->ssl == NULL)
 		return;
-	/*
-	 * The end of a connection the core closes without a half-close (an
-	 * HTTP keep-alive connection, a timeout): one attempt at a
-	 * close_notify so the client can tell it from a truncation; a full
-	 * socket just loses it. None when the core cuts it short: the
-	 * reset says so, and a close_notify would say the data ended.
-	 */
-	if (t->done && !t->broken && !t->shut && !pt_conn_cut(c) &&
-	    !(SSL_get_shutdown(t->ssl) & SSL_SENT_SHUTDOWN)) {
-		ERR_clear_error();
-		SSL_shutdown(t->ssl);
-	}
 	if (!t->done)
 		pt_counter_add(tls_ctr_failed, 1);
-	ERR_clear_error();
-	SSL_free(t->ssl);
-	t->ssl = NULL;
+	tls_conn_end(c, t);
 	OPENSSL_free(t->user);
 	t->user = NULL;
 }
@@ -336,32 +201,6 @@ static const struct pt_hook tls_hooks[] = {
 	{ 0, 0, NULL }
 };
 
-/*
- * ABI 1.3: the directions kTLS took over (the kernel does the record
- * layer, so the socket carries plaintext): the core may then splice a
- * tunnel through the socket itself. A record that is not data (an alert,
- * a key update) makes the kernel refuse the splice (EINVAL), and the core
- * calls tls_read, whose SSL_read takes it with its record type. Once on,
- * kTLS stays on for the connection's life, as pt_transport.plain wants
- * of TX.
- */
-static unsigned
-tls_plain(struct pt_conn *c, int fd, void *tctx)
-{
-	struct tls_conn	*t = tctx;
-	unsigned	 f = 0;
-
-	(void)c;
-	(void)fd;
-	if (t->ssl == NULL || !t->done)
-		return 0;
-	if (BIO_get_ktls_recv(SSL_get_rbio(t->ssl)))
-		f |= PT_PLAIN_RX;
-	if (BIO_get_ktls_send(SSL_get_wbio(t->ssl)))
-		f |= PT_PLAIN_TX;
-	return f;
-}
-
 static const struct pt_transport tls_transport = {
 	.name = "tls",
 	.handshake = tls_handshake,
@@ -382,4 +221,9 @@ PT_API const struct pt_module pt_module_tls = {
 	.conn_ctx_size = sizeof(struct tls_conn),
 	.listener_conf = tls_listener_conf,
 	.listener_conf_free = tls_listener_conf_free,
+	/* 1.7: TLS as the client on an upstream leg (tls_client.c). */
+	.upstream_conf = tls_upstream_conf,
+	.upstream_conf_free = tls_upstream_conf_free,
+	.upstream_new = tls_upstream_new,
+	.upstream_transport = &tls_upstream_transport,
 };

@@ -105,25 +105,6 @@ tls_fail(struct pt_modconf *mc, const config_setting_t *where,
 	return tls_failed(errstr);
 }
 
-/* Why OpenSSL's last call failed: its first queued reason, the one that
- * names the cause ("no start line"), not the wrapper ("PEM lib"). */
-static const char *
-tls_reason(void)
-{
-	static char	 buf[160];
-	unsigned long	 e = ERR_peek_error();
-	const char	*r;
-
-	if (e == 0)
-		return "unknown error";
-	if (ERR_SYSTEM_ERROR(e))
-		return strerror(ERR_GET_REASON(e));
-	if ((r = ERR_reason_error_string(e)) != NULL)
-		return r;
-	snprintf(buf, sizeof(buf), "OpenSSL error %#lx", e);
-	return buf;
-}
-
 int
 tls_conf(struct pt_modconf *mc, const config_setting_t *node,
     const char **errstr)

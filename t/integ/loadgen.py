@@ -13,7 +13,9 @@ known answers so its numbers can be trusted:
 - tunnel through portico CONNECT: bytes both ways, no error; with
   --no-send to a source, bytes down only;
 - socks-handshakes and udp through a portico socks5 listener: no error,
-  every datagram delivered;
+  every datagram delivered; socks-handshakes --exchange to the echo:
+  bytes both ways, no error; --exchange outside socks-handshakes, or
+  with --payload, is bad usage;
 - idle with 20 connections prints "holding 20";
 - --tls through portico's tls listener (an HTTPS proxy; where tls.so is
   built): kept-alive GETs, http-close (a full handshake each), a CONNECT
@@ -339,6 +341,23 @@ def main(t):
                      "127.0.0.1:%d" % eport, "--connections", "2",
                      "--duration", "0.5", "--warmup", "0.1"]),
           "socks-handshakes through portico: setups/s > 0, no errors")
+    # Each setup then one round trip of 100 bytes to the echo: as many
+    # bytes back as went out, counted in the window.
+    clean(t, run(t, ["socks-handshakes", "--proxy", sproxy, "--target",
+                     "127.0.0.1:%d" % eport, "--exchange", "100",
+                     "--connections", "2", "--duration", "0.5",
+                     "--warmup", "0.1"]),
+          "socks-handshakes --exchange 100 through portico to an echo: "
+          "setups/s > 0, bytes both ways, no errors",
+          extra=lambda j: j["mib_s_up"] > 0 and j["mib_s_down"] > 0)
+    for bad in (["http", "--target", tgt, "--exchange", "100"],
+                ["socks-handshakes", "--proxy", sproxy, "--target",
+                 "127.0.0.1:%d" % eport, "--exchange", "100", "--payload",
+                 "10"]):
+        res = run(t, bad + brief)
+        t.check(res[0] == 2, "%s --exchange%s: bad usage, exit 2" % (
+            bad[0], " --payload" if "--payload" in bad else ""),
+            lambda: details(res))
     clean(t, run(t, ["udp", "--proxy", sproxy, "--target",
                      "127.0.0.1:%d" % uport, "--duration", "1",
                      "--warmup", "0.2", "--timeout", "1"]),

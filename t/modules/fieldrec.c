@@ -17,6 +17,8 @@
  *		      close_header = "X-Close";	# see below
  *		      accept_user = "cn=alice";	# ACCEPT: pt_req_set_user,
  *		      accept_user_listener = "certs"; # on that listener
+ *		      via = "p2";		# ACCESS: pt_conn_set_via
+ *		      via_header = "X-Via";	#   only with this header
  *		    } );
  *
  * Lines, each one write() on an O_APPEND descriptor:
@@ -27,11 +29,14 @@
  *	<PHASE> mod=<m> worker=<id> pid=<pid> conn=<id> txn=<n> proto=<n>
  *	    listener=<name> lidx=<i> path=<p> ua=<v> xtest=<v> user=<u> label=<l>
  *	    class=<v> hosthex=<h> egress=<a> peer=<addr> balancer=<addr>
- *	    ppauth=<v> ppuid=<v> status=<n> error=<rest of the line>
+ *	    ppauth=<v> ppuid=<v> parent=<name> via=<text> status=<n>
+ *	    error=<rest of the line>
  *	    (one line; hosthex: the host's bytes in hex, "-" when empty;
  *	    egress: pt_conn_egress's address; peer: pt_req.peer's address;
  *	    balancer: pt_conn_balancer's; ppauth and ppuid: the tags
- *	    proxy_authority and proxy_unique_id, all ABI 1.6)
+ *	    proxy_authority and proxy_unique_id, all ABI 1.6; parent:
+ *	    pt_conn_parent, via: the module's own choice as pt_via_format
+ *	    writes it, ABI 1.7)
  *
  * Empty or absent values are written "-", spaces as '_' (error keeps
  * its spaces: it ends the line). ua and xtest are pt_req_header() of
@@ -81,6 +86,10 @@ struct fieldrec_conf {
 	char		*deny_listener;
 	char		*close_header;
 	bool		 tags;
+	/* ABI 1.7: the parents this module sends traffic through, set at
+	 * ACCESS (when via_header is set: only for requests with it). */
+	struct pt_via	*via;
+	char		*via_header;
 	int		 fd;
 	int		 worker;
 	int		 pid;		/* conn ids restart in a new worker */
@@ -178,6 +187,8 @@ fieldrec_conf_free(void *ctx)
 	free(fc->label);
 	free(fc->deny_listener);
 	free(fc->close_header);
+	free(fc->via_header);
+	pt_via_free(fc->via);
 	free(fc);
 }
 
@@ -203,7 +214,9 @@ fieldrec_conf(struct pt_modconf *mc, const config_setting_t *node,
 	    fieldrec_str(node, "deny_listener", &fc->deny_listener,
 	    errstr) < 0 ||
 	    fieldrec_str(node, "close_header", &fc->close_header,
-	    errstr) < 0) {
+	    errstr) < 0 ||
+	    fieldrec_str(node, "via_header", &fc->via_header, errstr) < 0 ||
+	    pt_via_conf(mc, node, &fc->via, errstr) < 0) {
 		fieldrec_conf_free(fc);
 		return -1;
 	}
@@ -276,7 +289,8 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 {
 	char		 b[9][300], path[1500], hx[2 * 256 + 2];
 	char		 peer[INET6_ADDRSTRLEN], lb[INET6_ADDRSTRLEN];
-	char		 eg[INET6_ADDRSTRLEN];
+	char		 eg[INET6_ADDRSTRLEN], via[160];
+	const char	*parent = pt_conn_parent(conn);
 	struct pt_str	 ua, xt, cls, ppa, ppu;
 	bool		 has_ua, has_xt, has_cls, has_ppa, has_ppu;
 	size_t		 i;
@@ -296,10 +310,12 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	fieldrec_addr((const struct sockaddr *)&req->peer, peer, sizeof(peer));
 	fieldrec_addr(pt_conn_balancer(conn), lb, sizeof(lb));
 	fieldrec_addr(pt_conn_egress(conn), eg, sizeof(eg));
+	if (fc->via == NULL || pt_via_format(fc->via, via, sizeof(via)) <= 0)
+		snprintf(via, sizeof(via), "-");
 	fieldrec_printf(fc, "%s mod=%s worker=%d pid=%d conn=%llu txn=%llu "
 	    "proto=%d listener=%s lidx=%d path=%s ua=%s xtest=%s user=%s "
 	    "label=%s class=%s hosthex=%s egress=%s peer=%s balancer=%s "
-	    "ppauth=%s ppuid=%s status=%d error=%s\n",
+	    "ppauth=%s ppuid=%s parent=%s via=%s status=%d error=%s\n",
 	    fieldrec_phases[phase],
 	    FIELDREC_NAME, fc->worker, fc->pid,
 	    (unsigned long long)pt_conn_id(conn),
@@ -316,7 +332,7 @@ fieldrec_record(enum pt_phase phase, struct pt_conn *conn,
 	    "-", hx, eg, peer, lb,
 	    has_ppa ? fieldrec_val(ppa.ptr, ppa.len, b[7], sizeof(b[7])) : "-",
 	    has_ppu ? fieldrec_val(ppu.ptr, ppu.len, b[8], sizeof(b[8])) : "-",
-	    req->status, req->error != NULL ? req->error : "-");
+	    parent != NULL ? parent : "-", via, req->status, req->error != NULL ? req->error : "-");
 }
 
 static void
@@ -373,6 +389,9 @@ fieldrec_run(enum pt_phase phase, struct pt_conn *conn, struct pt_req *req,
 		if (fc->close_header != NULL &&
 		    pt_req_header(conn, fc->close_header, &v))
 			cc->close_wanted = true;
+		if (fc->via != NULL && (fc->via_header == NULL ||
+		    pt_req_header(conn, fc->via_header, &v)))
+			pt_conn_set_via(conn, fc->via);
 	}
 	fieldrec_record(phase, conn, req, fc);
 	if (phase == PT_PHASE_ESTABLISHED && cc->close_wanted) {

@@ -47,6 +47,8 @@ void	register_egress_suite(void);
 void	register_parent_wire_suite(void);
 /* ---- t/unit/test_parent_conf.c --------------------------------------- */
 void	register_parent_conf_suite(void);
+/* ---- t/unit/test_upstream_tls.c -------------------------------------- */
+void	register_upstream_tls_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -69,6 +71,7 @@ void	register_parent_conf_suite(void);
 	register_proxy_header_suite,					\
 	register_egress_suite,						\
 	register_parent_wire_suite,					\
-	register_parent_conf_suite
+	register_parent_conf_suite,					\
+	register_upstream_tls_suite
 
 #endif
