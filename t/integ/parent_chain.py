@@ -20,9 +20,15 @@ For each: GET (1 KiB back, the origin got it once, with the front's Via
 and the parent's where the parent is an HTTP proxy, and no
 Proxy-Authorization: the client's own credentials go nowhere), POST of
 100 KiB (arrives whole), CONNECT and SOCKS5 CONNECT (64 KiB echoed, one
-connection at the echo), and curl through each listener. The parents'
-own records agree: Squid's access.log names the front's user, danted's
-log the targets, the resolvers' query counts where names were resolved.
+connection at the echo; to a target that speaks first, with bytes the
+client sent before the answer: the banner, then the echo, nothing lost
+or doubled), and curl through each listener. Ten GETs on one keep-alive
+client connection through each chain; the front holds no more
+descriptors after (a tunnel through a SOCKS parent is not kept), and a
+GET of a listener without via after one through a SOCKS parent gets an
+origin connection of its own. The parents' own records agree: Squid's
+access.log names the front's user, danted's log the targets, the
+resolvers' query counts where names were resolved.
 
 Then what the parents answer: a scripted HTTP parent records the heads
 it gets (the request line in absolute form, exactly one
@@ -99,7 +105,23 @@ class Chain:
         self.hport, self.sport = hport, sport
 
 
-def run_chain(t, ch, origin, echo):
+BANNER = b"SSH-2.0-portico-test\r\n"
+EARLY = b"early bytes, before the proxy answered"
+
+
+class Banner(ptest._Server):
+    """Says BANNER first (as an SSH or SMTP server does), then echoes."""
+
+    def handle(self, c):
+        c.sendall(BANNER)
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            c.sendall(d)
+
+
+def run_chain(t, ch, origin, echo, banner):
     lab = ch.label
     url = "http://%s:%d/%s" % (ch.host, origin.port, ch.key)
     own = [("Proxy-Authorization", P.basic(*CLIENT))]
@@ -161,6 +183,28 @@ def run_chain(t, ch, origin, echo):
             lambda: [why, repr(r), "echo connections: %d" %
                      (len(echo.peers) - before)])
 
+    # a target that speaks first, a client that sends before the answer
+    for what in ("CONNECT", "SOCKS5 CONNECT"):
+        if what == "CONNECT":
+            c = H.Conn.to(ch.hport, timeout=ptest.bound(10))
+            hp = ptest.hostport(ch.host, banner.port)
+            c.send("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n%s"
+                   % (hp, hp, EARLY.decode()))
+        else:
+            r, c = S.connect5(ch.sport, ch.host, banner.port, early=EARLY)
+        try:
+            if what == "CONNECT":
+                r = H.read_response(c, "CONNECT")
+            got = c.read_exact(len(BANNER) + len(EARLY))
+        except Exception as e:
+            got = ("%s: %s" % (type(e).__name__, e)).encode()
+        finally:
+            c.close()
+        t.check(got == BANNER + EARLY,
+                "%s: %s to a target that speaks first, with bytes sent "
+                "before the answer: the banner, then the echo, whole"
+                % (lab, what), lambda: [repr(r), repr(got)])
+
     # real clients
     if not H.have_curl():
         t.skip("%s: curl through both listeners" % lab, "no curl",
@@ -201,6 +245,8 @@ def parent_portico(t, dns):
 def main(t):
     origin = P.start_counting_origin(t)
     echo = P.start_echo(t)
+    banner = Banner()
+    t.servers.append(banner)
     names = ["pp.chain.test", "remote.chain.test", "local.chain.test"]
     table = {n: {"A": ["127.0.0.1"]} for n in names}
     dns_front = H.dns_server(t, table)
@@ -316,7 +362,7 @@ def main(t):
         {k: getattr(v, "port", None) for k, v in peers.items()}))
 
     for ch in chains:
-        run_chain(t, ch, origin, echo)
+        run_chain(t, ch, origin, echo, banner)
 
     # -- what the parents themselves saw -----------------------------------
     if pportico is not None:
@@ -337,16 +383,17 @@ def main(t):
                 "the parent's resolver was never asked", counts)
     if "squid" in peers:
         sq = peers["squid"]
-        # CONNECT, SOCKS5 CONNECT and curl's SOCKS5 request: 3 tunnels.
-        sq.wait_access_log(r" TCP_TUNNEL/200 ", count=3)
+        # To the echo and to the banner, each for CONNECT and SOCKS5
+        # CONNECT, and curl's SOCKS5 request: 5 tunnels.
+        sq.wait_access_log(r" TCP_TUNNEL/200 ", count=5)
         lines = sq.access_log_lines()
         ok = [ln for ln in lines if "/200 " in ln]
         t.check(any(" GET " in ln and "/sq/get" in ln for ln in ok) and
                 any(" POST " in ln and "/sq/post" in ln for ln in ok) and
-                sum(" CONNECT " in ln for ln in ok) == 3 and
+                sum(" CONNECT " in ln for ln in ok) == 5 and
                 all(ln.split()[7] == SQUID_USER for ln in ok) and
                 not any(" TCP_DENIED/" in ln for ln in lines),
-                "Squid's access.log: the GETs, the POST and the three "
+                "Squid's access.log: the GETs, the POST and the five "
                 "tunnels, each as the front's user, no 407", lines)
     if "dante" in peers:
         dp = peers["dante"]
@@ -459,6 +506,18 @@ def part_script(t, ch, script, origin, echo, front_via):
     t.check(reqs and re.fullmatch(r"1\.1 " + front_via,
                                   via_text(reqs[0])) is not None,
             "scripted parent: Via names the front", raw)
+
+    # One kept connection to the parent serves any origin's requests.
+    n0 = len(script.snapshot())
+    sts = [P.http_via(ch.hport, "http://127.0.0.1:%d/script/pool%d"
+                      % (port, i)) for i, port in
+           enumerate((origin.port, echo.port, origin.port))]
+    got = script.snapshot()[n0:]
+    t.check(all(isinstance(r, H.Resp) and r.status == 200 for r in sts)
+            and len(got) == 3 and len({q["peer"] for q in got}) == 1,
+            "scripted parent: three GETs on three client connections, to "
+            "two origins, ride on one kept connection to the parent",
+            [(q["target"], q["peer"]) for q in got])
 
     for st in (403, 407, 502, 503):
         r = P.http_via(ch.hport, url + "/status/%d" % st, headers=own)
