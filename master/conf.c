@@ -1547,10 +1547,10 @@ conf_via_pseudonym(struct conf_ctx *cc)
 	char			 host[256], name[300];
 
 	if (h->via_pseudonym != NULL) {
-		h->via_loop_check = true;
+		h->via_loop_check = h->via;
 		return 0;
 	}
-	h->via_loop_check = cc->conf->nparents > 0;
+	h->via_loop_check = h->via && cc->conf->nparents > 0;
 	snprintf(name, sizeof(name), "portico");
 	if (h->via_loop_check) {
 		if (gethostname(host, sizeof(host)) < 0 || host[0] == '\0' ||

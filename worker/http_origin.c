@@ -204,11 +204,11 @@ http_origin_target(struct pt_conn *c, const struct host *hp, uint16_t port)
 	struct http_state	*h = http_st(c);
 
 	/* h->host still names the parked upstream's origin. One to a
-	 * parent goes back to the pool: whether this request goes through
-	 * that parent is known after ACCESS. */
+	 * parent stays parked whatever the origin: whether this request
+	 * goes through that parent is known after ACCESS. */
 	if (h->parked && (h->is_connect || h->is_websocket ||
-	    h->up_parent != 0 || port != h->port || hp->len != h->hostlen ||
-	    memcmp(hp->text, h->host, hp->len) != 0))
+	    (h->up_parent == 0 && (port != h->port || hp->len != h->hostlen ||
+	    memcmp(hp->text, h->host, hp->len) != 0))))
 		http_unpark(c);
 	memcpy(h->host, hp->text, hp->len + 1);
 	h->hostlen = hp->len;
@@ -349,6 +349,14 @@ http_via_parent(const struct pt_conn *c)
 	    c->c_route->parent >= 0;
 }
 
+/* What a kept upstream must be to carry this request: the route's
+ * parent (its index + 1), or 0 (the origin itself). */
+static int
+http_route_parent(const struct pt_conn *c)
+{
+	return http_via_parent(c) ? c->c_route->parent + 1 : 0;
+}
+
 /*
  * A CONNECT's own Via entries (http_request.c kept them) go to the
  * parent before ours (parent_dial.c), so that a loop of proxies through
@@ -401,29 +409,16 @@ http_access_ok(struct pt_conn *c)
 	}
 	if (c->c_route != NULL && c->c_route->via != NULL)
 		http_route_client_via(c);
-	if (http_via_parent(c)) {
-		/* The last request's upstream, parked on this connection,
-		 * goes to the pool: this one dials its own through the
-		 * parent (into the same connection side). */
-		http_unpark(c);
-		/* Kept connections to the parent serve any origin. */
-		h->reused = false;
-		if (!h->is_connect && !h->is_websocket && !h->retried &&
-		    parent_conf(c->c_route->parent)->proto <= PARENT_HTTPS &&
-		    parent_conf(c->c_route->parent)->send_proxy == 0 &&
-		    http_take_kept(c, outbound_fits))
-			return true;
-		target_known(c, NULL, 0);
-		return true;
-	}
 	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup &&
+	    h->up_parent == http_route_parent(c) &&
 	    !(up->ready & EPOLLIN) && target_addr(c) != NULL &&
 	    outbound_fits(c, target_addr(c), &c->c_up_local)) {
-		/* Same origin as the last request (http_origin_target pooled
-		 * it otherwise), and nothing came from it while parked (that
-		 * would be the answer to no request: http_unpark closes it),
-		 * and this request leaves from where it did (else the pool
-		 * keeps it for one that does). */
+		/* Same origin as the last request, or the same parent
+		 * (http_origin_target pooled it otherwise), and nothing came
+		 * from it while parked (that would be the answer to no
+		 * request: http_unpark closes it), and this request leaves
+		 * from where it did (else the pool keeps it for one that
+		 * does). */
 		h->parked = false;
 		h->reused = true;
 		h->req.keep_out = true;
@@ -432,6 +427,17 @@ http_access_ok(struct pt_conn *c)
 		return true;
 	}
 	http_unpark(c);
+	h->reused = false;
+	if (http_via_parent(c)) {
+		/* Kept connections to the parent serve any origin. */
+		if (!h->is_connect && !h->is_websocket && !h->retried &&
+		    parent_conf(c->c_route->parent)->proto <= PARENT_HTTPS &&
+		    parent_conf(c->c_route->parent)->send_proxy == 0 &&
+		    http_take_kept(c, outbound_fits))
+			return true;
+		target_known(c, NULL, 0);
+		return true;
+	}
 	if (!h->is_connect && !h->is_websocket && !h->retried &&
 	    http_take_kept(c, outbound_fits))
 		return true;
@@ -504,44 +510,60 @@ http_parent_head(struct pt_conn *c, const struct conf_parent *p)
 {
 	struct http_state	*h = http_st(c);
 	struct http_flow	*q = &h->req;
-	const char		*sp, *eol, *b = q->out;
-	char			 prefix[HTTP_HOST_MAX + 16], *nb;
-	size_t			 plen, blen, need;
-	int			 n;
+	const char		*sp, *lf, *b = q->out;
+	char			 port[8], *nb, *o;
+	size_t			 plen = 0, blen, need, rest;
+	bool			 v6 = memchr(h->host, ':', h->hostlen) != NULL;
+	unsigned		 v;
 
 	if (h->head_absolute || q->out == NULL || q->out_start != 0)
 		return true;
+	/* "METHOD SP origin-form SP version CRLF": the head is ours (http_head.c
+	 * wrote it), so its first LF ends the request line. */
 	if ((sp = memchr(b, ' ', q->out_len)) == NULL ||
-	    (eol = memmem(b, q->out_len, "\r\n", 2)) == NULL || eol < sp)
+	    (lf = memchr(sp, '\n', q->out_len - (size_t)(sp - b))) == NULL)
 		return false;
-	n = snprintf(prefix, sizeof(prefix), memchr(h->host, ':', h->hostlen)
-	    != NULL ? "http://[%.*s]" : "http://%.*s", (int)h->hostlen,
-	    h->host);
-	if (h->port != 80 && n > 0 && (size_t)n < sizeof(prefix))
-		n += snprintf(prefix + n, sizeof(prefix) - (size_t)n, ":%u",
-		    h->port);
-	if (n < 0 || (size_t)n >= sizeof(prefix))
-		return false;
-	plen = (size_t)n;
+	/* The port's digits, backwards: no printf on the hot path. */
+	if (h->port != 80) {
+		for (v = h->port; v > 0 && plen < sizeof(port); v /= 10)
+			port[sizeof(port) - 1 - plen++] = (char)('0' + v % 10);
+	}
 	blen = p->basic != NULL ? strlen(p->basic) : 0;
-	need = q->out_len + plen + blen;
+	need = q->out_len + 7 + h->hostlen + (v6 ? 2 : 0) +
+	    (plen > 0 ? plen + 1 : 0) + blen;
 	if ((nb = buf_get(need <= buf_class_size(BUF_SMALL) ? BUF_SMALL :
 	    BUF_LARGE)) == NULL || need > buf_size(nb)) {
 		buf_put(nb);
 		return false;
 	}
-	n = (int)(sp + 1 - b);
-	memcpy(nb, b, (size_t)n);
-	memcpy(nb + n, prefix, plen);
-	memcpy(nb + n + plen, sp + 1, (size_t)(eol + 2 - (sp + 1)));
-	n += (int)(plen + (size_t)(eol + 2 - (sp + 1)));
-	if (blen > 0)
-		memcpy(nb + n, p->basic, blen);
-	n += (int)blen;
-	memcpy(nb + n, eol + 2, (size_t)(b + q->out_len - (eol + 2)));
+	o = nb;
+	memcpy(o, b, (size_t)(sp + 1 - b));
+	o += sp + 1 - b;
+	memcpy(o, "http://", 7);
+	o += 7;
+	if (v6)
+		*o++ = '[';
+	memcpy(o, h->host, h->hostlen);
+	o += h->hostlen;
+	if (v6)
+		*o++ = ']';
+	if (plen > 0) {
+		*o++ = ':';
+		memcpy(o, port + sizeof(port) - plen, plen);
+		o += plen;
+	}
+	memcpy(o, sp + 1, (size_t)(lf + 1 - (sp + 1)));
+	o += lf + 1 - (sp + 1);
+	if (blen > 0) {
+		memcpy(o, p->basic, blen);
+		o += blen;
+	}
+	rest = (size_t)(b + q->out_len - (lf + 1));
+	memcpy(o, lf + 1, rest);
+	o += rest;
 	buf_put(q->out);
 	q->out = nb;
-	q->out_len = (uint32_t)need;
+	q->out_len = (uint32_t)(o - nb);
 	h->head_absolute = true;
 	return true;
 }

@@ -308,6 +308,7 @@ msg_reset(struct http_msg *m)
 	m->body = HTTP_BODY_NONE;
 	m->content_length = 0;
 	m->conn_flags = 0;
+	m->conn_names = false;
 	m->upgrade_websocket = false;
 	m->expect_continue = false;
 	m->te_close = m->te_coded = false;
@@ -685,6 +686,8 @@ conn_note(struct pt_str v, struct http_msg *m)
 			m->conn_flags |= HTTP_CONN_KEEPALIVE;
 		else if (http_str_ieq(e, "upgrade"))
 			m->conn_flags |= HTTP_CONN_UPGRADE;
+		else
+			m->conn_names = true;
 	}
 	return PARSE_OK;
 }
@@ -1280,6 +1283,11 @@ http_header_is_hop(const struct http_msg *m, struct pt_str name)
 	 * its target. */
 	if (http_str_ieq(name, "content-length") || http_str_ieq(name, "host"))
 		return false;
+	/* Most messages name no field in Connection (conn_note saw every
+	 * token): no scan of every header for each one copied. */
+	if (!m->conn_names)
+		return (m->conn_flags & HTTP_CONN_CLOSE) &&
+		    http_str_ieq(name, "close");
 	for (i = 0; i < m->nheaders; i++) {
 		if (!http_str_ieq(m->headers[i].name, "connection"))
 			continue;

@@ -66,6 +66,9 @@ struct http_msg {
 	enum http_body		 body;
 	uint64_t		 content_length;
 	unsigned		 conn_flags;	/* HTTP_CONN_* */
+	/* Connection names something else too (a field to drop), so
+	 * http_header_is_hop must read its list. */
+	bool			 conn_names;
 	bool			 upgrade_websocket; /* Upgrade: websocket */
 	bool			 expect_continue;   /* Expect: 100-continue */
 	/* Response: Transfer-Encoding without chunked last, so the body

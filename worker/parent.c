@@ -257,6 +257,8 @@ parent_route_begin(struct pt_conn *c)
 	r->rep = 0;
 	r->http_status = 0;
 	r->client_via[0] = '\0';
+	r->udp_done = NULL;
+	r->udp_failed = r->udp_unsupported = false;
 	switch (v->strategy) {
 	case VIA_ORDERED:
 		r->seed = 0;

@@ -28,6 +28,16 @@ struct dns_query;
 #define PARENT_OUT_MAX		4096
 
 /*
+ * How a UDP ASSOCIATE through a route (parent_udp_open) ends well:
+ * <relay> is the parent's UDP relay (its association is up; the
+ * connection's upstream leg is the parent's control connection), or NULL
+ * when the route's member is "direct". Failures go to the protocol's
+ * target_ops.fail, as a dial's do.
+ */
+typedef void	(*parent_udp_fn)(struct pt_conn *c,
+		    const struct pt_addr *relay);
+
+/*
  * One transaction's way through a `via` choice (c->c_route, from a
  * per-worker pool; kept for the connection's next transaction).
  * Invariants: member is the index in via of the member being tried (-1
@@ -55,6 +65,14 @@ struct parent_route {
 	/* The client's Via entries for a CONNECT (loops go through
 	 * CONNECT too), NUL-terminated, or empty. */
 	char			 client_via[256];
+	/* A SOCKS5 UDP ASSOCIATE rather than a CONNECT (parent_udp_open;
+	 * NULL otherwise): whom to tell, the parent's relay once known,
+	 * and why no member carried it: a SOCKS5 parent failed, a member
+	 * cannot carry UDP (HTTP, SOCKS4, a SOCKS5 reply 0x07). */
+	parent_udp_fn		 udp_done;
+	struct pt_addr		 udp_relay;
+	bool			 udp_failed;
+	bool			 udp_unsupported;
 };
 
 /* ---- worker/parent.c ------------------------------------------------- */
@@ -110,6 +128,20 @@ void	 parent_dial(struct pt_conn *c);
 /* The request rides on a kept connection to the route's parent
  * (target_reuse): DIAL as parent_dial would run it, then ESTABLISHED. */
 void	 parent_reuse(struct pt_conn *c);
+/*
+ * Opens a UDP association with the route's current member for <c>'s
+ * SOCKS5 UDP ASSOCIATE (the route begun by ACCESS): the parent's
+ * address, connect, PROXY header, greeting, RFC 1929, UDP ASSOCIATE;
+ * then done(c, relay). No DIAL: an association has no target, its
+ * destinations are judged per datagram. A member that cannot carry UDP
+ * (an HTTP or SOCKS4 parent, a SOCKS5 one answering 0x07) is passed
+ * over without counting against its health; a failing one fails over
+ * as parent_dial does; "direct" is done(c, NULL). When none is left:
+ * target_ops.fail, TARGET_FAIL_PARENT_REFUSED with c_route->rep 0x07
+ * when no member could carry UDP, else TARGET_FAIL_PARENT or
+ * TARGET_FAIL_NO_PARENT. Worker.
+ */
+void	 parent_udp_open(struct pt_conn *c, parent_udp_fn done);
 /* Stops a dial in progress (resolving the parent). Idempotent. */
 void	 parent_dial_stop(struct pt_conn *c);
 /* The pool key of an upstream to parent <p> ("\1name"): no host a

@@ -43,6 +43,7 @@
 #include "worker/parent_wire.h"
 #include "worker/phase.h"
 #include "worker/proxy_header.h"
+#include "worker/socks_parse.h"
 #include "worker/target.h"
 #include "worker/upstream_tls.h"
 #include "worker/worker_self.h"
@@ -65,6 +66,10 @@ enum parent_step {
 static void	parent_resolve_parent(struct pt_conn *c);
 static void	parent_connect(struct pt_conn *c);
 static void	parent_step(struct pt_conn *c);
+static void	parent_udp_member(struct pt_conn *c, const char *why);
+static void	parent_udp_request(struct pt_conn *c);
+static void	parent_udp_reply(struct pt_conn *c, uint8_t rep,
+		    const struct sockaddr_storage *bound, bool named);
 
 static const struct conf_parent *
 parent_cur(const struct pt_conn *c)
@@ -124,6 +129,12 @@ parent_next(struct pt_conn *c, int err, const char *why)
 	pt_clog(c, PT_LOG_INFO, "%s", reason);
 	r->step = PS_IDLE;
 	next = parent_route_next(c);
+	if (r->udp_done != NULL) {
+		r->udp_failed = true;
+		target_timer_restart(c);
+		parent_udp_member(c, reason);
+		return;
+	}
 	if (next == PARENT_NONE) {
 		c->c_req.error = reason;
 		c->c_target.ops->fail(c, TARGET_FAIL_PARENT, err);
@@ -280,6 +291,10 @@ parent_send_socks5_request(struct pt_conn *c)
 	uint8_t		 b[300];
 	ssize_t		 n;
 
+	if (c->c_route->udp_done != NULL) {
+		parent_udp_request(c);
+		return;
+	}
 	n = socks5c_request(b, sizeof(b), 1, c->c_req.host.ptr,
 	    c->c_req.host.len, parent_socks_addr(c), c->c_req.port);
 	if (n < 0) {
@@ -535,6 +550,10 @@ parent_s5_reply(struct pt_conn *c)
 		return;
 	}
 	parent_take(c, used);
+	if (r->udp_done != NULL) {
+		parent_udp_reply(c, rep, &bound, name != NULL);
+		return;
+	}
 	if (rep != 0) {
 		r->rep = rep;
 		parent_refused(c, rep == 0x06, "answered SOCKS5 reply %#04x",
@@ -850,4 +869,215 @@ parent_dial(struct pt_conn *c)
 		return;
 	}
 	parent_dial_phase(c);
+}
+
+/* ---- UDP ASSOCIATE through a SOCKS5 parent -------------------------- */
+
+/*
+ * A client's UDP ASSOCIATE goes through the parent as an association of
+ * portico's own with it: the same connect and handshake as a CONNECT,
+ * command 3 in place of 1, and the parent's relay address from its
+ * reply. Only a SOCKS5 parent can carry UDP: an HTTP or SOCKS4 member is
+ * passed over for the next one (the route names where the operator lets
+ * traffic go, so the next member, "direct" included, is allowed; nothing
+ * goes anywhere the route does not name), and only when none is left
+ * does the client hear 0x07, command not supported, which is what such
+ * a parent would have said itself.
+ */
+
+/* Whether a SOCKS5 parent of the route is down (so not tried). */
+static bool
+parent_udp_carrier_down(const struct pt_via *v)
+{
+	int	 i;
+
+	for (i = 0; i < v->n; i++)
+		if (v->member[i] >= 0 &&
+		    parent_conf(v->member[i])->proto == PARENT_SOCKS5 &&
+		    parent_down(v->member[i]))
+			return true;
+	return false;
+}
+
+/* No member is left: why, to the protocol. */
+static void
+parent_udp_none(struct pt_conn *c, const char *why)
+{
+	struct parent_route	*r = c->c_route;
+
+	if (r->udp_failed) {
+		c->c_req.error = why != NULL ? why : "no parent of the route "
+		    "opened a UDP association";
+		c->c_target.ops->fail(c, TARGET_FAIL_PARENT, EHOSTUNREACH);
+	} else if (r->udp_unsupported && !parent_udp_carrier_down(r->via)) {
+		r->rep = SOCKS5_CMD_UNSUPPORTED;
+		c->c_req.error = "no parent of the route carries UDP";
+		c->c_target.ops->fail(c, TARGET_FAIL_PARENT_REFUSED,
+		    EPROTONOSUPPORT);
+	} else {
+		c->c_req.error = "every parent of the route is down";
+		c->c_target.ops->fail(c, TARGET_FAIL_NO_PARENT, EHOSTUNREACH);
+	}
+}
+
+/* The route's current member for the association: a SOCKS5 parent is
+ * dialled, others passed over; <why> is the last failure, or NULL. */
+static void
+parent_udp_member(struct pt_conn *c, const char *why)
+{
+	struct parent_route		*r = c->c_route;
+	const struct conf_parent	*p;
+
+	for (;;) {
+		if (r->parent == VIA_DIRECT) {
+			r->udp_done(c, NULL);
+			return;
+		}
+		if (r->parent == PARENT_NONE) {
+			parent_udp_none(c, why);
+			return;
+		}
+		p = parent_cur(c);
+		if (p->proto == PARENT_SOCKS5)
+			break;
+		/* Not its failure: its health is left alone. */
+		r->udp_unsupported = true;
+		pt_clog(c, PT_LOG_DEBUG, "parent \"%s\" (%s) carries no UDP: "
+		    "the next member", p->name, parent_proto_name(p->proto));
+		(void)parent_route_next(c);
+	}
+	memset(&r->target, 0, sizeof(r->target));
+	r->naddrs = r->aidx = 0;
+	r->rbuf_len = 0;
+	parent_resolve_parent(c);
+}
+
+void
+parent_udp_open(struct pt_conn *c, parent_udp_fn done)
+{
+	struct parent_route	*r = c->c_route;
+
+	r->udp_done = done;
+	r->udp_failed = r->udp_unsupported = false;
+	parent_udp_member(c, NULL);
+}
+
+/*
+ * UDP ASSOCIATE with DST.ADDR 0.0.0.0 and DST.PORT 0: RFC 1928 7 wants
+ * the address the client will send from, or zeros when it does not know
+ * it. Portico does not: its UDP socket toward the parent is opened with
+ * the first datagram, on a port the kernel picks, and a NAT between
+ * portico and the parent would change the address anyway, so a parent
+ * that pins the association to a declared port would then drop every
+ * datagram. The parent ties the association to our control
+ * connection's address instead (Dante, portico itself), as it does for
+ * curl, which sends zeros too.
+ */
+static void
+parent_udp_request(struct pt_conn *c)
+{
+	struct sockaddr_in	 any;
+	uint8_t			 b[SOCKS5C_REQUEST_MAX];
+	ssize_t			 n;
+
+	memset(&any, 0, sizeof(any));
+	any.sin_family = AF_INET;
+	n = socks5c_request(b, sizeof(b), SOCKS5_CMD_UDP, NULL, 0,
+	    (const struct sockaddr *)&any, 0);
+	parent_out(c, b, (size_t)n, PS_S5_REPLY);
+}
+
+/*
+ * The parent's relay from its reply's BND: an unspecified address
+ * (0.0.0.0, ::) means the parent's own, the one we are connected to, as
+ * curl and Dante's client read it. False when it names no usable relay.
+ */
+static bool
+parent_udp_relay_of(const struct pt_conn *c,
+    const struct sockaddr_storage *bound, struct pt_addr *out)
+{
+	const struct parent_route	*r = c->c_route;
+	uint16_t			 port;
+	bool				 any;
+
+	if (bound->ss_family != AF_INET && bound->ss_family != AF_INET6)
+		return false;
+	port = sockaddr_port((const struct sockaddr *)bound);
+	if (port == 0)
+		return false;
+	any = bound->ss_family == AF_INET ?
+	    ((const struct sockaddr_in *)bound)->sin_addr.s_addr ==
+	    htonl(INADDR_ANY) : IN6_IS_ADDR_UNSPECIFIED(
+	    &((const struct sockaddr_in6 *)bound)->sin6_addr);
+	if (any) {
+		*out = r->addrs[r->aidx];
+	} else {
+		memset(out, 0, sizeof(*out));
+		memcpy(&out->sa, bound, bound->ss_family == AF_INET ?
+		    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+		out->len = bound->ss_family == AF_INET ?
+		    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	}
+	/* sin_port and sin6_port share their offset. */
+	((struct sockaddr_in *)&out->sa)->sin_port = htons(port);
+	return true;
+}
+
+/* The parent answered but will not carry this association (<what>):
+ * healthy, yet no carrier; as for an HTTP parent, the next member. */
+static void
+parent_udp_pass_over(struct pt_conn *c, const char *what)
+{
+	struct parent_route	*r = c->c_route;
+
+	parent_succeeded(r->parent, counters_now_us() - c->c_dial_us);
+	parent_close_upstream(c);
+	r->step = PS_IDLE;
+	r->udp_unsupported = true;
+	pt_clog(c, PT_LOG_INFO, "parent \"%s\" %s: the next member",
+	    parent_cur(c)->name, what);
+	(void)parent_route_next(c);
+	target_timer_restart(c);
+	parent_udp_member(c, NULL);
+}
+
+/* The parent's reply to UDP ASSOCIATE (<named>: BND.ADDR is a name). */
+static void
+parent_udp_reply(struct pt_conn *c, uint8_t rep,
+    const struct sockaddr_storage *bound, bool named)
+{
+	struct parent_route	*r = c->c_route;
+
+	if (rep == SOCKS5_CMD_UNSUPPORTED) {
+		parent_udp_pass_over(c, "does not carry UDP (reply 0x07)");
+		return;
+	}
+	if (rep != 0) {
+		/* It refused this association (0x02: its rules): its
+		 * answer is the client's, as for a CONNECT. */
+		r->rep = rep;
+		parent_refused(c, rep == 0x06, "answered SOCKS5 reply %#04x to "
+		    "UDP ASSOCIATE", rep);
+		return;
+	}
+	if (named) {
+		/* RFC 1928 allows it; no server we know does it, and a
+		 * lookup here for it is not worth its code. */
+		parent_udp_pass_over(c, "names its UDP relay by name (not "
+		    "supported)");
+		return;
+	}
+	if (!parent_udp_relay_of(c, bound, &r->udp_relay)) {
+		parent_next(c, EPROTO, "named no UDP relay (port 0)");
+		return;
+	}
+	r->step = PS_IDLE;
+	c->c_parent = r->parent + 1;
+	parent_succeeded(r->parent, counters_now_us() - c->c_dial_us);
+	parent_counted(r->parent);
+	/* The control connection is the protocol's to watch from here;
+	 * until it takes it, events are noted. */
+	c->c_side[SIDE_UPSTREAM].io.fn = parent_note_events;
+	target_timer_restart(c);
+	r->udp_done(c, &r->udp_relay);
 }

@@ -411,6 +411,22 @@ socks5c_request(uint8_t *out, size_t cap, uint8_t cmd, const char *host,
 	return (ssize_t)need;
 }
 
+ssize_t
+socks5c_udp_header(uint8_t *out, size_t cap, const char *host,
+    size_t hostlen, const struct sockaddr *addr, uint16_t port)
+{
+	ssize_t	 n;
+
+	/* A request and a UDP header differ in their first three bytes
+	 * only (VER CMD RSV against RSV RSV FRAG): one writer for both. */
+	n = socks5c_request(out, cap, SOCKS5_CMD_UDP, host, hostlen, addr,
+	    port);
+	if (n < 0)
+		return -1;
+	memset(out, 0, 3);
+	return n;
+}
+
 /* Fills the caller's optional outputs of socks5c_reply. */
 static void
 socks5c_set_bound(struct sockaddr_storage *bound, const uint8_t **name,

@@ -107,6 +107,16 @@ ssize_t	 socks5c_request(uint8_t *out, size_t cap, uint8_t cmd,
 	    const char *host, size_t hostlen, const struct sockaddr *addr,
 	    uint16_t port);
 /*
+ * Writes the header of a datagram sent through the parent's UDP relay
+ * (RFC 1928 7), RSV(0 0) FRAG(0) ATYP DST.ADDR DST.PORT, naming <addr> or
+ * <host> as socks5c_request does (an IPv4-mapped address as ATYP 1, a
+ * name as ATYP 3; <port> in host order). The payload follows it. Returns
+ * the length (at most SOCKS5C_REQUEST_MAX), or -1 for a bad host or
+ * family, or a short <cap>.
+ */
+ssize_t	 socks5c_udp_header(uint8_t *out, size_t cap, const char *host,
+	    size_t hostlen, const struct sockaddr *addr, uint16_t port);
+/*
  * The reply VER REP RSV ATYP BND.ADDR BND.PORT. WIRE_MORE until all of it
  * is there; WIRE_BAD as soon as VER is not 5, RSV not 0 or ATYP unknown.
  * WIRE_OK otherwise, whatever REP says (0 is success; the caller decides),

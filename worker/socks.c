@@ -352,8 +352,49 @@ socks_on_budget(struct pt_conn *c)
 	udp_assoc_budget(socks_st(c)->assoc);
 }
 
+/*
+ * The parent's control connection of an association through a parent
+ * (worker/parent_dial.c opened it as the upstream leg): it carries
+ * nothing after the reply, and its end is the end of the parent's
+ * association (RFC 1928 7), so of ours: the client's control connection
+ * is closed too. Level-triggered, one read a round, as the client's.
+ */
 static void
-socks_start_udp(struct pt_conn *c)
+socks_on_parent_ctl(struct loop_io *io, uint32_t events)
+{
+	struct conn_side	*up = (struct conn_side *)io;
+	struct pt_conn		*c = up->conn;
+	char			 junk[512];
+	ssize_t			 n;
+
+	(void)events;
+	n = conn_recv(c, up, junk, sizeof(junk));
+	if (n > 0 || n == -EAGAIN || n == -EINTR)
+		return;
+	if (c->c_req.error == NULL)
+		c->c_req.error = n == 0 ? "the parent ended the UDP association" :
+		    "the parent's control connection failed";
+	conn_close(c, NULL);
+}
+
+/* Watches the parent's control connection for its end, and nothing
+ * else. 0, or -1 when it cannot be watched. */
+static int
+socks_watch_parent(struct pt_conn *c)
+{
+	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
+
+	up->io.fn = socks_on_parent_ctl;
+	/* Level-triggered from here: an end that came before, only noted
+	 * as an edge, is reported again by the next wait. */
+	return loop_io_set(&up->io, EPOLLIN | EPOLLRDHUP) < 0 ? -1 : 0;
+}
+
+/* Opens the relay and replies: straight to the destinations, or through
+ * the parent's relay at <via> (its association is up) when not NULL.
+ * Also the route's parent_udp_fn (parent_udp_open). */
+static void
+socks_start_udp(struct pt_conn *c, const struct pt_addr *via)
 {
 	struct socks_state	*s = socks_st(c);
 	struct pt_addr		 bound;
@@ -374,19 +415,36 @@ socks_start_udp(struct pt_conn *c)
 		socks_fail(c, SOCKS5_FAILURE, "cannot open the UDP relay");
 		return;
 	}
+	if (via != NULL) {
+		udp_assoc_via(s->assoc, via, parent_serving(c)->resolve_local);
+		/* Connected once to the parent: a control connection
+		 * from here, as a direct association is. */
+		c->c_state = CONN_PHASES;
+		if (socks_watch_parent(c) < 0) {
+			socks_fail(c, SOCKS5_FAILURE, "epoll_ctl");
+			return;
+		}
+	}
 	c->c_budget_resume = socks_on_budget;
 	c->c_req.status = SOCKS5_OK;
 	n = socks5_fmt_reply(b, SOCKS5_OK, (struct sockaddr *)&bound.sa);
 	socks_reply(c, b, n, SN_UDP);
 }
 
-/* ACCESS passed: UDP ASSOCIATE opens a relay instead of dialing. */
+/* ACCESS passed: UDP ASSOCIATE opens a relay instead of dialing; through
+ * a parent, once the parent's own association is up (parent_udp_open),
+ * so the client hears success only when datagrams can flow. */
 static bool
 socks_access_ok(struct pt_conn *c)
 {
+	const struct parent_route	*r = c->c_route;
+
 	if (!socks_st(c)->udp)
 		return true;
-	socks_start_udp(c);
+	if (r != NULL && r->via != NULL && r->parent != VIA_DIRECT)
+		parent_udp_open(c, socks_start_udp);
+	else
+		socks_start_udp(c, NULL);
 	return false;
 }
 

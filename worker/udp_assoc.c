@@ -44,6 +44,17 @@
  * all: a limited direction reads one at a time, the last one may go past
  * the budget (conn.c keeps that as debt), and a spent direction's sockets
  * leave the (level-triggered) epoll set until the module adds more.
+ *
+ * Through a parent (udp_assoc_via: the association portico opened with a
+ * SOCKS5 parent, worker/parent_dial.c) every datagram goes to the
+ * parent's relay with a SOCKS5 UDP header naming its destination, sent
+ * from the same remote-facing socket (so from the same egress), and only
+ * the relay may answer: its datagrams already carry the header naming
+ * their source, and reach the client as they came. The client's
+ * datagrams are checked and judged as they are without a parent; a name
+ * goes to the parent as the name (it resolves it, so DATAGRAM judges the
+ * name only, as DIAL does for a CONNECT through a parent) unless the
+ * parent has resolve = "local".
  */
 #include "config.h"
 
@@ -64,6 +75,7 @@
 #include "worker/dns.h"
 #include "worker/loop.h"
 #include "worker/outbound.h"
+#include "worker/parent_wire.h"
 #include "worker/phase.h"
 #include "worker/pool.h"
 #include "worker/socks_parse.h"
@@ -154,6 +166,12 @@ struct udp_assoc {
 	uint32_t		 peer_clock;
 	uint32_t		 peer_used[UDP_PEERS];
 	struct in6_addr		 peers[UDP_PEERS];
+	/* Through a parent (udp_assoc_via): its relay, where every
+	 * datagram goes and the only source that may answer; whether
+	 * names are resolved here (the parent's resolve = "local"). */
+	bool			 via;
+	bool			 via_resolve;
+	struct pt_addr		 relay;
 	struct loop_task	 reap;		/* back to the pool, later */
 };
 
@@ -162,8 +180,11 @@ static struct mmsghdr		 udp_in[UDP_BATCH];
 static struct iovec		 udp_in_iov[UDP_BATCH];
 static struct sockaddr_storage	 udp_from[UDP_BATCH];
 static struct mmsghdr		 udp_out[2][UDP_BATCH];
-static struct iovec		 udp_out_iov[2][UDP_BATCH];
+/* [0] a header written here (to a parent's relay), [1] the payload. */
+static struct iovec		 udp_out_iov[2][UDP_BATCH][2];
 static struct sockaddr_storage	 udp_to[2][UDP_BATCH];
+static uint8_t			 udp_out_hdr[2][UDP_BATCH][SOCKS5C_REQUEST_MAX];
+static uint16_t			 udp_out_hl[2][UDP_BATCH];
 static unsigned			 udp_nout[2];
 static struct pool		 udp_assoc_pool;
 static struct pool		 udp_pend_pool;
@@ -542,7 +563,8 @@ udp_peer_note(struct udp_assoc *a, const struct sockaddr_storage *to)
 	struct in6_addr	 key;
 	int		 i, old = 0;
 
-	if (a->replies_any)
+	/* Through a parent only its relay answers (udp_from_relay). */
+	if (a->replies_any || a->via)
 		return;
 	udp_peer_key(to, &key);
 	if ((i = udp_peer_find(a, &key)) < 0) {
@@ -572,23 +594,30 @@ udp_peer_known(struct udp_assoc *a, const struct sockaddr_storage *from)
 	return udp_peer_find(a, &key) >= 0;
 }
 
-/* Queues one datagram for the remote socket of its family. */
+/* Queues one datagram for the remote socket of its family: <data>, after
+ * the <hl> header bytes written in its udp_out_hdr slot (0: none). */
 static void
 udp_queue(struct udp_assoc *a, const struct sockaddr_storage *to,
-    socklen_t tolen, const char *data, size_t len)
+    socklen_t tolen, size_t hl, const char *data, size_t len)
 {
 	int		 f = udp_family_idx(to->ss_family);
 	unsigned	 k = udp_nout[f];
+	struct iovec	*iov = udp_out_iov[f][k];
 
 	udp_peer_note(a, to);
 	memcpy(&udp_to[f][k], to, tolen);
-	udp_out_iov[f][k].iov_base = (void *)(uintptr_t)data;
-	udp_out_iov[f][k].iov_len = len;
+	iov[0].iov_base = udp_out_hdr[f][k];
+	iov[0].iov_len = hl;
+	iov[1].iov_base = (void *)(uintptr_t)data;
+	iov[1].iov_len = len;
 	memset(&udp_out[f][k].msg_hdr, 0, sizeof(udp_out[f][k].msg_hdr));
 	udp_out[f][k].msg_hdr.msg_name = &udp_to[f][k];
 	udp_out[f][k].msg_hdr.msg_namelen = tolen;
-	udp_out[f][k].msg_hdr.msg_iov = &udp_out_iov[f][k];
-	udp_out[f][k].msg_hdr.msg_iovlen = 1;
+	udp_out[f][k].msg_hdr.msg_iov = hl > 0 ? iov : iov + 1;
+	udp_out[f][k].msg_hdr.msg_iovlen = hl > 0 ? 2 : 1;
+	/* Left alone by a send that fails: 0 counts no bytes. */
+	udp_out[f][k].msg_len = 0;
+	udp_out_hl[f][k] = (uint16_t)hl;
 	udp_nout[f] = k + 1;
 }
 
@@ -600,6 +629,26 @@ udp_drop(struct udp_assoc *a, enum counter_id why, unsigned n)
 		return;
 	a->dropped += n;
 	counters_add(why, n);
+}
+
+/* Queues one datagram to destination <d> through the parent's relay,
+ * behind the header naming <d> (its name, or its address). */
+static void
+udp_queue_via(struct udp_assoc *a, const struct socks_dest *d,
+    const char *data, size_t len)
+{
+	int		 f = udp_family_idx(a->relay.sa.ss_family);
+	ssize_t		 hl;
+
+	hl = socks5c_udp_header(udp_out_hdr[f][udp_nout[f]],
+	    sizeof(udp_out_hdr[f][0]), d->name.ptr, d->name.len,
+	    d->atyp == SOCKS_ATYP_DOMAIN ? NULL :
+	    (const struct sockaddr *)&d->addr.sa, d->port);
+	if (hl < 0) {
+		udp_drop(a, CTR_UDP_DROP_INVALID, 1);
+		return;
+	}
+	udp_queue(a, &a->relay.sa, a->relay.len, (size_t)hl, data, len);
 }
 
 /*
@@ -633,7 +682,7 @@ static void
 udp_flush(struct udp_assoc *a)
 {
 	uint64_t	 bytes;
-	unsigned	 lost;
+	unsigned	 lost, i;
 	int		 f, fd;
 
 	for (f = 0; f < 2; f++) {
@@ -642,8 +691,14 @@ udp_flush(struct udp_assoc *a)
 		fd = udp_remote_fd(a, f == 1 ? AF_INET6 : AF_INET);
 		if (fd >= 0) {
 			lost = 0;
-			bytes = udp_send_batch(fd, udp_out[f], udp_nout[f],
+			(void)udp_send_batch(fd, udp_out[f], udp_nout[f],
 			    &lost);
+			/* Payloads: a header for the parent is ours. */
+			bytes = 0;
+			for (i = 0; i < udp_nout[f]; i++)
+				if (udp_out[f][i].msg_len > udp_out_hl[f][i])
+					bytes += udp_out[f][i].msg_len -
+					    udp_out_hl[f][i];
 			a->conn->c_req.bytes_in += bytes;
 			counters_add(CTR_BYTES_IN, (int64_t)bytes);
 			counters_add(CTR_UDP_UP, udp_nout[f] - lost);
@@ -663,7 +718,10 @@ udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
     uint16_t port)
 {
 	struct sockaddr_storage	 to;
-	ssize_t			 n;
+	uint8_t			 hdr[SOCKS5C_REQUEST_MAX];
+	struct iovec		 iov[2];
+	struct msghdr		 m;
+	ssize_t			 n, hl = 0;
 	int			 fd, k;
 
 	if (res == NULL || res->naddrs == 0)
@@ -677,13 +735,32 @@ udp_send_resolved(struct udp_assoc *a, const struct dns_result *res,
 	}
 	((struct sockaddr_in *)&to)->sin_port = htons(port);
 	udp_peer_note(a, &to);
-	fd = udp_remote_fd(a, to.ss_family);
-	n = fd < 0 ? -1 : sendto(fd, data, len, MSG_DONTWAIT,
-	    (struct sockaddr *)&to, res->addrs[k].len);
+	memset(&m, 0, sizeof(m));
+	m.msg_name = &to;
+	m.msg_namelen = res->addrs[k].len;
+	/* Through a parent that wants addresses: to its relay, the
+	 * address in the header. */
+	if (a->via) {
+		hl = socks5c_udp_header(hdr, sizeof(hdr), NULL, 0,
+		    (const struct sockaddr *)&to, port);
+		m.msg_name = &a->relay.sa;
+		m.msg_namelen = a->relay.len;
+	}
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = hl > 0 ? (size_t)hl : 0;
+	iov[1].iov_base = (void *)(uintptr_t)data;
+	iov[1].iov_len = len;
+	m.msg_iov = hl > 0 ? iov : iov + 1;
+	m.msg_iovlen = hl > 0 ? 2 : 1;
+	fd = hl < 0 ? -1 : udp_remote_fd(a,
+	    ((const struct sockaddr *)m.msg_name)->sa_family);
+	n = fd < 0 ? -1 : sendmsg(fd, &m, MSG_DONTWAIT);
 	if (n < 0) {
 		udp_drop(a, CTR_UDP_DROP_SEND, 1);
 		return;
 	}
+	/* A datagram goes whole or not at all: the payload's bytes. */
+	n = (ssize_t)len;
 	a->conn->c_req.bytes_in += (uint64_t)n;
 	counters_add(CTR_BYTES_IN, n);
 	counters_add(CTR_UDP_UP, 1);
@@ -835,13 +912,24 @@ udp_on_client(struct loop_io *io, uint32_t events)
 		    len - h.len))
 			continue;
 		paid += len - h.len;
-		if (h.dest.atyp == SOCKS_ATYP_DOMAIN)
+		if (h.dest.atyp == SOCKS_ATYP_DOMAIN && a->via &&
+		    !a->via_resolve) {
+			/* The parent resolves it: judged by name only. */
+			if (udp_name_allowed(a, h.dest.name.ptr,
+			    h.dest.name.len, h.dest.port))
+				udp_queue_via(a, &h.dest, p + h.len,
+				    len - h.len);
+			else
+				udp_denied(a);
+		} else if (h.dest.atyp == SOCKS_ATYP_DOMAIN)
 			udp_to_name(a, &h.dest, p + h.len, len - h.len);
 		else if (!udp_addr_allowed(a, &h.dest.addr.sa, h.dest.port))
 			udp_denied(a);
+		else if (a->via)
+			udp_queue_via(a, &h.dest, p + h.len, len - h.len);
 		else
 			udp_queue(a, (const struct sockaddr_storage *)
-			    &h.dest.addr.sa, h.dest.addr.len, p + h.len,
+			    &h.dest.addr.sa, h.dest.addr.len, 0, p + h.len,
 			    len - h.len);
 	}
 	udp_flush(a);
@@ -850,7 +938,67 @@ udp_on_client(struct loop_io *io, uint32_t events)
 		loop_io_set(io, 0);
 }
 
-/* Destinations -> client, each wrapped in the header naming its source. */
+/* Is <from> the parent's relay (address and port)? */
+static bool
+udp_from_relay(const struct udp_assoc *a, const struct sockaddr_storage *from)
+{
+	return udp_same_ip(from, &a->relay.sa) &&
+	    sockaddr_port((const struct sockaddr *)from) ==
+	    sockaddr_port((const struct sockaddr *)&a->relay.sa);
+}
+
+/*
+ * Datagram <i> of the batch as the client is to get it: *<hlen> header
+ * bytes from *<start>, then *<plen> bytes of payload. Without a parent
+ * the header naming the source is written in front of the payload;
+ * from a parent's relay it came with one, which is checked and kept.
+ * False when the datagram is dropped (counted).
+ */
+static bool
+udp_reply_frame(struct udp_assoc *a, int i, char **start, size_t *hlen,
+    size_t *plen)
+{
+	struct socks5_udp_header	 h;
+	uint8_t				 hdr[UDP_HDR_MAX];
+	char				*data = udp_in_iov[i].iov_base;
+	size_t				 len = udp_in[i].msg_len;
+
+	if (a->via ? !udp_from_relay(a, &udp_from[i]) :
+	    !udp_peer_known(a, &udp_from[i])) {
+		udp_drop(a, CTR_UDP_DROP_UNSOLICITED, 1);
+		return false;
+	}
+	if (a->via) {
+		if (udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			udp_drop(a, CTR_UDP_DROP_TOO_BIG, 1);
+			return false;
+		}
+		/* Fragments are not reassembled here either. */
+		if (socks5_parse_udp((const uint8_t *)data, len, &h) !=
+		    PARSE_OK || h.frag != 0) {
+			udp_drop(a, CTR_UDP_DROP_INVALID, 1);
+			return false;
+		}
+		*start = data;
+		*hlen = h.len;
+		*plen = len - h.len;
+		return true;
+	}
+	*hlen = socks5_fmt_udp_header(hdr, (const struct sockaddr *)
+	    &udp_from[i]);
+	/* With our header it must still fit one datagram. */
+	if ((udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) ||
+	    *hlen + len > 65507) {
+		udp_drop(a, CTR_UDP_DROP_TOO_BIG, 1);
+		return false;
+	}
+	memcpy(data - *hlen, hdr, *hlen);
+	*start = data - *hlen;
+	*plen = len;
+	return true;
+}
+
+/* Destinations -> client, each with the header naming its source. */
 static void
 udp_on_remote(struct loop_io *io, uint32_t events)
 {
@@ -858,9 +1006,9 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 	struct udp_assoc	*a = r->assoc;
 	struct mmsghdr		 out[UDP_BATCH];
 	struct iovec		 iov[UDP_BATCH];
-	uint8_t			 hdr[UDP_HDR_MAX], hl[UDP_BATCH];
-	char			*data;
-	size_t			 hlen;
+	uint16_t		 hl[UDP_BATCH];
+	char			*start;
+	size_t			 hlen, plen;
 	uint64_t		 bytes, paid = 0;
 	unsigned		 lost;
 	int			 i, n, k = 0;
@@ -876,25 +1024,12 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		return;
 	a->conn->c_last_active = loop_now();
 	for (i = 0; i < n; i++) {
-		if (!udp_peer_known(a, &udp_from[i])) {
-			udp_drop(a, CTR_UDP_DROP_UNSOLICITED, 1);
+		if (!udp_reply_frame(a, i, &start, &hlen, &plen))
 			continue;
-		}
-		hlen = socks5_fmt_udp_header(hdr,
-		    (const struct sockaddr *)&udp_from[i]);
-		/* With our header it must still fit one datagram. */
-		if ((udp_in[i].msg_hdr.msg_flags & MSG_TRUNC) ||
-		    hlen + udp_in[i].msg_len > 65507) {
-			udp_drop(a, CTR_UDP_DROP_TOO_BIG, 1);
+		if (a->per_datagram && !udp_datagram_ok(a, PT_DIR_DOWN, plen))
 			continue;
-		}
-		if (a->per_datagram && !udp_datagram_ok(a, PT_DIR_DOWN,
-		    udp_in[i].msg_len))
-			continue;
-		data = udp_in_iov[i].iov_base;
-		memcpy(data - hlen, hdr, hlen);
-		iov[k].iov_base = data - hlen;
-		iov[k].iov_len = hlen + udp_in[i].msg_len;
+		iov[k].iov_base = start;
+		iov[k].iov_len = hlen + plen;
 		memset(&out[k].msg_hdr, 0, sizeof(out[k].msg_hdr));
 		out[k].msg_hdr.msg_name = &a->client;
 		out[k].msg_hdr.msg_namelen = a->client.ss_family == AF_INET6 ?
@@ -902,8 +1037,8 @@ udp_on_remote(struct loop_io *io, uint32_t events)
 		out[k].msg_hdr.msg_iov = &iov[k];
 		out[k].msg_hdr.msg_iovlen = 1;
 		out[k].msg_len = 0;
-		hl[k] = (uint8_t)hlen;
-		paid += udp_in[i].msg_len;
+		hl[k] = (uint16_t)hlen;
+		paid += plen;
 		k++;
 	}
 	conn_budget_take(a->conn, PT_DIR_DOWN, paid);
@@ -991,6 +1126,15 @@ udp_assoc_open(struct pt_conn *c, const struct sockaddr_storage *local,
 fail:
 	pool_put(&udp_assoc_pool, a);
 	return NULL;
+}
+
+void
+udp_assoc_via(struct udp_assoc *a, const struct pt_addr *relay,
+    bool resolve_local)
+{
+	a->via = true;
+	a->via_resolve = resolve_local;
+	a->relay = *relay;
 }
 
 static void

@@ -23,6 +23,17 @@ struct udp_assoc;
 struct udp_assoc *udp_assoc_open(struct pt_conn *c,
 		    const struct sockaddr_storage *local, uint16_t client_port,
 		    const struct pt_addr *advertise, struct pt_addr *bound_out);
+/*
+ * Sends every datagram of <a> through a parent's UDP relay at <relay>
+ * (an association portico opened with a SOCKS5 parent), each with a
+ * SOCKS5 UDP header naming its destination, and takes datagrams from
+ * that address only, passing their header (naming the source) on to the
+ * client as it is. <resolve_local>: names are resolved here, judged with
+ * their address, and sent to the parent as that address; else sent as
+ * names, judged by name only. Before the first datagram. Worker.
+ */
+void		 udp_assoc_via(struct udp_assoc *a, const struct pt_addr *relay,
+		    bool resolve_local);
 /* Watches or ignores its sockets as their direction's budget allows
  * (a spent budget got more). NULL is fine. */
 void		 udp_assoc_budget(struct udp_assoc *a);

@@ -701,6 +701,71 @@ test_parent_socks5_request_names(void)
 	    NULL, 80), -1);
 }
 
+/* The header of a datagram through the parent's relay, read back by the
+ * server side's own parser (worker/socks_parse.c) with the payload behind
+ * it. */
+static void
+test_parent_socks5_udp_header(void)
+{
+	struct sockaddr_in		 sin = sin_of("192.0.2.1", 9);
+	struct sockaddr_in6		 sin6 = sin6_of("2001:db8::1", 9);
+	struct sockaddr_in6		 mapped = sin6_of("::ffff:192.0.2.7", 9);
+	struct socks5_udp_header	 h;
+	uint8_t				 out[SOCKS5C_REQUEST_MAX + 4];
+	uint8_t				*b;
+	char				 name[256], text[SOCKADDR_STRLEN];
+	ssize_t				 n;
+
+	n = socks5c_udp_header(out, sizeof(out), NULL, 0,
+	    (struct sockaddr *)&sin, 53);
+	CHECK_BYTES("IPv4", n, out,
+	    LIT("\x00\x00\x00\x01\xc0\x00\x02\x01\x00\x35"));
+	memcpy(out + n, "data", 4);
+	CU_ASSERT_EQUAL_FATAL(socks5_parse_udp(out, (size_t)n + 4, &h),
+	    PARSE_OK);
+	CU_ASSERT(h.frag == 0 && h.len == (size_t)n && h.dest.port == 53);
+	CU_ASSERT_STRING_EQUAL(sockaddr_fmt((struct sockaddr *)&h.dest.addr.sa,
+	    text, sizeof(text)), "192.0.2.1:53");
+
+	n = socks5c_udp_header(out, sizeof(out), NULL, 0,
+	    (struct sockaddr *)&sin6, 443);
+	CHECK_BYTES("IPv6", n, out, LIT("\x00\x00\x00\x04"
+	    "\x20\x01\x0d\xb8\0\0\0\0\0\0\0\0\0\0\0\x01" "\x01\xbb"));
+	n = socks5c_udp_header(out, sizeof(out), NULL, 0,
+	    (struct sockaddr *)&mapped, 7);
+	CHECK_BYTES("IPv4-mapped", n, out,
+	    LIT("\x00\x00\x00\x01\xc0\x00\x02\x07\x00\x07"));
+
+	n = socks5c_udp_header(out, sizeof(out), LIT("localhost"), NULL, 7);
+	CHECK_BYTES("name", n, out,
+	    LIT("\x00\x00\x00\x03\x09" "localhost" "\x00\x07"));
+	memcpy(out + n, "x", 1);
+	CU_ASSERT_EQUAL_FATAL(socks5_parse_udp(out, (size_t)n + 1, &h),
+	    PARSE_OK);
+	CU_ASSERT(h.dest.atyp == SOCKS_ATYP_DOMAIN && h.dest.name.len == 9 &&
+	    memcmp(h.dest.name.ptr, "localhost", 9) == 0 &&
+	    h.len == (size_t)n);
+
+	/* The longest, at an exact cap and one short of it. */
+	memset(name, 'a', sizeof(name));
+	b = malloc(SOCKS5C_REQUEST_MAX);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_EQUAL(socks5c_udp_header(b, SOCKS5C_REQUEST_MAX, name, 255,
+	    NULL, 80), SOCKS5C_REQUEST_MAX);
+	free(b);
+	b = malloc(SOCKS5C_REQUEST_MAX - 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_EQUAL(socks5c_udp_header(b, SOCKS5C_REQUEST_MAX - 1, name,
+	    255, NULL, 80), -1);
+	free(b);
+	CU_ASSERT_EQUAL(socks5c_udp_header(out, sizeof(out), name, 256, NULL,
+	    80), -1);
+	CU_ASSERT_EQUAL(socks5c_udp_header(out, sizeof(out), NULL, 0, NULL,
+	    80), -1);
+	CU_ASSERT_EQUAL(socks5c_udp_header(out, 9, NULL, 0,
+	    (struct sockaddr *)&sin, 80), -1);
+}
+
 static void
 test_parent_socks5_reply_outputs(void)
 {
@@ -930,6 +995,7 @@ register_parent_wire_suite(void)
 	    test_parent_socks5_request_addresses);
 	CU_add_test(s, "socks5_request_names",
 	    test_parent_socks5_request_names);
+	CU_add_test(s, "socks5_udp_header", test_parent_socks5_udp_header);
 	CU_add_test(s, "socks5_reply_outputs",
 	    test_parent_socks5_reply_outputs);
 	CU_add_test(s, "socks5_rep_http_status",
