@@ -779,11 +779,7 @@ parent_on_dial(struct pt_conn *c, enum pt_verdict v)
 {
 	struct parent_route	*r = c->c_route;
 
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR)
-		memset(&c->c_req.target, 0, sizeof(c->c_req.target));
-	if (target_refused(c, PT_PHASE_DIAL, v))
-		return;
-	if (!target_may_dial(c))
+	if (!target_dial_passed(c, v))
 		return;
 	if (!c->c_target.reused) {
 		parent_resolve_parent(c);

@@ -223,13 +223,30 @@ target_established(struct pt_conn *c, bool fresh)
 	phase_run(c, PT_PHASE_ESTABLISHED, target_on_established);
 }
 
-bool
+/* About to connect after a wait: whether the protocol still wants to
+ * (ops->may_dial); false when it ended the connection. */
+static bool
 target_may_dial(struct pt_conn *c)
 {
 	const struct target	*t = &c->c_target;
 
 	return t->ops->may_dial == NULL || !target_waited(c) ||
 	    t->ops->may_dial(c);
+}
+
+bool
+target_dial_passed(struct pt_conn *c, enum pt_verdict v)
+{
+	/* Refused before any connect: nothing was reached, so LOG sees no
+	 * target (the access log's upstream is what was connected to; the
+	 * refusal's reason says why). */
+	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR)
+		memset(&c->c_req.target, 0, sizeof(c->c_req.target));
+	if (target_refused(c, PT_PHASE_DIAL, v))
+		return false;
+	/* Only after a wait: the client had no time to leave otherwise,
+	 * and the common path costs nothing more. */
+	return target_may_dial(c);
 }
 
 static void	target_on_dialed(struct pt_conn *c, int err);
@@ -326,16 +343,7 @@ target_on_dial(struct pt_conn *c, enum pt_verdict v)
 {
 	struct target	*t = &c->c_target;
 
-	/* Refused before any connect: nothing was reached, so LOG sees no
-	 * target (the access log's upstream is what was connected to; the
-	 * refusal's reason says why). */
-	if (v == PT_VERDICT_DENY || v == PT_VERDICT_ERROR)
-		memset(&c->c_req.target, 0, sizeof(c->c_req.target));
-	if (target_refused(c, PT_PHASE_DIAL, v))
-		return;
-	/* Only after a wait: the client had no time to leave otherwise,
-	 * and the common path costs nothing more. */
-	if (!target_may_dial(c))
+	if (!target_dial_passed(c, v))
 		return;
 	/* A DIAL hook (an acl rule judging the address) may have chosen
 	 * an egress the kept upstream does not leave from. */

@@ -112,9 +112,9 @@ void	 target_go(struct pt_conn *c);
  * ESTABLISHED, then the protocol's established(). <fresh>: a new
  * socket. */
 void	 target_established(struct pt_conn *c, bool fresh);
-/* About to connect after a wait: whether the protocol still wants to
- * (ops->may_dial); false when it ended the connection. */
-bool	 target_may_dial(struct pt_conn *c);
+/* DIAL said <v>: a refusal is handled (false), as is a client that left
+ * while it ran; true when the connect may go ahead. */
+bool	 target_dial_passed(struct pt_conn *c, enum pt_verdict v);
 /* A fresh connection for a request whose kept one failed (HTTP's one
  * retry): to the same parent, or the target resolved again. */
 void	 target_redial(struct pt_conn *c);
