@@ -78,11 +78,14 @@ http_upstream_close(struct pt_conn *c)
  * possibly behind it, and one peek tells.
  */
 static bool
-http_upstream_clean(struct conn_side *up)
+http_upstream_clean(struct pt_conn *c, struct conn_side *up)
 {
 	char	 b;
 
-	if (up->hup)
+	/* Through TLS, bytes decrypted and not read count too; a record
+	 * waiting in the socket is seen by the peek below, and is as
+	 * unwanted as any byte. */
+	if (up->hup || conn_pending(c, up) > 0)
 		return false;
 	if (!(up->ready & EPOLLIN))
 		return true;
@@ -140,8 +143,11 @@ http_unpark(struct pt_conn *c)
 	h->parked = false;
 	if (up->io.fd < 0)
 		return;
-	/* Something came while it was parked: stray bytes or a close. */
-	if (up->hup || (up->ready & EPOLLIN) || a == NULL) {
+	/* Something came while it was parked: stray bytes or a close. A
+	 * TLS session (an https parent's) stays with its client connection:
+	 * the pool keeps plain sockets only. */
+	if (up->hup || (up->ready & EPOLLIN) || a == NULL ||
+	    c->c_up_transport != NULL) {
 		http_upstream_close(c);
 		return;
 	}
@@ -158,19 +164,20 @@ http_origin_done(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct conn_side	*up = &c->c_side[SIDE_UPSTREAM];
 
-	/* Not one with a transport (an https parent's TLS): the pool
-	 * keeps sockets only, and a peek sees records, not bytes. Not a
-	 * tunnel through a SOCKS parent (a parent that is not the HTTP
-	 * peer) either: it reaches one origin, but would be parked and
-	 * pooled under the origin's name alone, where a request routed
-	 * otherwise (direct, or another parent) would ride on it. */
-	if (up->io.fd >= 0 && c->c_up_transport == NULL &&
+	/* One with a transport (an https parent's TLS) is kept for this
+	 * client connection's next request only (http_unpark closes it:
+	 * the pool keeps plain sockets). Not a tunnel through a SOCKS
+	 * parent (a parent that is not the HTTP peer): it reaches one
+	 * origin, but would be parked and pooled under the origin's name
+	 * alone, where a request routed otherwise (direct, or another
+	 * parent) would ride on it. */
+	if (up->io.fd >= 0 &&
 	    h->origin_keep && h->req.body_done &&
 	    h->resp.body_done && h->resp.in_raw == h->resp.in_len &&
 	    http_up_shareable(h) &&
 	    http_conf->http.upstream_keepalive > 0 &&
 	    (c->c_parent == 0 || h->up_parent != 0) &&
-	    http_upstream_clean(up)) {
+	    http_upstream_clean(c, up)) {
 		/* The next request on this client connection most likely
 		 * goes to the same origin: keep the upstream parked here,
 		 * still registered, and pool it only when it is not. */
@@ -411,7 +418,8 @@ http_access_ok(struct pt_conn *c)
 		http_route_client_via(c);
 	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup &&
 	    h->up_parent == http_route_parent(c) &&
-	    !(up->ready & EPOLLIN) && target_addr(c) != NULL &&
+	    !(up->ready & EPOLLIN) && conn_pending(c, up) == 0 &&
+	    target_addr(c) != NULL &&
 	    outbound_fits(c, target_addr(c), &c->c_up_local)) {
 		/* Same origin as the last request, or the same parent
 		 * (http_origin_target pooled it otherwise), and nothing came

@@ -233,6 +233,27 @@ def chain(t, ca, b_port, origin, echo):
     t.check(req_n == 4 and fail_n == 0,
             "/metrics: the parent carried the 4 transactions, no failure",
             lambda: ["requests %s failures %s" % (req_n, fail_n)])
+
+    # Keep-alive: a client's GETs ride on one TLS connection to the
+    # parent (one handshake, counted once in the connect histogram).
+    before = metric(stat, "portico_parent_connect_seconds_count", "s")
+    conn = H.Conn.to(a_port, timeout=ptest.bound(10))
+    got = []
+    try:
+        for i in range(3):
+            conn.send(H.request_bytes("GET", origin.url + "/ka-%d" % i,
+                                      [("Host", "127.0.0.1:%d"
+                                        % origin.port)]))
+            rr = H.read_response(conn)
+            got.append(rr.status if rr else None)
+    except Exception as e:  # noqa: BLE001
+        got.append(str(e))
+    conn.close()
+    after = metric(stat, "portico_parent_connect_seconds_count", "s")
+    t.check(got == [200] * 3 and before is not None and after is not None
+            and after - before == 1,
+            "keep-alive: three GETs of one client connection ride on one "
+            "TLS connection to the parent", lambda: [got, before, after])
     t.stop_portico(a)
 
 
