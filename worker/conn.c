@@ -488,9 +488,8 @@ conn_reap_list_free(void)
 			pool_put(pool_of(c->c_proxy), c->c_proxy);
 		if (c->c_rest != NULL)
 			pool_put(pool_of(c->c_rest), c->c_rest);
-		/* Its dial stopped with the protocol (target_stop). */
-		if (c->c_route != NULL)
-			pool_put(pool_of(c->c_route), c->c_route);
+		if (c->c_route != NULL && conn_up.release_route != NULL)
+			conn_up.release_route(c);
 		pool_put(&conn_pool, c);
 		freed = true;
 	}

@@ -159,6 +159,9 @@ struct conn_upcalls {
 	void	(*release_dirs)(struct pt_conn *c);
 	/* accept_pause_nofile: for conn_pool_nofile. */
 	void	(*nofile)(void);
+	/* parent_route_release: a route through parents goes with its
+	 * connection, with what its handshake held. */
+	void	(*release_route)(struct pt_conn *c);
 };
 
 struct pt_conn {

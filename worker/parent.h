@@ -23,9 +23,6 @@ struct dns_query;
 /* parent_route.parent when no member is left to try. */
 #define PARENT_NONE		(-2)
 
-/* The largest handshake portico sends a parent: a CONNECT with a name
- * of 255 bytes, Basic credentials of 255 + 255, and a Via list. */
-#define PARENT_OUT_MAX		4096
 
 /*
  * How a UDP ASSOCIATE through a route (parent_udp_open) ends well:
@@ -61,7 +58,11 @@ struct parent_route {
 	int			 http_status;	/* the parent's CONNECT answer */
 	uint16_t		 out_len, out_off;
 	uint16_t		 rbuf_len;	/* a head read through TLS */
-	uint8_t			 out[PARENT_OUT_MAX];
+	/* The handshake's bytes, sent and (through TLS) read: a small
+	 * buffer (buf.h, relay.buffer_size, 4 KiB at least) held only
+	 * while a handshake runs, so a route kept for a client's next
+	 * request costs a few hundred bytes. NULL otherwise. */
+	uint8_t			*out;
 	/* The client's Via entries for a CONNECT (loops go through
 	 * CONNECT too), NUL-terminated, or empty. */
 	char			 client_via[256];
@@ -142,6 +143,9 @@ void	 parent_reuse(struct pt_conn *c);
  * TARGET_FAIL_NO_PARENT. Worker.
  */
 void	 parent_udp_open(struct pt_conn *c, parent_udp_fn done);
+/* Gives back what a handshake held (conn.c's reap: the route goes
+ * with the connection, whatever stage it stopped at). */
+void	 parent_route_release(struct pt_conn *c);
 /* Stops a dial in progress (resolving the parent). Idempotent. */
 void	 parent_dial_stop(struct pt_conn *c);
 /* The pool key of an upstream to parent <p> ("\1name"): no host a

@@ -36,12 +36,14 @@
 #include "common/counters.h"
 #include "worker/conn.h"
 #include "worker/dial.h"
+#include "worker/buf.h"
 #include "worker/dns.h"
 #include "worker/host.h"
 #include "worker/http_parse.h"
 #include "worker/loop.h"
 #include "worker/parent_wire.h"
 #include "worker/phase.h"
+#include "worker/pool.h"
 #include "worker/proxy_header.h"
 #include "worker/socks_parse.h"
 #include "worker/target.h"
@@ -85,6 +87,24 @@ parent_pool_key(const struct conf_parent *p, char *buf, size_t cap)
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
+/* The handshake's buffer, taken when the first message is written. */
+static bool
+parent_out_get(struct parent_route *r)
+{
+	if (r->out == NULL)
+		r->out = (uint8_t *)buf_get(BUF_SMALL);
+	return r->out != NULL;
+}
+
+static void
+parent_out_put(struct parent_route *r)
+{
+	buf_put((char *)r->out);
+	r->out = NULL;
+	r->out_len = r->out_off = 0;
+	r->rbuf_len = 0;
+}
+
 void
 parent_dial_stop(struct pt_conn *c)
 {
@@ -94,6 +114,20 @@ parent_dial_stop(struct pt_conn *c)
 		dns_cancel(r->dns);
 		r->dns = NULL;
 	}
+	if (r != NULL)
+		parent_out_put(r);
+}
+
+void
+parent_route_release(struct pt_conn *c)
+{
+	struct parent_route	*r = c->c_route;
+
+	if (r == NULL)
+		return;
+	parent_dial_stop(c);
+	pool_put(pool_of(r), r);
+	c->c_route = NULL;
 }
 
 static void
@@ -125,6 +159,7 @@ parent_next(struct pt_conn *c, int err, const char *why)
 
 	parent_failed(r->parent);
 	parent_close_upstream(c);
+	parent_out_put(r);
 	snprintf(reason, sizeof(reason), "parent \"%s\": %s", p->name, why);
 	pt_clog(c, PT_LOG_INFO, "%s", reason);
 	r->step = PS_IDLE;
@@ -168,6 +203,7 @@ parent_refused(struct pt_conn *c, bool timeout, const char *fmt, ...)
 	parent_succeeded(c->c_route->parent, counters_now_us() - c->c_dial_us);
 	parent_close_upstream(c);
 	c->c_route->step = PS_IDLE;
+	parent_out_put(c->c_route);
 	c->c_target.ops->fail(c, TARGET_FAIL_PARENT_REFUSED,
 	    timeout ? ETIMEDOUT : ECONNREFUSED);
 }
@@ -188,6 +224,7 @@ parent_done(struct pt_conn *c, bool more_waiting)
 
 	pt_timer_stop(&c->c_timer);
 	r->step = PS_IDLE;
+	parent_out_put(r);
 	c->c_parent = r->parent + 1;
 	/* What the upstream leg is connected to, as for a direct one: a
 	 * kept-alive connection is pooled under it (http_origin.c). */
@@ -233,6 +270,11 @@ parent_out(struct pt_conn *c, const void *b, size_t n, uint8_t step)
 {
 	struct parent_route	*r = c->c_route;
 
+	if (!parent_out_get(r) || n > buf_size((char *)r->out)) {
+		parent_refused(c, false, "cannot be sent a handshake (out of "
+		    "buffers)");
+		return;
+	}
 	memcpy(r->out, b, n);
 	r->out_len = (uint16_t)n;
 	r->out_off = 0;
@@ -262,7 +304,9 @@ parent_send_connect(struct pt_conn *c)
 	    pseudo != NULL ? "1.1 " : "", pseudo != NULL ? pseudo : "");
 	if (pseudo != NULL)
 		strncat(extra, "\r\n", sizeof(extra) - strlen(extra) - 1);
-	n = parent_http_connect((char *)r->out, sizeof(r->out),
+	if (!parent_out_get(r))
+		return false;
+	n = parent_http_connect((char *)r->out, buf_size((char *)r->out),
 	    c->c_req.host.ptr, c->c_req.host.len, c->c_req.port, extra);
 	if (n < 0)
 		return false;
@@ -411,7 +455,8 @@ parent_http_reply(struct pt_conn *c)
 	 * route's own buffer, the handshake's request being sent. */
 	char			*b = plain_rx(c) ? peeked : (char *)r->out;
 	size_t			 cap = plain_rx(c) ? sizeof(peeked) :
-				    sizeof(r->out);
+				    buf_size((char *)r->out) < PARENT_REPLY_MAX ?
+				    buf_size((char *)r->out) : PARENT_REPLY_MAX;
 	struct pt_str		 method = { "CONNECT", 7 };
 	bool			 plain = plain_rx(c);
 	ssize_t			 n;

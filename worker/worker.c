@@ -61,6 +61,7 @@ static const struct conn_upcalls worker_conn_upcalls = {
 	.run_phase = phase_run,
 	.release_dirs = relay_release,
 	.nofile = accept_pause_nofile,
+	.release_route = parent_route_release,
 };
 
 int
