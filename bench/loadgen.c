@@ -431,6 +431,8 @@ usage(FILE *f)
 "  writes --payload bytes (16384 unless given), waits until as many came\n"
 "  back, writes the next; a round trip counts as a request and is one\n"
 "  latency sample)\n"
+"  --date (serve: --http answers carry a Date field, as real origins'\n"
+"  do; without it none)\n"
 "  --write BYTES (serve, 1..1048576: each send() of the --tcp-source, and\n"
 "  the --tcp-echo's read and write; without it 64 KiB sends, 16 KiB echo)\n"
 "  --tls (TLS to the proxy: an HTTPS proxy; TLS 1.3, TLS_AES_128_GCM_SHA256,\n"
@@ -717,6 +719,9 @@ opt_one(struct lg_opts *o, int ch, const char *arg)
 		return opt_long("exchange", arg, 1, 1 << 20, &o->exchange);
 	case 'B':
 		return opt_long("write", arg, 1, 1 << 20, &o->s_write);
+	case 'D':
+		o->s_date = true;
+		return 0;
 	case 'R':
 		o->tls_resume = true;
 		/* FALLTHROUGH */
@@ -752,6 +757,11 @@ opts_check(struct lg_opts *o)
 
 	if (o->s_write > 0 && s != LG_SERVE) {
 		fprintf(stderr, "loadgen %s: --write is for serve\n",
+		    o->scenario_name);
+		return -1;
+	}
+	if (o->s_date && s != LG_SERVE) {
+		fprintf(stderr, "loadgen %s: --date is for serve\n",
 		    o->scenario_name);
 		return -1;
 	}
@@ -882,6 +892,7 @@ opts_parse(struct lg_opts *o, int argc, char **argv)
 		{ "udp-echo",	 required_argument, NULL, 'U' },
 		{ "tcp-close",	 required_argument, NULL, 'C' },
 		{ "write",	 required_argument, NULL, 'B' },
+		{ "date",	 no_argument,	    NULL, 'D' },
 		{ "help",	 no_argument,	    NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};

@@ -115,6 +115,10 @@ struct lg_opts {
 	/* --write: bytes per send() of the source, the echo's buffer; 0:
 	 * the defaults (64 KiB sends, a 16 KiB echo) */
 	long			 s_write;
+	/* --date: --http answers carry a Date field, as an origin with a
+	 * clock must (RFC 9110 6.6.1); without it none, and a proxy in
+	 * between adds one that the hop before it then reads. */
+	bool			 s_date;
 };
 
 /* What a run counted; filled by a scenario, printed by main(). */

@@ -43,6 +43,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -95,6 +96,27 @@ static size_t			 sv_src_write = SV_OUT;
 static int			 sv_src_sends = 1;
 static bool			 sv_src_carry;
 static size_t			 sv_echo_len = SV_BUF;
+/* --date: a Date field in every --http answer, made once a second. */
+static bool			 sv_date;
+
+static const char *
+sv_date_field(void)
+{
+	static char	 field[48];
+	static time_t	 made = -1;
+	time_t		 now;
+	struct tm	 tm;
+
+	if (!sv_date)
+		return "";
+	now = time(NULL);
+	if (now != made && gmtime_r(&now, &tm) != NULL) {
+		strftime(field, sizeof(field),
+		    "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+		made = now;
+	}
+	return field;
+}
 
 static void
 sv_on_signal(int sig)
@@ -304,9 +326,9 @@ http_answer(struct sv_conn *c, size_t hl)
 		c->body_left = head ? 0 : n;
 	} else {
 		len = snprintf((char *)c->out, SV_OUT, "HTTP/1.1 200 OK\r\n"
-		    "Content-Length: %llu\r\n%s\r\n", n, c->close_after ?
-		    "Connection: close\r\n" : v10 ? "Connection: keep-alive\r\n"
-		    : "");
+		    "Content-Length: %llu\r\n%s%s\r\n", n, sv_date_field(),
+		    c->close_after ? "Connection: close\r\n" : v10 ?
+		    "Connection: keep-alive\r\n" : "");
 		c->body_left = head ? 0 : n;
 	}
 	c->out_off = 0;
@@ -531,6 +553,7 @@ lg_serve_main(const struct lg_opts *o)
 	int			 n, k;
 
 	memset(ls, 0, sizeof(ls));
+	sv_date = o->s_date;
 	if (o->s_write > 0) {
 		sv_src_write = sv_echo_len = (size_t)o->s_write;
 		sv_src_sends = o->s_write < SV_OUT ? SV_OUT / (int)o->s_write :
