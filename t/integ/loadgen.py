@@ -26,6 +26,7 @@ known answers so its numbers can be trusted:
 
 The binary: PT_BUILDDIR/bench/loadgen.
 """
+import email.utils
 import json
 import os
 import socket
@@ -224,6 +225,47 @@ def start_serve(t):
     raise RuntimeError("loadgen serve did not start")
 
 
+def date_checks(t):
+    """serve --date: answers carry a Date field (RFC 9110's IMF-fixdate,
+    within a few seconds of now); without it, none."""
+    for flag in (True, False):
+        port = ptest.free_port()
+        p = subprocess.Popen([LOADGEN, "serve", "--http", str(port)] +
+                             (["--date"] if flag else []),
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            ptest.wait_for(lambda: ptest.listening(port) or
+                           p.poll() is not None, ptest.bound(5))
+            s = socket.create_connection(("127.0.0.1", port),
+                                         timeout=ptest.bound(5))
+            s.sendall(b"GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while b"\r\n\r\n" not in data:
+                d = s.recv(4096)
+                if not d:
+                    break
+                data += d
+            s.close()
+        finally:
+            p.terminate()
+            p.wait(ptest.bound(5))
+        dates = [ln[6:] for ln in data.decode("latin-1").split("\r\n")
+                 if ln.lower().startswith("date: ")]
+        ok = not dates
+        if flag and len(dates) == 1:
+            try:
+                when = email.utils.parsedate_to_datetime(dates[0])
+                ok = abs(when.timestamp() - time.time()) < 5 and \
+                    dates[0].endswith(" GMT")
+            except (TypeError, ValueError):
+                ok = False
+        t.check(ok, "serve %s: %s" % ("--date" if flag else "without --date",
+                                      "one Date field, now, in IMF-fixdate"
+                                      if flag else "no Date field"),
+                lambda: data)
+
+
 def main(t):
     ptest.exclusive(t)
     if not os.access(LOADGEN, os.X_OK):
@@ -252,6 +294,8 @@ def main(t):
           "http, chunked bodies of the expected size: no errors")
     clean(t, run(t, ["http-close", "--target", tgt] + short),
           "http-close straight to loadgen serve: no errors")
+
+    date_checks(t)
 
     res = run(t, ["http", "--target", tgt, "--expect-size", "1000"] + brief)
     t.check(res[1] is not None and res[1]["errors"]["size"] > 0 and
