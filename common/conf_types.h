@@ -103,6 +103,9 @@ struct conf_listener {
 	/* `via`: the parents its traffic goes through (common/parent.h),
 	 * or NULL: straight to the target. */
 	struct pt_via		*via;
+	/* `http2`: HTTP/2 is spoken here too (worker/h2.c): by the client
+	 * preface on a plain listener, by ALPN behind the tls transport. */
+	bool			 http2;
 };
 
 struct conf_module {

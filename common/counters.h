@@ -54,6 +54,10 @@ enum counter_id {
 	CTR_PP_V2,
 	CTR_PP_REFUSED,
 	CTR_PP_REFUSED_LAST = CTR_PP_REFUSED + 6,
+	/* HTTP/2 (worker/h2.c): connections that spoke it, and streams
+	 * that became transactions. */
+	CTR_H2_CONNS,
+	CTR_H2_STREAMS,
 	CTR_COUNT
 };
 

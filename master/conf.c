@@ -65,7 +65,8 @@ static const char *const conf_resolver_keys[] = {
 };
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
-	"udp_replies", "name", "ipv6only", "proxy_protocol", "via", NULL
+	"udp_replies", "name", "ipv6only", "proxy_protocol", "via", "http2",
+	NULL
 };
 static const char *const conf_proxy_protocol_keys[] = {
 	"from", NULL
@@ -668,6 +669,38 @@ conf_listener_via(struct conf_ctx *cc, config_setting_t *s,
 	return 0;
 }
 
+/*
+ * `http2`: HTTP/2 to the proxy on an http or auto listener (worker/h2.c),
+ * on by default where portico was built with libnghttp2. Asked for in a
+ * build without it, it is an error: the operator expects it to work.
+ */
+static int
+conf_listener_http2(struct conf_ctx *cc, config_setting_t *s,
+    struct conf_listener *l)
+{
+	config_setting_t	*m = config_setting_get_member(s, "http2");
+	bool			 web = l->proto == CONF_PROTO_HTTP ||
+				    l->proto == CONF_PROTO_AUTO;
+
+#ifdef HAVE_NGHTTP2
+	l->http2 = web;
+#endif
+	if (m == NULL)
+		return 0;
+	if (!web)
+		return conf_err(cc, m, "only for protocol \"http\" or "
+		    "\"auto\"");
+	if (config_setting_type(m) != CONFIG_TYPE_BOOL)
+		return conf_err(cc, m, "expected true or false");
+	l->http2 = config_setting_get_bool(m);
+#ifndef HAVE_NGHTTP2
+	if (l->http2)
+		return conf_err(cc, m, "portico was built without HTTP/2 "
+		    "(configure found no libnghttp2)");
+#endif
+	return 0;
+}
+
 static int
 conf_listener(struct conf_ctx *cc, config_setting_t *s,
     struct conf_listener *l)
@@ -758,7 +791,8 @@ conf_listener(struct conf_ctx *cc, config_setting_t *s,
 	if ((m = config_setting_get_member(s, "proxy_protocol")) != NULL &&
 	    conf_proxy_protocol(cc, m, l) < 0)
 		return -1;
-	if (conf_listener_egress(cc, s, l) < 0 ||
+	if (conf_listener_http2(cc, s, l) < 0 ||
+	    conf_listener_egress(cc, s, l) < 0 ||
 	    conf_listener_via(cc, s, l) < 0 ||
 	    conf_transport(cc, s, l) < 0)
 		return -1;

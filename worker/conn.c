@@ -223,6 +223,45 @@ conn_new(const struct conf_listener *l, int fd,
 	return c;
 }
 
+struct pt_conn *
+conn_new_stream(struct pt_conn *owner, uint32_t stream,
+    const struct pt_transport *t, void *tctx)
+{
+	const struct conf_listener	*l = owner->c_listener;
+	struct pt_conn			*c;
+
+	if ((c = pool_get(&conn_pool)) == NULL)
+		return NULL;
+	memset(c, 0, conn_pool.size);
+	c->c_id = ++conn_next_id;
+	c->c_listener = l;
+	c->c_state = CONN_PHASES;
+	conn_side_init(c, SIDE_CLIENT);
+	conn_side_init(c, SIDE_UPSTREAM);
+	c->c_side[SIDE_CLIENT].io.virt = true;
+	c->c_stream = stream;
+	c->c_dir[0].pipe_r = c->c_dir[0].pipe_w = -1;
+	c->c_dir[1].pipe_r = c->c_dir[1].pipe_w = -1;
+	c->c_budget[PT_DIR_UP].left = c->c_budget[PT_DIR_DOWN].left =
+	    UINT64_MAX;
+	c->c_req.peer = owner->c_req.peer;
+	c->c_req.local = owner->c_req.local;
+	c->c_req.listener = l->name;
+	c->c_req.listener_idx = l->idx;
+	c->c_req.txn = conn_txn_next();
+	c->c_req.start_ms = loop_now();
+	c->c_start_us = counters_now_us();
+	c->c_mod_skip = l->mod_skip;
+	c->c_need_creds = l->need_credentials;
+	c->c_transport = t;
+	c->c_tctx = tctx;
+	c->c_last_active = loop_now();
+	conn_live_add(c);
+	counters_add(CTR_ACTIVE, 1);
+	counters_add(CTR_H2_STREAMS, 1);
+	return c;
+}
+
 static void
 conn_handshake_step(struct pt_conn *c)
 {
@@ -733,7 +772,7 @@ conn_pending(struct pt_conn *c, struct conn_side *s)
 
 	if (c->c_rest != NULL && s == &c->c_side[SIDE_CLIENT])
 		return (size_t)(c->c_rest->len - c->c_rest->off);
-	if (t == NULL || t->pending == NULL || s->io.fd < 0)
+	if (t == NULL || t->pending == NULL || (s->io.fd < 0 && !s->io.virt))
 		return 0;
 	return t->pending(c, conn_tctx(c, s));
 }

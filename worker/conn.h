@@ -259,6 +259,9 @@ struct pt_conn {
 	/* The header is read ahead into c_rest, the socket watched as the
 	 * protocol will (worker/proxy_read.c). */
 	bool				 c_proxy_ahead;
+	/* The HTTP/2 stream this connection serves (conn_new_stream), whose
+	 * client side has no socket of its own; 0: a client connection. */
+	uint32_t			 c_stream;
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Byte budgets [PT_DIR_UP], [PT_DIR_DOWN]; c_budget_task calls the
@@ -324,6 +327,15 @@ void		 conn_pool_nofile(void);
  */
 struct pt_conn	*conn_new(const struct conf_listener *l, int fd,
 		    const struct sockaddr_storage *peer);
+/*
+ * A connection for HTTP/2 stream <stream> of <owner> (worker/h2_stream.c):
+ * no socket (its client side is virtual: loop_io.virt), its client leg
+ * transport <t> with <tctx>, the owner's listener, peer, local address.
+ * One of max_connections, counted as a stream, not an accepted
+ * connection. NULL when the pool is exhausted.
+ */
+struct pt_conn	*conn_new_stream(struct pt_conn *owner, uint32_t stream,
+		    const struct pt_transport *t, void *tctx);
 /*
  * Runs the listener's transport handshake, if any, bounded by
  * header_timeout, then calls <ready> (the protocol's start).

@@ -26,6 +26,7 @@
 
 #include "worker/http.h"
 #include "common/conf_types.h"
+#include "worker/h2.h"
 #include "worker/http_answer.h"
 #include "worker/http_origin.h"
 #include "worker/http_request.h"
@@ -238,6 +239,13 @@ http_close_answered(struct pt_conn *c)
 
 	/* Later requests already here (pipelined behind one answered with
 	 * close, as a draining worker answers) are unread bytes too. */
+	/* An HTTP/2 stream ends with END_STREAM once its bytes are out
+	 * (h2_stream.c): closing without it would reset the stream. */
+	if (c->c_stream != 0) {
+		(void)conn_shutdown_wr(c, &c->c_side[SIDE_CLIENT]);
+		conn_close(c, NULL);
+		return;
+	}
 	if (!q->head_done || !q->body_done ||
 	    (q->in != NULL && q->in_len > q->in_raw) ||
 	    (worker_self()->stopping && conn_has_unread(c)))
@@ -305,6 +313,30 @@ http_tunnel(struct pt_conn *c)
 	relay_start(c);
 }
 
+/* The client spoke the HTTP/2 preface: the connection is HTTP/2's from
+ * here on, with the bytes read so far. No transaction of ours began. */
+static void
+http_to_h2(struct pt_conn *c)
+{
+#ifdef HAVE_NGHTTP2
+	struct http_state	*h = http_st(c);
+	char			*b = h->req.in;
+	uint32_t		 n = h->req.in_len;
+
+	h->req.in = NULL;
+	h->req.in_len = h->req.in_raw = 0;
+	http_state_free(c);
+	c->c_proto_free = NULL;
+	c->c_proto_close = NULL;
+	c->c_proto_drain = NULL;
+	c->c_proto_header = NULL;
+	h2_start(c, b, n);
+	buf_put(b);
+#else
+	conn_close(c, "HTTP/2 not built");
+#endif
+}
+
 /* ---- the pump ------------------------------------------------------- */
 
 /* Writes the response to the client: as http_flow_write. A byte out and
@@ -363,6 +395,10 @@ http_pump(struct pt_conn *c)
 			if (c->c_state == CONN_CLOSED)
 				return;
 			h = http_st(c);
+			if (h->h2_preface) {
+				http_to_h2(c);
+				return;
+			}
 			if (h->stage == HS_REQ_HEAD)
 				goto out;
 			continue;

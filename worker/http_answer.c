@@ -267,7 +267,8 @@ http_answer_framing(struct pt_conn *c, const struct http_msg *m)
 
 	if (m->status == 101) {
 		flags = HTTP_HEAD_UPGRADE;
-	} else if ((m->te_close || m->te_coded) && h->client_version == 10) {
+	} else if ((m->te_close || m->te_coded) && (h->client_version == 10 ||
+	    c->c_stream != 0)) {
 		/* A body in a coding besides chunked (running to the close,
 		 * or chunked on top: "gzip, chunked"): a 1.1 client gets its
 		 * Transfer-Encoding, which a 1.0 client must not be sent (RFC
@@ -279,7 +280,9 @@ http_answer_framing(struct pt_conn *c, const struct http_msg *m)
 	} else {
 		if (m->te_close)
 			flags |= HTTP_HEAD_TE;
-		if (r->body == HTTP_BODY_CHUNKED && h->client_version == 10)
+		/* HTTP/2 frames the body itself (h2_stream.c): no chunks. */
+		if (r->body == HTTP_BODY_CHUNKED && (h->client_version == 10 ||
+		    c->c_stream != 0))
 			r->dechunk = true;
 		/* The client can find the end of this response only if it
 		 * is framed for it: a length, chunks to a 1.1 client, or
@@ -290,6 +293,9 @@ http_answer_framing(struct pt_conn *c, const struct http_msg *m)
 		/* A draining worker finishes this response and closes: the
 		 * next request belongs to the new generation. */
 		if (!h->keep_client || worker_self()->stopping)
+			h->close_after = true;
+		/* An HTTP/2 stream is one transaction. */
+		if (c->c_stream != 0)
 			h->close_after = true;
 		if (r->body == HTTP_BODY_CHUNKED && !r->dechunk)
 			flags |= HTTP_HEAD_CHUNKED;

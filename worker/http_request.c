@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "worker/http_request.h"
+#include "worker/h2.h"
 #include "common/conf_types.h"
 #include "common/counters.h"
 #include "worker/host.h"
@@ -494,6 +495,25 @@ http_request_head(struct pt_conn *c, const struct http_msg *m)
 	http_origin_request(c);
 }
 
+/*
+ * Does the connection open with the HTTP/2 client preface (RFC 9113
+ * 3.4), as far as it has come? Only as its first bytes, on a listener
+ * with http2, and never on a stream of HTTP/2 itself. Looked at before
+ * the parser, which would take "PRI * HTTP/2.0" for a bad request.
+ */
+static bool
+http_request_h2(struct pt_conn *c, const struct http_state *h)
+{
+	const struct http_flow	*q = &h->req;
+	size_t			 n = q->in_len;
+
+	if (!h->first || n == 0 || q->in[0] != 'P' ||
+	    !c->c_listener->http2 || c->c_stream != 0)
+		return false;
+	return memcmp(q->in, H2_PREFACE, n < H2_PREFACE_LEN ? n :
+	    H2_PREFACE_LEN) == 0;
+}
+
 void
 http_request_read(struct pt_conn *c)
 {
@@ -505,7 +525,12 @@ http_request_read(struct pt_conn *c)
 	int			 rc;
 
 	for (;;) {
-		if (q->in_len > 0 && (http_flow_head_ready(q) ||
+		if (http_request_h2(c, h)) {
+			if (q->in_len >= H2_PREFACE_LEN) {
+				h->h2_preface = true;
+				return;
+			}
+		} else if (q->in_len > 0 && (http_flow_head_ready(q) ||
 		    q->in_len == buf_size(q->in))) {
 			rc = http_parse_request(q->in, q->in_len,
 			    http_conf->http.max_header_size, m);

@@ -83,6 +83,9 @@ struct http_state {
 	bool			 first;		/* first request of the conn */
 	bool			 keep_client;	/* client allows another one */
 	bool			 txn_logged;	/* c_req.txn has had its LOG */
+	/* The connection opened with the HTTP/2 preface, all of it in
+	 * req.in: http.c hands it to HTTP/2 (worker/h2.c). */
+	bool			 h2_preface;
 	/* The request-target's path and query, copied for c_req.path (the
 	 * head's buffer may go before LOG); only when modules run. */
 	char			*path;

@@ -63,9 +63,13 @@ loop_io_start(struct loop_io *io, int fd, uint32_t events, loop_io_fn fn)
 {
 	struct epoll_event	 ev;
 
-	io->fd = fd;
 	io->fn = fn;
 	io->events = events;
+	if (io->virt) {
+		io->added = true;
+		return 0;
+	}
+	io->fd = fd;
 	ev.events = events;
 	ev.data.ptr = io;
 	if (epoll_ctl(loop_epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
@@ -81,6 +85,10 @@ loop_io_set(struct loop_io *io, uint32_t events)
 
 	if (!io->added || io->events == events)
 		return 0;
+	if (io->virt) {
+		io->events = events;
+		return 0;
+	}
 	ev.events = events;
 	ev.data.ptr = io;
 	if (epoll_ctl(loop_epfd, EPOLL_CTL_MOD, io->fd, &ev) < 0)
@@ -115,7 +123,8 @@ loop_io_stop(struct loop_io *io)
 {
 	if (!io->added)
 		return;
-	epoll_ctl(loop_epfd, EPOLL_CTL_DEL, io->fd, NULL);
+	if (!io->virt)
+		epoll_ctl(loop_epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	io->added = false;
 	io->events = 0;
 }

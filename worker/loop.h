@@ -16,6 +16,11 @@ struct loop_io {
 	int		 fd;
 	uint32_t	 events;	/* registered interest */
 	bool		 added;
+	/* No descriptor behind it: an HTTP/2 stream's client side
+	 * (worker/h2_stream.c), whose owner calls fn itself. start, set,
+	 * stop and close only note the interest and the callback, so the
+	 * code above drives it as it drives a socket. */
+	bool		 virt;
 	loop_io_fn	 fn;
 };
 

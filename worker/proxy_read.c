@@ -108,6 +108,16 @@ proxy_from_allowed(const struct pt_conn *c)
 	return false;
 }
 
+struct proxy_info *
+proxy_info_dup(const struct proxy_info *pi)
+{
+	struct proxy_info	*d;
+
+	if ((d = pool_get(&proxy_pool)) != NULL)
+		memcpy(d, pi, sizeof(*d));
+	return d;
+}
+
 /* What the header says of <c>, kept for its life. -1: no memory. */
 static int
 proxy_apply(struct pt_conn *c, const struct proxy_header *h)

@@ -22,4 +22,8 @@ void		 proxy_read_init(unsigned max_conns);
 void		 proxy_read_start(struct pt_conn *c,
 		    void (*next)(struct pt_conn *));
 
+/* A copy of <pi> from the same pool (an HTTP/2 stream's, of its
+ * connection's), or NULL. conn.c gives it back with the connection. */
+struct proxy_info *proxy_info_dup(const struct proxy_info *pi);
+
 #endif

@@ -91,6 +91,11 @@ static const struct status_series status_core[] = {
 	{ "relay_spliced_bytes_total", "counter", "Payload bytes of tunnels "
 	  "and bodies moved through a pipe with splice(2) instead of being "
 	  "copied (both directions; relay.method).", NULL, CTR_SPLICED },
+	{ "http2_connections_total", "counter", "Client connections served "
+	  "as HTTP/2 (prior knowledge or ALPN h2).", NULL, CTR_H2_CONNS },
+	{ "http2_streams_total", "counter", "HTTP/2 streams that became "
+	  "transactions (each also counts in the transaction metrics).",
+	  NULL, CTR_H2_STREAMS },
 	{ "proxy_protocol_headers_total", "counter", "PROXY protocol "
 	  "headers accepted on proxy_protocol listeners, by version (LOCAL "
 	  "and UNKNOWN included).", "version=\"1\"", CTR_PP_V1 },

@@ -41,6 +41,7 @@
 #include "worker/buf.h"
 #include "worker/dns.h"
 #include "worker/http.h"
+#include "worker/h2.h"
 #include "worker/socks.h"
 #include "worker/relay.h"
 #include "worker/proxy_read.h"
@@ -321,6 +322,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	if (egress_random_seed() < 0)
 		pt_log_err(PT_LOG_WARNING, errno, "egress: getrandom");
 	http_init(conf, maxconn);
+	h2_init(conf, maxconn);
 	socks_init(conf, maxconn);
 	dns.servers = conf->resolver.servers;
 	dns.cache_max = conf->resolver.cache_size;

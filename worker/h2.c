@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * An HTTP/2 client connection: nghttp2's server session driven by the
+ * worker's loop, on the pt_conn that was accepted (its socket, its
+ * transport, its timer). What is read goes to nghttp2 whole; frames
+ * nghttp2 has to send are gathered into one buffer and written with one
+ * call per round; streams become transactions (h2_stream.c).
+ *
+ * Limits (RFC 9113 10.5, and the attacks since): at most H2_MAX_STREAMS
+ * streams at once, each with a window of relay.buffer_size and the
+ * connection with room for all of them, so a stalled stream never stops
+ * the others; heads bounded by http.max_header_size; nghttp2's own
+ * guards against SETTINGS, PING and RST_STREAM floods and CONTINUATION
+ * floods are set explicitly. An idle connection (no stream) lives for
+ * limits.idle_timeout; a draining worker sends GOAWAY and lets the
+ * streams in flight finish.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "worker/h2.h"
+#include "worker/h2_conn.h"
+#include "common/conf_types.h"
+#include "common/counters.h"
+#include "worker/conn.h"
+#include "worker/pool.h"
+#include "worker/worker_self.h"
+
+/* Reads per event before others get a turn, as in http.c. */
+#define H2_ROUNDS	16
+/* Frames are gathered up to about this much before a write. */
+#define H2_OUT_HIGH	(64 * 1024)
+
+static const struct pt_config	*h2_config;
+static struct pool		 h2_pool;
+static nghttp2_session_callbacks *h2_callbacks;
+static nghttp2_option		*h2_options;
+/* One read at a time per worker: nghttp2 takes all of it at once. */
+static uint8_t			 h2_in[16384];
+
+const struct pt_config *
+h2_conf(void)
+{
+	return h2_config;
+}
+
+static struct h2_conn *
+h2_of(struct pt_conn *c)
+{
+	return c->c_proto;
+}
+
+static struct h2_stream *
+h2_stream_of(nghttp2_session *s, int32_t id)
+{
+	return nghttp2_session_get_stream_user_data(s, id);
+}
+
+/* ---- nghttp2's callbacks -------------------------------------------- */
+
+static int
+h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *arg)
+{
+	struct h2_conn		*h2 = arg;
+	struct h2_stream	*st;
+
+	if (f->hd.type != NGHTTP2_HEADERS ||
+	    f->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	if ((st = h2_stream_new(h2, f->hd.stream_id)) == NULL)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
+	return 0;
+}
+
+static int
+h2_on_header(nghttp2_session *s, const nghttp2_frame *f, nghttp2_rcbuf *name,
+    nghttp2_rcbuf *value, uint8_t flags, void *arg)
+{
+	struct h2_stream	*st = h2_stream_of(s, f->hd.stream_id);
+
+	(void)flags;
+	(void)arg;
+	/* Trailers are not passed on (the chunked body ends without). */
+	if (st == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	return h2_head_field(st, name, value);
+}
+
+/* A request head this proxy refuses before it is a transaction: the
+ * answer without a body, and the stream ends. */
+static void
+h2_refuse(struct h2_conn *h2, struct h2_stream *st, const char *status)
+{
+	nghttp2_nv	 nv = { (uint8_t *)":status", (uint8_t *)status, 7, 3,
+			    NGHTTP2_NV_FLAG_NONE };
+
+	st->gone = true;
+	nghttp2_submit_response(h2->session, st->id, &nv, 1, NULL);
+}
+
+static int
+h2_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *arg)
+{
+	struct h2_conn		*h2 = arg;
+	struct h2_stream	*st = h2_stream_of(s, f->hd.stream_id);
+	bool			 end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
+
+	if (st == NULL || st->gone)
+		return 0;
+	switch (f->hd.type) {
+	case NGHTTP2_HEADERS:
+		if (f->headers.cat != NGHTTP2_HCAT_REQUEST) {
+			if (end)
+				h2_stream_end(st);
+			break;
+		}
+		if (h2_head_finish(st, end) < 0) {
+			h2_refuse(h2, st, st->rh.too_large ? "431" : "501");
+			break;
+		}
+		h2_stream_headers_done(st, end);
+		break;
+	case NGHTTP2_DATA:
+		if (end)
+			h2_stream_end(st);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int
+h2_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *b,
+    size_t n, void *arg)
+{
+	struct h2_stream	*st = h2_stream_of(s, id);
+
+	(void)flags;
+	(void)arg;
+	if (st != NULL && !st->gone && h2_stream_data(st, b, n))
+		return 0;
+	/* Nobody reads it (the transaction ended first) or it does not
+	 * fit (a client past its window, which nghttp2 already refuses):
+	 * the window is the client's again. */
+	nghttp2_session_consume(s, id, n);
+	return 0;
+}
+
+static int
+h2_on_stream_close(nghttp2_session *s, int32_t id, uint32_t error, void *arg)
+{
+	struct h2_stream	*st = h2_stream_of(s, id);
+
+	(void)arg;
+	if (st != NULL)
+		h2_stream_closed(st, error);
+	return 0;
+}
+
+/* ---- the socket ----------------------------------------------------- */
+
+static void	h2_pump(struct pt_conn *c);
+
+static void
+h2_on_posted(struct loop_task *t)
+{
+	struct pt_conn	*c = (struct pt_conn *)((char *)t -
+			    offsetof(struct pt_conn, c_post));
+
+	if (c->c_state != CONN_CLOSED)
+		h2_pump(c);
+}
+
+void
+h2_flush_soon(struct h2_conn *h2)
+{
+	if (!h2->closing)
+		loop_post(&h2->c->c_post, h2_on_posted);
+}
+
+/* Frames to the client: what is left of the last write, then what
+ * nghttp2 has, gathered. False when the connection closed. */
+static bool
+h2_send(struct h2_conn *h2)
+{
+	struct pt_conn		*c = h2->c;
+	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
+	const uint8_t		*data;
+	ssize_t			 n;
+	char			*more;
+
+	for (;;) {
+		while (h2->out_len < H2_OUT_HIGH) {
+			n = nghttp2_session_mem_send(h2->session, &data);
+			if (n < 0) {
+				conn_close(c, "http2 session error");
+				return false;
+			}
+			if (n == 0)
+				break;
+			if (h2->out_len + (size_t)n > h2->out_size) {
+				if ((more = realloc(h2->out, h2->out_len +
+				    (size_t)n + H2_OUT_HIGH)) == NULL) {
+					conn_close(c, "out of memory");
+					return false;
+				}
+				h2->out = more;
+				h2->out_size = h2->out_len + (uint32_t)n +
+				    H2_OUT_HIGH;
+			}
+			memcpy(h2->out + h2->out_len, data, (size_t)n);
+			h2->out_len += (uint32_t)n;
+		}
+		if (h2->out_start == h2->out_len)
+			break;
+		if (!(s->ready & EPOLLOUT))
+			return true;
+		n = conn_send(c, s, h2->out + h2->out_start,
+		    h2->out_len - h2->out_start);
+		if (n == -EAGAIN) {
+			s->ready &= ~EPOLLOUT;
+			return true;
+		}
+		if (n < 0) {
+			conn_abort(c, "write failed");
+			return false;
+		}
+		h2->out_start += (uint32_t)n;
+		if (h2->out_start < h2->out_len) {
+			s->ready &= ~EPOLLOUT;
+			return true;
+		}
+		h2->out_start = h2->out_len = 0;
+	}
+	/* Nothing waits: an idle connection holds no output buffer. */
+	free(h2->out);
+	h2->out = NULL;
+	h2->out_size = 0;
+	if (!nghttp2_session_want_read(h2->session) &&
+	    !nghttp2_session_want_write(h2->session)) {
+		conn_close(c, NULL);
+		return false;
+	}
+	return true;
+}
+
+/* The idle limit runs while no stream is open; GOAWAY, then the close. */
+static void
+h2_on_timer(struct pt_timer *t, void *arg)
+{
+	struct pt_conn	*c = arg;
+	struct h2_conn	*h2 = h2_of(c);
+
+	(void)t;
+	if (h2->nstreams > 0)
+		return;
+	nghttp2_session_terminate_session(h2->session, NGHTTP2_NO_ERROR);
+	if (h2_send(h2))
+		conn_close(c, "idle timeout");
+}
+
+static void
+h2_pump(struct pt_conn *c)
+{
+	struct h2_conn		*h2 = h2_of(c);
+	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
+	ssize_t			 n, rv;
+	int			 i;
+
+	for (i = 0; i < H2_ROUNDS && conn_readable(c, s); i++) {
+		/* Frames not yet written hold the client back, as TCP
+		 * would: nothing more is read until they are out. */
+		if (h2->out_len > H2_OUT_HIGH)
+			break;
+		n = conn_recv(c, s, h2_in, sizeof(h2_in));
+		if (n == -EAGAIN) {
+			s->ready &= ~EPOLLIN;
+			break;
+		}
+		if (n <= 0) {
+			conn_close(c, n == 0 ? NULL : "read failed");
+			return;
+		}
+		c->c_last_active = loop_now();
+		rv = nghttp2_session_mem_recv(h2->session, h2_in, (size_t)n);
+		if (rv < 0) {
+			/* A protocol error or a flood: nghttp2 queued a
+			 * GOAWAY saying which; it goes out, then the close. */
+			if (h2_send(h2))
+				conn_close(c, nghttp2_strerror((int)rv));
+			return;
+		}
+		if ((size_t)n < sizeof(h2_in) && c->c_transport == NULL) {
+			s->ready &= ~EPOLLIN;
+			break;
+		}
+	}
+	if (i == H2_ROUNDS)
+		loop_post(&c->c_post, h2_on_posted);
+	if (!h2_send(h2))
+		return;
+	if (h2->nstreams == 0 && h2->draining && h2->out_len == 0) {
+		conn_close(c, "draining");
+		return;
+	}
+	if (h2->nstreams == 0 && c->c_timer.heap_idx == 0)
+		pt_timer_start(&c->c_timer, h2_config->limits.idle_timeout_ms,
+		    h2_on_timer, c);
+	else if (h2->nstreams > 0)
+		pt_timer_stop(&c->c_timer);
+}
+
+static void
+h2_on_event(struct loop_io *io, uint32_t events)
+{
+	struct conn_side	*s = (struct conn_side *)io;
+
+	conn_side_note_events(s, events);
+	h2_pump(s->conn);
+}
+
+/* ---- the connection's life ------------------------------------------ */
+
+/* conn_close, first: every transaction on it is cut while the session
+ * still exists. */
+static void
+h2_on_close(struct pt_conn *c)
+{
+	struct h2_conn		*h2 = h2_of(c);
+	struct h2_stream	*st;
+
+	if (h2 == NULL)
+		return;
+	h2->closing = true;
+	for (st = h2->streams; st != NULL; st = st->next)
+		h2_stream_cut(st);
+}
+
+static void
+h2_free(struct pt_conn *c)
+{
+	struct h2_conn		*h2 = h2_of(c);
+	struct h2_stream	*st, *next;
+
+	if (h2 == NULL)
+		return;
+	for (st = h2->streams; st != NULL; st = next) {
+		next = st->next;
+		h2_stream_detach(st);
+	}
+	nghttp2_session_del(h2->session);
+	free(h2->out);
+	pool_put(&h2_pool, h2);
+	c->c_proto = NULL;
+}
+
+/* A draining worker: GOAWAY with the last stream taken, the streams in
+ * flight finish, then the connection closes (h2_pump). */
+static void
+h2_on_drain(struct pt_conn *c)
+{
+	struct h2_conn	*h2 = h2_of(c);
+
+	if (h2 == NULL || h2->draining)
+		return;
+	h2->draining = true;
+	nghttp2_submit_goaway(h2->session, NGHTTP2_FLAG_NONE,
+	    nghttp2_session_get_last_proc_stream_id(h2->session),
+	    NGHTTP2_NO_ERROR, NULL, 0);
+	h2_pump(c);
+}
+
+/* Our SETTINGS: the limits above, and RFC 8441's extended CONNECT. */
+static int
+h2_settings(struct h2_conn *h2)
+{
+	nghttp2_settings_entry	 iv[] = {
+		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_MAX_STREAMS },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+		  h2_config->buffer_size },
+		{ NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+		  h2_config->http.max_header_size },
+		{ NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1 },
+	};
+
+	if (nghttp2_submit_settings(h2->session, NGHTTP2_FLAG_NONE, iv,
+	    sizeof(iv) / sizeof(iv[0])) != 0)
+		return -1;
+	return nghttp2_session_set_local_window_size(h2->session,
+	    NGHTTP2_FLAG_NONE, 0,
+	    (int32_t)(H2_MAX_STREAMS * h2_config->buffer_size));
+}
+
+void
+h2_start(struct pt_conn *c, const char *b, size_t n)
+{
+	struct h2_conn	*h2;
+	ssize_t		 rv;
+
+	if ((h2 = pool_get(&h2_pool)) == NULL) {
+		conn_close(c, "out of HTTP/2 state");
+		return;
+	}
+	memset(h2, 0, sizeof(*h2));
+	h2->c = c;
+	if (nghttp2_session_server_new2(&h2->session, h2_callbacks, h2,
+	    h2_options) != 0) {
+		pool_put(&h2_pool, h2);
+		conn_close(c, "out of memory");
+		return;
+	}
+	c->c_proto = h2;
+	c->c_proto_free = h2_free;
+	c->c_proto_close = h2_on_close;
+	c->c_proto_drain = h2_on_drain;
+	c->c_proto_header = NULL;
+	c->c_budget_resume = h2_pump;
+	/* The connection is no transaction: its streams are. */
+	c->c_logged = true;
+	counters_add(CTR_H2_CONNS, 1);
+	pt_timer_stop(&c->c_timer);
+	c->c_side[SIDE_CLIENT].io.fn = h2_on_event;
+	if (h2_settings(h2) < 0) {
+		conn_close(c, "out of memory");
+		return;
+	}
+	rv = nghttp2_session_mem_recv(h2->session, (const uint8_t *)b, n);
+	if (rv < 0) {
+		if (h2_send(h2))
+			conn_close(c, nghttp2_strerror((int)rv));
+		return;
+	}
+	h2_pump(c);
+}
+
+void
+h2_init(const struct pt_config *conf, unsigned max_conns)
+{
+	nghttp2_session_callbacks	*cb;
+
+	h2_config = conf;
+	pool_init(&h2_pool, "http2 connection", sizeof(struct h2_conn),
+	    max_conns);
+	h2_stream_pool_init(2 * max_conns);
+	if (nghttp2_session_callbacks_new(&cb) != 0 ||
+	    nghttp2_option_new(&h2_options) != 0)
+		abort();
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cb,
+	    h2_on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback2(cb, h2_on_header);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, h2_on_frame);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
+	    h2_on_data);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+	    h2_on_stream_close);
+	h2_callbacks = cb;
+	/* The window goes back as the transaction reads (h2_stream.c). */
+	nghttp2_option_set_no_auto_window_update(h2_options, 1);
+	/* The guards nghttp2 has, at the values its authors chose, set
+	 * here so that a library built otherwise cannot lower them: queued
+	 * SETTINGS/PING answers (a flood that does not read them), SETTINGS
+	 * entries, RST_STREAM rate (CVE-2023-44487), CONTINUATION frames
+	 * per head (CVE-2024-28182). */
+	nghttp2_option_set_max_outbound_ack(h2_options, 1000);
+	nghttp2_option_set_max_settings(h2_options, 32);
+	nghttp2_option_set_stream_reset_rate_limit(h2_options, 1000, 33);
+	nghttp2_option_set_max_continuations(h2_options, 8);
+}
+
+void
+h2_fini(void)
+{
+	nghttp2_session_callbacks_del(h2_callbacks);
+	nghttp2_option_del(h2_options);
+	h2_callbacks = NULL;
+	h2_options = NULL;
+	h2_stream_pool_fini();
+	pool_fini(&h2_pool);
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What the HTTP/2 files share (worker/h2.c, h2_stream.c, h2_head.c): the
+ * connection, its streams, and the calls between them. Private to them.
+ */
+#ifndef PT_WORKER_H2_CONN_H
+#define PT_WORKER_H2_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "worker/loop.h"
+
+struct pt_conn;
+struct http_msg;
+
+/* What a connection allows its client (SETTINGS, RFC 9113 6.5.2). */
+#define H2_MAX_STREAMS		100
+
+/*
+ * One HTTP/2 client connection (c_proto of its pt_conn). Its socket and
+ * transport stay the pt_conn's; nghttp2 owns the protocol state.
+ */
+struct h2_conn {
+	struct pt_conn		*c;
+	nghttp2_session		*session;
+	/* Frames nghttp2 produced and the socket has not taken yet
+	 * (malloc, H2_OUT_SIZE; none while empty). Nothing more is asked of
+	 * nghttp2 while it holds a write's worth. */
+	char			*out;
+	uint32_t		 out_start, out_len;
+	uint32_t		 out_size;
+	/* Every stream state it holds (h2_stream.c), for the close. */
+	struct h2_stream	*streams;
+	unsigned		 nstreams;	/* streams with a transaction */
+	bool			 draining;	/* GOAWAY sent */
+	bool			 closing;	/* conn_close under way */
+};
+
+/* Where a stream's request head stands while its HEADERS arrive. */
+struct h2_reqhead {
+	/* The pseudo-header fields, kept (nghttp2_rcbuf_incref) until the
+	 * request line is written: :method :scheme :authority :path
+	 * :protocol. */
+	nghttp2_rcbuf		*pseudo[5];
+	bool			 line_done;	/* request line written */
+	bool			 has_host;	/* Host written */
+	bool			 has_length;	/* content-length sent */
+	bool			 too_large;
+	/* Cookie fields, joined with "; " (RFC 9113 8.2.3), written last. */
+	char			*cookie;
+	uint32_t		 cookie_len;
+};
+
+/*
+ * One stream (RFC 9113 5.1) with a transaction behind it: the pt_conn
+ * the HTTP/1.1 code serves (c), whose client side is this stream
+ * (h2_stream_transport). Owned by the connection: it lives until nghttp2
+ * closed the stream and the transaction is gone (h2_stream_release).
+ */
+struct h2_stream {
+	struct h2_conn		*h2;
+	struct pt_conn		*c;		/* NULL: not started, or gone */
+	int32_t			 id;
+	bool			 closed;	/* nghttp2 closed the stream */
+	bool			 gone;		/* the transaction closed */
+	/* Events for c's client side, delivered by <wake> after this
+	 * round's frames (never from inside nghttp2's callbacks). */
+	struct loop_task	 wake;
+	uint32_t		 wake_ev;
+	bool			 start;		/* c to create at <wake> */
+
+	/* The request as HTTP/1.1 bytes: its head (buf), then the DATA the
+	 * client sent (<rx>, a ring of buffer_size: the stream's window),
+	 * chunked when the client gave no length (h2_stream.c). */
+	struct h2_stream	*prev, *next;	/* h2->streams */
+	bool			 in_wake;	/* its <wake> runs */
+	struct h2_reqhead	 rh;		/* while HEADERS arrive */
+	char			*head;
+	uint32_t		 head_off, head_len;
+	char			*rx;
+	uint32_t		 rx_head, rx_tail;
+	bool			 rx_eof;	/* END_STREAM seen */
+	bool			 rx_chunked;
+	bool			 rx_held;	/* head waits: body or none? */
+	bool			 rx_last_sent;	/* "0\r\n\r\n" delivered */
+	uint32_t		 chunk_left;
+	char			 frag[16];	/* chunk framing to deliver */
+	uint8_t			 frag_off, frag_len;
+	bool			 reset;		/* RST_STREAM, or closed */
+	bool			 is_head;	/* HEAD: no response body */
+	bool			 tunnel;	/* CONNECT (or :protocol) */
+	bool			 ext_connect;	/* RFC 8441 :protocol */
+
+	/* The response: its head collected from the HTTP/1.1 side until
+	 * complete (<resp>), then body bytes (<tx>, a ring) nghttp2 takes
+	 * as DATA within the client's window. */
+	char			*resp;
+	uint32_t		 resp_len;
+	bool			 resp_final;	/* final HEADERS submitted */
+	bool			 resp_body;	/* it has a data provider */
+	bool			 tx_blocked;	/* a write said EAGAIN */
+	bool			 tx_deferred;	/* nghttp2 waits for bytes */
+	bool			 tx_eof;	/* END_STREAM after <tx> */
+	char			*tx;
+	uint32_t		 tx_head, tx_tail;
+	uint64_t		 tx_length;	/* content-length, or ~0 */
+	uint64_t		 tx_sent;
+};
+
+/* ---- worker/h2.c ------------------------------------------------------ */
+
+/* Sends what is due on <h2>'s connection after this round (posts its
+ * flush once). */
+void	 h2_flush_soon(struct h2_conn *h2);
+/* The configuration h2 serves with. */
+const struct pt_config *h2_conf(void);
+
+/* ---- worker/h2_stream.c ----------------------------------------------- */
+
+void	 h2_stream_pool_init(unsigned max);
+void	 h2_stream_pool_fini(void);
+/* A new stream's state (its request head begun), or NULL. */
+struct h2_stream *h2_stream_new(struct h2_conn *h2, int32_t id);
+/* The request head is complete (END_HEADERS): its transaction starts
+ * after this round. <end>: END_STREAM came with it. */
+void	 h2_stream_headers_done(struct h2_stream *st, bool end);
+/* DATA for the stream: false when it does not fit (a client that
+ * ignores the window). */
+bool	 h2_stream_data(struct h2_stream *st, const uint8_t *b, size_t n);
+/* END_STREAM from the client. */
+void	 h2_stream_end(struct h2_stream *st);
+/* nghttp2 closed the stream (<error>: its RST_STREAM code, or 0). */
+void	 h2_stream_closed(struct h2_stream *st, uint32_t error);
+/* The connection goes: the stream's transaction is cut (its close comes
+ * first, while the session still exists), then the stream is let go of
+ * (h2_stream_detach, with the session gone; its memory goes now, or
+ * after its posted task). */
+void	 h2_stream_cut(struct h2_stream *st);
+void	 h2_stream_detach(struct h2_stream *st);
+/* nghttp2's DATA source for a stream's response body. */
+ssize_t	 h2_stream_read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
+	    size_t len, uint32_t *flags, nghttp2_data_source *src, void *arg);
+
+/* ---- worker/h2_head.c ------------------------------------------------- */
+
+/* One field of a request's HEADERS, into st's HTTP/1.1 head. 0, or an
+ * nghttp2 error code (NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE: the stream
+ * is reset). */
+int	 h2_head_field(struct h2_stream *st, nghttp2_rcbuf *name,
+	    nghttp2_rcbuf *value);
+/* The HEADERS are complete: the head's last lines. <end>: END_STREAM
+ * came with them, so there is no body. 0, or -1 (reset the stream). */
+int	 h2_head_finish(struct h2_stream *st, bool end);
+/* The body is known to be empty or not (a head held for it): its
+ * framing line and the blank line. */
+int	 h2_head_frame(struct h2_stream *st, bool body);
+/* Frees what the head's build holds. */
+void	 h2_head_drop(struct h2_stream *st);
+/* A response head from the HTTP/1.1 side, parsed (<m>), submitted to
+ * nghttp2 as HEADERS. 0, or -1. */
+int	 h2_head_response(struct h2_stream *st, const struct http_msg *m);
+
+#endif

@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Heads between HTTP/2 and the HTTP/1.1 code that serves each stream.
+ *
+ * A request's HEADERS become one HTTP/1.1 request head, written as the
+ * fields arrive, which the stream then hands to the HTTP/1.1 code as if
+ * a client had sent it: the same parser, the same checks, the same
+ * phases judge it. This is where a request's form is decided, once: the
+ * ACL, auth, the resolver and the origin all read what this file wrote,
+ * never HTTP/2's fields themselves. nghttp2 has already refused what RFC
+ * 9113 8.2 forbids (connection-specific fields, CR, LF or NUL in a value,
+ * upper case in a name, pseudo-fields out of place), so what is written
+ * here cannot smuggle a line.
+ *
+ *   :method GET, :scheme http, :authority a:80, :path /p
+ *       -> "GET http://a:80/p HTTP/1.1", "Host: a:80"
+ *   :method CONNECT, :authority a:443
+ *       -> "CONNECT a:443 HTTP/1.1", "Host: a:443"
+ *   :method CONNECT, :protocol websocket, :scheme http, :path /p (RFC 8441)
+ *       -> "GET http://a:80/p HTTP/1.1" with the fields of an RFC 6455
+ *          upgrade (a Sec-WebSocket-Key of our own; the origin's 101
+ *          becomes the client's 200)
+ *
+ * A body without content-length is sent chunked; whether there is one is
+ * known from the HEADERS' END_STREAM, or else from the next frame.
+ *
+ * A response head from the HTTP/1.1 code (the origin's, rewritten for a
+ * client, or the proxy's own answer) becomes HEADERS without the
+ * connection-specific fields.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "worker/h2_conn.h"
+#include "common/conf_types.h"
+#include "worker/buf.h"
+#include "worker/http_parse.h"
+
+enum { PS_METHOD, PS_SCHEME, PS_AUTHORITY, PS_PATH, PS_PROTOCOL, PS_N };
+
+static const char *const h2_pseudo_names[PS_N] = {
+	":method", ":scheme", ":authority", ":path", ":protocol"
+};
+
+static struct pt_str
+h2_rc(nghttp2_rcbuf *rc)
+{
+	nghttp2_vec	 v = nghttp2_rcbuf_get_buf(rc);
+	struct pt_str	 s = { (const char *)v.base, v.len };
+
+	return s;
+}
+
+static bool
+h2_is(struct pt_str s, const char *lit)
+{
+	size_t	 n = strlen(lit);
+
+	return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
+
+/* ---- the request head ----------------------------------------------- */
+
+/* Appends <n> bytes to the head, in a large buffer once a small one is
+ * full; a head past max_header_size marks the request too large (it is
+ * refused at its end, after nghttp2 read the whole block). */
+static void
+h2_put(struct h2_stream *st, const char *s, size_t n)
+{
+	size_t	 max = h2_conf()->http.max_header_size;
+	char	*big;
+
+	if (st->rh.too_large)
+		return;
+	if (st->head_len + n > max) {
+		st->rh.too_large = true;
+		return;
+	}
+	if (st->head == NULL && (st->head = buf_get(BUF_SMALL)) == NULL) {
+		st->rh.too_large = true;
+		return;
+	}
+	if (st->head_len + n > buf_size(st->head)) {
+		if (buf_size(st->head) >= buf_class_size(BUF_LARGE) ||
+		    (big = buf_get(BUF_LARGE)) == NULL) {
+			st->rh.too_large = true;
+			return;
+		}
+		memcpy(big, st->head, st->head_len);
+		buf_put(st->head);
+		st->head = big;
+	}
+	memcpy(st->head + st->head_len, s, n);
+	st->head_len += (uint32_t)n;
+}
+
+static void
+h2_puts(struct h2_stream *st, const char *s)
+{
+	h2_put(st, s, strlen(s));
+}
+
+static void
+h2_put_str(struct h2_stream *st, struct pt_str s)
+{
+	h2_put(st, s.ptr, s.len);
+}
+
+/* A Sec-WebSocket-Key for the origin (RFC 6455 4.1: 16 bytes, base64).
+ * The proxy is the client of that handshake, and the key only has to be
+ * new per request: a counter and the stream, not a secret. */
+static void
+h2_put_ws_key(struct h2_stream *st)
+{
+	static const char	 b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	static uint64_t		 count;
+	unsigned char		 raw[18];
+	char			 out[25];
+	uint64_t		 a = ++count * 0x9e3779b97f4a7c15ULL;
+	uint64_t		 b = ((uint64_t)st->id << 32 ^ a) *
+				    0xbf58476d1ce4e5b9ULL;
+	int			 i, o = 0;
+
+	memcpy(raw, &a, 8);
+	memcpy(raw + 8, &b, 8);
+	raw[16] = raw[17] = 0;
+	for (i = 0; i < 18; i += 3) {
+		out[o++] = b64[raw[i] >> 2];
+		out[o++] = b64[(raw[i] & 3) << 4 | raw[i + 1] >> 4];
+		out[o++] = b64[(raw[i + 1] & 15) << 2 | raw[i + 2] >> 6];
+		out[o++] = b64[raw[i + 2] & 63];
+	}
+	/* 16 bytes are 22 characters and "==". */
+	out[22] = out[23] = '=';
+	out[24] = '\0';
+	h2_puts(st, "Sec-WebSocket-Key: ");
+	h2_puts(st, out);
+	h2_puts(st, "\r\n");
+}
+
+static void
+h2_pseudo_drop(struct h2_reqhead *rh)
+{
+	int	 i;
+
+	for (i = 0; i < PS_N; i++) {
+		if (rh->pseudo[i] != NULL)
+			nghttp2_rcbuf_decref(rh->pseudo[i]);
+		rh->pseudo[i] = NULL;
+	}
+}
+
+/* The request line and Host, from the pseudo-fields (all of them have
+ * arrived: they come first, RFC 9113 8.3). -1 for a request this proxy
+ * cannot serve as HTTP/1.1 (an extended CONNECT but for websocket). */
+static int
+h2_line(struct h2_stream *st)
+{
+	struct h2_reqhead	*rh = &st->rh;
+	struct pt_str		 ps[PS_N] = { { NULL, 0 } };
+	int			 i;
+
+	rh->line_done = true;
+	for (i = 0; i < PS_N; i++)
+		if (rh->pseudo[i] != NULL)
+			ps[i] = h2_rc(rh->pseudo[i]);
+	st->is_head = h2_is(ps[PS_METHOD], "HEAD");
+	if (h2_is(ps[PS_METHOD], "CONNECT")) {
+		st->tunnel = true;
+		if (ps[PS_PROTOCOL].ptr == NULL) {
+			rh->has_host = true;
+			h2_puts(st, "CONNECT ");
+			h2_put_str(st, ps[PS_AUTHORITY]);
+			h2_puts(st, " HTTP/1.1\r\nHost: ");
+			h2_put_str(st, ps[PS_AUTHORITY]);
+			h2_puts(st, "\r\n");
+			goto out;
+		}
+		/* RFC 8441: a protocol the origin switches to. */
+		if (!h2_is(ps[PS_PROTOCOL], "websocket")) {
+			h2_pseudo_drop(rh);
+			return -1;
+		}
+		st->ext_connect = true;
+		h2_puts(st, "GET ");
+	} else {
+		h2_put_str(st, ps[PS_METHOD]);
+		h2_puts(st, " ");
+	}
+	/* The absolute form a forward proxy reads; a path that is not one
+	 * ("*", or none: nghttp2 lets neither through for these methods
+	 * but OPTIONS) goes as it is, and the HTTP/1.1 code answers it. */
+	if (ps[PS_AUTHORITY].ptr != NULL && ps[PS_PATH].len > 0 &&
+	    ps[PS_PATH].ptr[0] == '/') {
+		h2_put_str(st, ps[PS_SCHEME]);
+		h2_puts(st, "://");
+		h2_put_str(st, ps[PS_AUTHORITY]);
+	}
+	h2_put_str(st, ps[PS_PATH]);
+	h2_puts(st, " HTTP/1.1\r\n");
+	if (ps[PS_AUTHORITY].ptr != NULL) {
+		rh->has_host = true;
+		h2_puts(st, "Host: ");
+		h2_put_str(st, ps[PS_AUTHORITY]);
+		h2_puts(st, "\r\n");
+	}
+	if (st->ext_connect) {
+		h2_puts(st, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+		h2_put_ws_key(st);
+	}
+out:
+	h2_pseudo_drop(rh);
+	return 0;
+}
+
+/* Cookie fields are joined into one (RFC 9113 8.2.3), in a buffer of
+ * their own until the head's end. */
+static void
+h2_cookie(struct h2_stream *st, struct pt_str v)
+{
+	struct h2_reqhead	*rh = &st->rh;
+	size_t			 sep = rh->cookie_len > 0 ? 2 : 0;
+
+	if (rh->cookie == NULL && (rh->cookie = buf_get(BUF_SMALL)) == NULL) {
+		rh->too_large = true;
+		return;
+	}
+	if (rh->cookie_len + sep + v.len > buf_size(rh->cookie)) {
+		rh->too_large = true;
+		return;
+	}
+	memcpy(rh->cookie + rh->cookie_len, "; ", sep);
+	memcpy(rh->cookie + rh->cookie_len + sep, v.ptr, v.len);
+	rh->cookie_len += (uint32_t)(sep + v.len);
+}
+
+int
+h2_head_field(struct h2_stream *st, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
+{
+	struct h2_reqhead	*rh = &st->rh;
+	struct pt_str		 n = h2_rc(name), v = h2_rc(value);
+	int			 i;
+
+	if (n.len > 0 && n.ptr[0] == ':') {
+		for (i = 0; i < PS_N; i++)
+			if (h2_is(n, h2_pseudo_names[i]))
+				break;
+		/* nghttp2 refuses unknown and repeated ones; a late one
+		 * (after a regular field) too. */
+		if (i == PS_N || rh->line_done || rh->pseudo[i] != NULL)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		nghttp2_rcbuf_incref(value);
+		rh->pseudo[i] = value;
+		return 0;
+	}
+	if (!rh->line_done && h2_line(st) < 0)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	/* Host comes from :authority when there is one (RFC 9113 8.3.1);
+	 * TE ("trailers" at most, nghttp2 checks) is hop-by-hop here. */
+	if ((h2_is(n, "host") && rh->has_host) || h2_is(n, "te"))
+		return 0;
+	if (h2_is(n, "cookie")) {
+		h2_cookie(st, v);
+		return 0;
+	}
+	if (h2_is(n, "content-length"))
+		rh->has_length = true;
+	h2_put_str(st, n);
+	h2_puts(st, ": ");
+	h2_put_str(st, v);
+	h2_puts(st, "\r\n");
+	return 0;
+}
+
+int
+h2_head_frame(struct h2_stream *st, bool body)
+{
+	st->rx_held = false;
+	if (body) {
+		st->rx_chunked = true;
+		h2_puts(st, "Transfer-Encoding: chunked\r\n");
+	}
+	h2_puts(st, "\r\n");
+	return st->rh.too_large ? -1 : 0;
+}
+
+int
+h2_head_finish(struct h2_stream *st, bool end)
+{
+	struct h2_reqhead	*rh = &st->rh;
+
+	if (!rh->line_done && h2_line(st) < 0)
+		return -1;
+	if (rh->cookie_len > 0) {
+		h2_puts(st, "Cookie: ");
+		h2_put(st, rh->cookie, rh->cookie_len);
+		h2_puts(st, "\r\n");
+	}
+	buf_put(rh->cookie);
+	rh->cookie = NULL;
+	/* A tunnel's bytes are not a body; a length says where one ends;
+	 * END_STREAM says there is none. Else the next frame tells. */
+	if (st->tunnel || end || rh->has_length)
+		return h2_head_frame(st, false);
+	st->rx_held = true;
+	return rh->too_large ? -1 : 0;
+}
+
+void
+h2_head_drop(struct h2_stream *st)
+{
+	h2_pseudo_drop(&st->rh);
+	buf_put(st->rh.cookie);
+}
+
+/* ---- the response head ---------------------------------------------- */
+
+/* Fields of an HTTP/1.1 response that HTTP/2 does not carry (RFC 9113
+ * 8.2.2), and the RFC 6455 answer the client of an RFC 8441 upgrade has
+ * no use for. Proxy-Authenticate stays: it is the proxy's own. */
+static bool
+h2_resp_drop(const struct http_msg *m, struct pt_str n)
+{
+	static const char *const drop[] = {
+		"connection", "keep-alive", "proxy-connection",
+		"transfer-encoding", "upgrade", "te", "trailer",
+		"sec-websocket-accept", NULL
+	};
+	int	 i;
+
+	for (i = 0; drop[i] != NULL; i++)
+		if (n.len == strlen(drop[i]) && http_mem_ieq(n.ptr, drop[i],
+		    n.len))
+			return true;
+	return m->conn_names && http_header_is_hop(m, n) &&
+	    !(n.len == 18 && http_mem_ieq(n.ptr, "proxy-authenticate", 18));
+}
+
+int
+h2_head_response(struct h2_stream *st, const struct http_msg *m)
+{
+	static nghttp2_nv	 nva[HTTP_MAX_HEADERS + 1];
+	static char		 names[65536];
+	nghttp2_data_provider	 prd;
+	char			 status[4];
+	size_t			 used = 0, k;
+	unsigned		 i, n = 0;
+	int			 code = m->status, rc;
+	bool			 body;
+
+	/* RFC 8441 5: the switch is a 2xx in HTTP/2. */
+	if (code == 101 && st->ext_connect)
+		code = 200;
+	snprintf(status, sizeof(status), "%03d", code);
+	nva[n++] = (nghttp2_nv){ (uint8_t *)":status", (uint8_t *)status, 7,
+	    3, NGHTTP2_NV_FLAG_NONE };
+	for (i = 0; i < m->nheaders; i++) {
+		const struct http_header *f = &m->headers[i];
+
+		if (h2_resp_drop(m, f->name) || used + f->name.len >
+		    sizeof(names))
+			continue;
+		/* HTTP/2 field names are lower case (RFC 9113 8.2.1). */
+		for (k = 0; k < f->name.len; k++) {
+			char ch = f->name.ptr[k];
+
+			names[used + k] = ch >= 'A' && ch <= 'Z' ?
+			    (char)(ch + 32) : ch;
+		}
+		nva[n++] = (nghttp2_nv){ (uint8_t *)names + used,
+		    (uint8_t *)(uintptr_t)f->value.ptr, f->name.len,
+		    f->value.len, NGHTTP2_NV_FLAG_NONE };
+		used += f->name.len;
+	}
+	if (code >= 100 && code < 200)
+		return nghttp2_submit_headers(st->h2->session,
+		    NGHTTP2_FLAG_NONE, st->id, NULL, nva, n, NULL) < 0 ? -1 : 0;
+	st->resp_final = true;
+	/* A tunnel's bytes follow its 2xx; a refused tunnel has the
+	 * proxy's answer as its body. */
+	if (st->tunnel && code >= 200 && code < 300)
+		body = true;
+	else
+		body = !st->is_head && code != 204 && code != 304 &&
+		    m->body != HTTP_BODY_NONE && !(m->body ==
+		    HTTP_BODY_LENGTH && m->content_length == 0);
+	st->tx_length = m->body == HTTP_BODY_LENGTH && !st->is_head ?
+	    m->content_length : UINT64_MAX;
+	st->resp_body = body;
+	if (!body) {
+		st->tx_eof = true;
+		rc = nghttp2_submit_response(st->h2->session, st->id, nva, n,
+		    NULL);
+	} else {
+		prd.source.ptr = st;
+		prd.read_callback = h2_stream_read_body;
+		rc = nghttp2_submit_response(st->h2->session, st->id, nva, n,
+		    &prd);
+	}
+	return rc < 0 ? -1 : 0;
+}
