@@ -636,6 +636,18 @@ conn_cut(struct pt_conn *c, const char *why)
 	conn_close(c, why);
 }
 
+uint32_t
+pt_conn_stream(const struct pt_conn *c)
+{
+	return c->c_stream;
+}
+
+bool
+pt_conn_http2(const struct pt_conn *c)
+{
+	return c->c_listener->http2;
+}
+
 bool
 pt_conn_cut(const struct pt_conn *c)
 {

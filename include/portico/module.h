@@ -27,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 7
+#define PT_ABI_MINOR 8
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -819,5 +819,24 @@ PT_API void	 pt_via_free(struct pt_via *v);
 PT_API int	 pt_via_format(const struct pt_via *v, char *buf, size_t len);
 PT_API void	 pt_conn_set_via(struct pt_conn *conn, const struct pt_via *v);
 PT_API const char *pt_conn_parent(struct pt_conn *conn);
+
+/* ---- 1.8: HTTP/2 -------------------------------------------------------- */
+
+/*
+ * pt_conn_stream() is the HTTP/2 stream a transaction came on (its
+ * stream identifier, odd, from 1), or 0 when its client connection is
+ * not HTTP/2. Each stream is a connection of its own to modules: ACCEPT
+ * and CLOSE run for it too (with the HTTP/2 connection's peer, listener
+ * and PROXY header), so a module counting connections counts streams,
+ * and its per-connection state (pt_conn_ctx) starts afresh per stream.
+ * The HTTP/2 connection itself runs ACCEPT and CLOSE once, and no other
+ * phase. Worker thread.
+ *
+ * pt_conn_http2() says whether <conn>'s listener speaks HTTP/2 (its
+ * `http2`, in a build with libnghttp2): a transport offers "h2" in ALPN
+ * only then. Worker thread.
+ */
+PT_API uint32_t	 pt_conn_stream(const struct pt_conn *conn);
+PT_API bool	 pt_conn_http2(const struct pt_conn *conn);
 
 #endif /* PORTICO_MODULE_H */

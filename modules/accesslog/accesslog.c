@@ -61,6 +61,7 @@ al_rec_from(struct al_rec *r, struct pt_conn *conn, const struct pt_req *req,
 	r->balancer = (const struct sockaddr_storage *)pt_conn_balancer(conn);
 	r->egress = (const struct sockaddr_storage *)pt_conn_egress(conn);
 	r->parent = pt_conn_parent(conn);
+	r->stream = pt_conn_stream(conn);
 	r->listener = req->listener;
 	r->error = req->error;
 	r->user = req->user;

@@ -1120,6 +1120,17 @@ al_json_parent(const struct al_rec *r, struct al_out *o)
 	al_putc(o, '"');
 }
 
+/* ,"client_proto":"h2","stream":N, only for a transaction that came on
+ * an HTTP/2 stream. */
+static void
+al_json_stream(const struct al_rec *r, struct al_out *o)
+{
+	if (r->stream == 0)
+		return;
+	al_puts(o, ",\"client_proto\":\"h2\",\"stream\":");
+	al_put_u64(o, r->stream);
+}
+
 static void
 al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
     struct al_out *o)
@@ -1139,6 +1150,7 @@ al_json(const struct al_fmt_opts *fo, const struct al_rec *r,
 	al_puts(o, ",\"proto\":\"");
 	al_puts(o, al_proto_name(r->proto));
 	al_putc(o, '"');
+	al_json_stream(r, o);
 	al_json_str(o, "method", r->method.ptr, r->method.len,
 	    AL_MAX_METHOD);
 	al_json_target(fo, r, o);

@@ -59,6 +59,8 @@ struct al_rec {
 	/* The parent proxy that carried it (pt_conn_parent: 1 to 48 of
 	 * [A-Za-z0-9_.-], never escaped), or NULL: straight to its target. */
 	const char			*parent;
+	/* The HTTP/2 stream it came on (pt_conn_stream), or 0. */
+	uint32_t			 stream;
 	const char			*listener;
 	const char			*error;		/* or NULL */
 	struct pt_str			 user, method, host, path, label;

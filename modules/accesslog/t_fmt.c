@@ -347,6 +347,22 @@ test_accesslog_json_get(void)
 	    "\"referer\":\"http://ref.example/\"}\n");
 	CU_ASSERT(t_json_parse(t_line, &j));
 	CU_ASSERT_EQUAL(j.keys, 20);
+	/* The same transaction on HTTP/2 stream 5: two keys after proto,
+	 * and nothing else changes. */
+	r.stream = 5;
+	CU_ASSERT_STRING_EQUAL(t_fmt(AL_FMT_JSON, &r, true),
+	    "{\"time\":\"2026-12-01T10:36:13.045Z\",\"client\":\"192.0.2.7\","
+	    "\"client_port\":50123,\"listener\":\"web\",\"user\":\"alice\","
+	    "\"proto\":\"http\",\"client_proto\":\"h2\",\"stream\":5,"
+	    "\"method\":\"GET\","
+	    "\"target\":\"http://example.org/a/b?q=1\",\"status\":200,"
+	    "\"bytes_in\":120,\"bytes_out\":1312,"
+	    "\"upstream\":\"198.51.100.9\",\"upstream_port\":80,"
+	    "\"duration_ms\":89,\"label\":\"web\",\"error\":null,"
+	    "\"worker\":1,\"txn\":42,\"user_agent\":\"curl/8.0\","
+	    "\"referer\":\"http://ref.example/\"}\n");
+	CU_ASSERT(t_json_parse(t_line, &j));
+	CU_ASSERT_EQUAL(j.keys, 22);
 }
 
 /* Controls, quotes, backslashes, newlines and invalid UTF-8 where a
@@ -552,6 +568,8 @@ test_accesslog_budgets(void)
 	r.error = "e";
 	/* The longest parent name there is (common/parent.h). */
 	r.parent = "pppppppppppppppppppppppppppppppppppppppppppppppp";
+	/* The largest HTTP/2 stream identifier (2^31 - 1). */
+	r.stream = 2147483647u;
 	/* And every field that appears only sometimes, at its longest. */
 	{
 		static struct sockaddr_storage	 v6;

@@ -123,6 +123,8 @@ tls_handshake(struct pt_conn *c, int fd, void *tctx, uint32_t *want)
 			return -ENOMEM;
 		if (SSL_set_fd(t->ssl, fd) != 1)
 			return -ENOMEM;
+		/* For the ALPN callback (tls_conf.c). */
+		SSL_set_app_data(t->ssl, c);
 		SSL_set_accept_state(t->ssl);
 	}
 	ERR_clear_error();

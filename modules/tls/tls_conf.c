@@ -190,18 +190,31 @@ tls_on_client_hello(SSL *ssl, int *alert, void *arg)
 	return SSL_CLIENT_HELLO_SUCCESS;
 }
 
-/* ALPN: the proxy speaks HTTP/1.1 inside TLS. A client that offers only
- * other protocols (h2) gets no ALPN answer rather than an alert, the
- * lenient choice RFC 7301 allows for a server that can still serve. */
+/*
+ * ALPN (RFC 7301): "h2" first where the listener speaks HTTP/2
+ * (pt_conn_http2; the core tells it by the client preface that follows),
+ * else "http/1.1". A client that offers neither gets no ALPN answer
+ * rather than an alert, the lenient choice RFC 7301 allows for a server
+ * that can still serve.
+ */
 static int
 tls_on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg)
 {
-	static const unsigned char	 ours[] = "\x08http/1.1";
+	static const unsigned char	 h2[] = "\x02h2\x08http/1.1";
+	static const unsigned char	 h1[] = "\x08http/1.1";
+	const struct pt_conn		*c = SSL_get_app_data(ssl);
 	unsigned char			*sel;
+	int				 rc;
 
-	if (SSL_select_next_proto(&sel, outlen, ours, sizeof(ours) - 1, in,
-	    inlen) != OPENSSL_NPN_NEGOTIATED)
+	(void)arg;
+	if (c != NULL && pt_conn_http2(c))
+		rc = SSL_select_next_proto(&sel, outlen, h2, sizeof(h2) - 1,
+		    in, inlen);
+	else
+		rc = SSL_select_next_proto(&sel, outlen, h1, sizeof(h1) - 1,
+		    in, inlen);
+	if (rc != OPENSSL_NPN_NEGOTIATED)
 		return SSL_TLSEXT_ERR_NOACK;
 	*out = sel;
 	return SSL_TLSEXT_ERR_OK;
