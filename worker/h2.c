@@ -33,6 +33,9 @@
 
 /* Reads per event before others get a turn, as in http.c. */
 #define H2_ROUNDS	16
+/* A draining connection's grace between its two GOAWAYs, as long as an
+ * HTTP/1.1 connection's (http.c's HTTP_DRAIN_GRACE_MS). */
+#define H2_DRAIN_GRACE_MS	1000
 /* Frames are gathered up to about this much before a write. */
 #define H2_OUT_HIGH	(64 * 1024)
 
@@ -310,6 +313,9 @@ h2_pump(struct pt_conn *c)
 		conn_close(c, "draining");
 		return;
 	}
+	/* Draining, the timer is the drain's (h2_on_drain). */
+	if (h2->notice)
+		return;
 	if (h2->nstreams == 0 && c->c_timer.heap_idx == 0)
 		pt_timer_start(&c->c_timer, h2_config->limits.idle_timeout_ms,
 		    h2_on_timer, c);
@@ -361,19 +367,41 @@ h2_free(struct pt_conn *c)
 	c->c_proto = NULL;
 }
 
-/* A draining worker: GOAWAY with the last stream taken, the streams in
- * flight finish, then the connection closes (h2_pump). */
+/* The drain's second step: GOAWAY naming the last stream taken. Streams
+ * the client opened after it are refused, and it retries them on a new
+ * connection (RFC 9113 6.8); those before it finish, then the close
+ * (h2_pump). */
+static void
+h2_on_drain_timer(struct pt_timer *t, void *arg)
+{
+	struct pt_conn	*c = arg;
+	struct h2_conn	*h2 = h2_of(c);
+
+	(void)t;
+	h2->draining = true;
+	nghttp2_submit_goaway(h2->session, NGHTTP2_FLAG_NONE,
+	    nghttp2_session_get_last_proc_stream_id(h2->session),
+	    NGHTTP2_NO_ERROR, NULL, 0);
+	h2_pump(c);
+}
+
+/*
+ * A draining worker (reload, stop): first a GOAWAY that refuses nothing
+ * yet (stream 2^31-1, RFC 9113 6.8's graceful shutdown), so requests
+ * already on their way are still served, as HTTP/1.1's drain serves one
+ * that crossed its Connection: close; the final GOAWAY follows after the
+ * same grace (h2_on_drain_timer).
+ */
 static void
 h2_on_drain(struct pt_conn *c)
 {
 	struct h2_conn	*h2 = h2_of(c);
 
-	if (h2 == NULL || h2->draining)
+	if (h2 == NULL || h2->notice)
 		return;
-	h2->draining = true;
-	nghttp2_submit_goaway(h2->session, NGHTTP2_FLAG_NONE,
-	    nghttp2_session_get_last_proc_stream_id(h2->session),
-	    NGHTTP2_NO_ERROR, NULL, 0);
+	h2->notice = true;
+	nghttp2_submit_shutdown_notice(h2->session);
+	pt_timer_start(&c->c_timer, H2_DRAIN_GRACE_MS, h2_on_drain_timer, c);
 	h2_pump(c);
 }
 

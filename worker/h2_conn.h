@@ -35,7 +35,8 @@ struct h2_conn {
 	/* Every stream state it holds (h2_stream.c), for the close. */
 	struct h2_stream	*streams;
 	unsigned		 nstreams;	/* streams with a transaction */
-	bool			 draining;	/* GOAWAY sent */
+	bool			 notice;	/* draining: first GOAWAY sent */
+	bool			 draining;	/* the last GOAWAY sent */
 	bool			 closing;	/* conn_close under way */
 };
 

@@ -241,8 +241,6 @@ def main(t):
          "without a reply)", b"GET" + b" " * 9000),
         (400, "a TLS ClientHello", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc"
          b"\x03\x03" + noise(500, b"junk3")),
-        (505, "the HTTP/2 preface (a well-formed HTTP/2.0 request-line)",
-         b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
         (431, "1000 header fields (over HTTP_MAX_HEADERS, 128)",
          req("GET %s?id=j1 HTTP/1.1" % url,
              *["X-%d: v" % i for i in range(1000)])),
@@ -277,6 +275,20 @@ def main(t):
                          % (st, len(got), how, dt),
                          "reply %r" % got[:200],
                          "the origin got %r" % reached])
+
+    # The HTTP/2 preface is HTTP/2's on a listener with http2 (the
+    # default where built): the answer is HTTP/2's SETTINGS frame (type 4
+    # on stream 0), not an HTTP/1.1 status. With http2 = false it is a
+    # 505 (t/integ/h2_proxy.py).
+    if ptest.have_h2_build():
+        st, got, how, dt = H.raw_exchange(
+            port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+            timeout=ptest.bound(5), half_close=True)
+        t.check(st is None and len(got) >= 9 and got[3] == 4 and
+                got[5:9] == b"\0\0\0\0" and how in ("eof", "reset"),
+                "the HTTP/2 preface: HTTP/2's SETTINGS, no HTTP/1.1 "
+                "status, then the close",
+                lambda: ["got status %s, %r, then %s" % (st, got[:60], how)])
 
     r = H.get(port, o.url + "/echo?id=final")
     t.check(isinstance(r, H.Resp) and r.status == 200,

@@ -359,6 +359,16 @@ def have_ipv6():
         return False
 
 
+def have_h2_build():
+    """Was this portico built with libnghttp2 (HTTP/2 to the proxy)?
+    configure writes HAVE_NGHTTP2 into config.h."""
+    try:
+        with open(os.path.join(BUILDDIR, "config.h")) as f:
+            return "#define HAVE_NGHTTP2 1" in f.read()
+    except OSError:
+        return False
+
+
 _given_ports = set()
 
 

@@ -17,7 +17,9 @@ portico and HTTP proxy requests inside it.
   frames echo, the close handshake ends in EOF;
 - a client that ends a kept-alive connection with close_notify gets
   ours back (python's unwrap), then EOF;
-- ALPN: a client offering h2 and http/1.1 gets http/1.1;
+- ALPN: a client offering h2 and http/1.1 gets h2 where portico was
+  built with HTTP/2 (http/1.1 otherwise), one offering only http/1.1
+  gets http/1.1;
 - TLS 1.2 works (the default minimum), a TLS 1.1-only client is refused
   with a protocol_version alert, while a listener with min_version
   TLSv1.1 lets the same client in (so the refusal is the option's);
@@ -249,9 +251,15 @@ def check_websocket(t, port, ca, o):
 
 
 def check_versions(t, port, low_port, ca):
+    want = "h2" if ptest.have_h2_build() else "http/1.1"
     s = T.connect(port, ca, alpn=["h2", "http/1.1"])
+    t.check(s.selected_alpn_protocol() == want,
+            "ALPN: a client offering h2 and http/1.1 gets %s" % want,
+            repr(s.selected_alpn_protocol()))
+    s.close()
+    s = T.connect(port, ca, alpn=["http/1.1"])
     t.check(s.selected_alpn_protocol() == "http/1.1",
-            "ALPN: a client offering h2 and http/1.1 gets http/1.1",
+            "ALPN: a client offering only http/1.1 gets http/1.1",
             repr(s.selected_alpn_protocol()))
     s.close()
     raw = ptest.connect(port)
