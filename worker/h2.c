@@ -275,40 +275,49 @@ h2_pump(struct pt_conn *c)
 	struct h2_conn		*h2 = h2_of(c);
 	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
 	ssize_t			 n, rv;
+	bool			 more;
 	int			 i;
 
-	for (i = 0; i < H2_ROUNDS && conn_readable(c, s); i++) {
+	for (i = 0; i < H2_ROUNDS; i++) {
 		/* Frames not yet written hold the client back, as TCP
-		 * would: nothing more is read until they are out. */
-		if (h2->out_len > H2_OUT_HIGH)
-			break;
-		n = conn_recv(c, s, h2_in, sizeof(h2_in));
-		if (n == -EAGAIN) {
-			s->ready &= ~EPOLLIN;
-			break;
+		 * would: nothing more is read until they are out. The
+		 * socket's EPOLLIN stays noted, so the write that drains
+		 * them (its EPOLLOUT event comes here) reads on. */
+		more = h2->out_len - h2->out_start <= H2_OUT_HIGH &&
+		    conn_readable(c, s);
+		if (more) {
+			n = conn_recv(c, s, h2_in, sizeof(h2_in));
+			if (n == -EAGAIN) {
+				s->ready &= ~EPOLLIN;
+				more = false;
+			} else if (n <= 0) {
+				conn_close(c, n == 0 ? NULL : "read failed");
+				return;
+			} else {
+				c->c_last_active = loop_now();
+				rv = nghttp2_session_mem_recv(h2->session, h2_in,
+				    (size_t)n);
+				if (rv < 0) {
+					/* A protocol error or a flood: nghttp2
+					 * queued a GOAWAY saying which; it goes
+					 * out, then the close. */
+					if (h2_send(h2))
+						conn_close(c,
+						    nghttp2_strerror((int)rv));
+					return;
+				}
+				if ((size_t)n < sizeof(h2_in) &&
+				    c->c_transport == NULL)
+					s->ready &= ~EPOLLIN;
+			}
 		}
-		if (n <= 0) {
-			conn_close(c, n == 0 ? NULL : "read failed");
+		if (!h2_send(h2))
 			return;
-		}
-		c->c_last_active = loop_now();
-		rv = nghttp2_session_mem_recv(h2->session, h2_in, (size_t)n);
-		if (rv < 0) {
-			/* A protocol error or a flood: nghttp2 queued a
-			 * GOAWAY saying which; it goes out, then the close. */
-			if (h2_send(h2))
-				conn_close(c, nghttp2_strerror((int)rv));
-			return;
-		}
-		if ((size_t)n < sizeof(h2_in) && c->c_transport == NULL) {
-			s->ready &= ~EPOLLIN;
+		if (!more)
 			break;
-		}
 	}
 	if (i == H2_ROUNDS)
 		loop_post(&c->c_post, h2_on_posted);
-	if (!h2_send(h2))
-		return;
 	if (h2->nstreams == 0 && h2->draining && h2->out_len == 0) {
 		conn_close(c, "draining");
 		return;
