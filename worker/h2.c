@@ -66,6 +66,27 @@ h2_stream_of(nghttp2_session *s, int32_t id)
 
 /* ---- nghttp2's callbacks -------------------------------------------- */
 
+/*
+ * A HEADERS frame that would open a stream below one the client opened
+ * already (or wrap past 2^31-1) is a connection error (RFC 9113 5.1.1);
+ * nghttp2 ignores it, so the check is here. A HEADERS on a stream that is
+ * open (trailers) or recently closed is nghttp2's to judge.
+ */
+static int
+h2_on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *arg)
+{
+	struct h2_conn	*h2 = arg;
+
+	if (hd->type == NGHTTP2_HEADERS && (hd->stream_id & 1) &&
+	    hd->stream_id <= h2->last_id &&
+	    nghttp2_session_get_stream_user_data(s, hd->stream_id) == NULL &&
+	    nghttp2_session_get_stream_remote_close(s, hd->stream_id) < 0)
+		return nghttp2_session_terminate_session(s,
+		    NGHTTP2_PROTOCOL_ERROR) == 0 ? 0 :
+		    NGHTTP2_ERR_CALLBACK_FAILURE;
+	return 0;
+}
+
 static int
 h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 {
@@ -75,6 +96,8 @@ h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 	if (f->hd.type != NGHTTP2_HEADERS ||
 	    f->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
+	if (f->hd.stream_id > h2->last_id)
+		h2->last_id = f->hd.stream_id;
 	if ((st = h2_stream_new(h2, f->hd.stream_id)) == NULL)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
@@ -438,8 +461,9 @@ h2_settings(struct h2_conn *h2)
 void
 h2_start(struct pt_conn *c, const char *b, size_t n)
 {
-	struct h2_conn	*h2;
-	ssize_t		 rv;
+	struct h2_conn		*h2;
+	struct conn_side	*s;
+	ssize_t			 rv;
 
 	if ((h2 = pool_get(&h2_pool)) == NULL) {
 		conn_close(c, "out of HTTP/2 state");
@@ -463,7 +487,18 @@ h2_start(struct pt_conn *c, const char *b, size_t n)
 	c->c_logged = true;
 	counters_add(CTR_H2_CONNS, 1);
 	pt_timer_stop(&c->c_timer);
-	c->c_side[SIDE_CLIENT].io.fn = h2_on_event;
+	/* The preface may have come with the first read, before http.c
+	 * registered the socket: then it is registered here. */
+	s = &c->c_side[SIDE_CLIENT];
+	if (!s->io.added) {
+		if (loop_io_start(&s->io, s->io.fd, CONN_SIDE_EVENTS,
+		    h2_on_event) < 0) {
+			conn_close(c, "epoll_ctl");
+			return;
+		}
+	} else {
+		s->io.fn = h2_on_event;
+	}
 	if (h2_settings(h2) < 0) {
 		conn_close(c, "out of memory");
 		return;
@@ -489,6 +524,8 @@ h2_init(const struct pt_config *conf, unsigned max_conns)
 	if (nghttp2_session_callbacks_new(&cb) != 0 ||
 	    nghttp2_option_new(&h2_options) != 0)
 		abort();
+	nghttp2_session_callbacks_set_on_begin_frame_callback(cb,
+	    h2_on_begin_frame);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb,
 	    h2_on_begin_headers);
 	nghttp2_session_callbacks_set_on_header_callback2(cb, h2_on_header);

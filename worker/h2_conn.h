@@ -35,6 +35,7 @@ struct h2_conn {
 	/* Every stream state it holds (h2_stream.c), for the close. */
 	struct h2_stream	*streams;
 	unsigned		 nstreams;	/* streams with a transaction */
+	int32_t			 last_id;	/* highest stream the client opened */
 	bool			 notice;	/* draining: first GOAWAY sent */
 	bool			 draining;	/* the last GOAWAY sent */
 	bool			 closing;	/* conn_close under way */

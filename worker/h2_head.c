@@ -244,6 +244,13 @@ h2_head_field(struct h2_stream *st, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
 	struct pt_str		 n = h2_rc(name), v = h2_rc(value);
 	int			 i;
 
+	/* Past max_header_size the stream is reset at once: nghttp2 then
+	 * decodes the rest of the block without handing (and checking)
+	 * each field, so an HPACK bomb (one large table entry referenced
+	 * thousands of times) costs the decoding only. */
+	if (rh->too_large)
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+
 	if (n.len > 0 && n.ptr[0] == ':') {
 		for (i = 0; i < PS_N; i++)
 			if (h2_is(n, h2_pseudo_names[i]))
@@ -314,6 +321,7 @@ h2_head_drop(struct h2_stream *st)
 {
 	h2_pseudo_drop(&st->rh);
 	buf_put(st->rh.cookie);
+	st->rh.cookie = NULL;
 }
 
 /* ---- the response head ---------------------------------------------- */

@@ -586,6 +586,15 @@ h2_stream_closed(struct h2_stream *st, uint32_t error)
 		h2_stream_wake(st, EPOLLIN | EPOLLOUT);
 		return;
 	}
+	/* Closed before its transaction began (a rapid reset: HEADERS and
+	 * RST_STREAM in one read): its head goes now, not when its posted
+	 * start runs, so a flood of them holds no buffer. */
+	h2_head_drop(st);
+	buf_put(st->head);
+	buf_put(st->rx);
+	st->head = st->rx = NULL;
+	st->rx_head = st->rx_tail = 0;
+	memset(&st->rh, 0, sizeof(st->rh));
 	st->gone = true;
 	h2_stream_release(st);
 }

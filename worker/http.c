@@ -141,7 +141,9 @@ http_client_wants_read(const struct http_state *h)
 static void
 http_watch_side(struct pt_conn *c, struct conn_side *s)
 {
-	if (s->io.fd < 0)
+	/* No socket yet (an upstream not dialed), unless it is an HTTP/2
+	 * stream's side, which has none to have (loop_io.virt). */
+	if (s->io.fd < 0 && !s->io.virt)
 		return;
 	if (!s->io.added) {
 		if (loop_io_start(&s->io, s->io.fd, CONN_SIDE_EVENTS,
