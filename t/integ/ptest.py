@@ -168,6 +168,12 @@ NEEDS = {
                    "prometheus)", r"(?i)\bpromtool\b|\bprometheus\b"),
     "systemd-analyze": ("systemd-analyze in PATH (Debian package systemd)",
                         r"(?i)systemd-analyze"),
+    "http2": ("portico built with HTTP/2 (configure found libnghttp2 >= "
+              "1.52; Debian package libnghttp2-dev)",
+              r"(?i)without HTTP/2|libnghttp2"),
+    "h2": ("python3-h2 importable (Debian package python3-h2, looked for in "
+           "/usr/lib/python3/dist-packages too)",
+           r"(?i)python3-h2|\bh2 not importable"),
     "libfuzzer": ("clang linking a libFuzzer program (Debian packages "
                   "clang and libclang-rt-dev): .ci/run's fuzz step",
                   r"(?i)libfuzzer"),
