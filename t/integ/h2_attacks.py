@@ -941,6 +941,19 @@ def concurrency(t, e):
                    lab, sub, len(served), MAX_STREAMS, extra,
                    sorted(set(ename(c) for c in refused.values())),
                    r.goaway_text(), r.end))
+        if acked:
+            # Once the limit is acknowledged, nghttp2 (1.52) makes the
+            # excess a connection error, GOAWAY PROTOCOL_ERROR, where RFC
+            # 9113 5.1.2 asks for a stream error; a client past the limit
+            # it agreed to loses its own connection, nobody else's (the
+            # canary and the checks after this scenario say so).
+            t.check(r.goaway is not None and r.goaway[0] == 1 and
+                    r.end in ("eof", "reset"),
+                    "%s: %s: a client past the limit it acknowledged: "
+                    "GOAWAY PROTOCOL_ERROR, then the close" % (lab, sub),
+                    lambda: [r.goaway_text(), str(r.end)])
+            r.close()
+            return
         t.check(all(c in (1, 7) for c in refused.values()),
                 "%s: %s: each of the %d streams past %d is refused "
                 "(RST_STREAM REFUSED_STREAM or PROTOCOL_ERROR)" % (
