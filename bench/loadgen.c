@@ -33,7 +33,9 @@
  * With --tls the client speaks TLS to the proxy, an HTTPS proxy
  * (loadgen_tls.c: TLS 1.3, TLS_AES_128_GCM_SHA256, X25519 only), and
  * --tls-resume resumes each client's last session with its ticket; the
- * report then adds the handshakes made and resumed in the window.
+ * report then adds the handshakes made in the window, those by a client
+ * coming back (the only ones that could offer a session), those that
+ * offered one and those that resumed.
  *
  * With --proxy-header v1|v2 each connection to the proxy begins with a
  * PROXY protocol header naming the connection's own ends
@@ -323,10 +325,11 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		printf("},\"delivered_pct\":%.2f,\"loadgen_cpu_pct\":%.1f,"
 		    "\"saturated\":%s", pct, cpu, sat ? "true" : "false");
 		if (o->tls)
-			printf(",\"tls\":{\"handshakes\":%llu,\"offered\":%llu,"
-			    "\"resumed\":%llu,\"resume\":%s,"
+			printf(",\"tls\":{\"handshakes\":%llu,\"repeat\":%llu,"
+			    "\"offered\":%llu,\"resumed\":%llu,\"resume\":%s,"
 			    "\"negotiated\":\"%s\"}",
 			    (unsigned long long)res->tls_handshakes,
+			    (unsigned long long)res->tls_repeat,
 			    (unsigned long long)res->tls_offered,
 			    (unsigned long long)res->tls_resumed,
 			    o->tls_resume ? "true" : "false",
@@ -375,10 +378,11 @@ report(const struct lg_opts *o, const struct lg_result *res)
 		    "before a request: reconnected, not errors\n",
 		    (unsigned long long)res->retries);
 	if (o->tls)
-		printf("  TLS (%s): %llu handshakes, %llu offered a session, "
-		    "%llu resumed%s\n",
+		printf("  TLS (%s): %llu handshakes, %llu by a client "
+		    "coming back, %llu offered a session, %llu resumed%s\n",
 		    lg_tls_seen() != NULL ? lg_tls_seen() : "none completed",
 		    (unsigned long long)res->tls_handshakes,
+		    (unsigned long long)res->tls_repeat,
 		    (unsigned long long)res->tls_offered,
 		    (unsigned long long)res->tls_resumed,
 		    o->tls_resume ? "" : " (--tls-resume not given)");

@@ -130,6 +130,8 @@ struct lg_result {
 	double		 cpu_s, wall_s;	/* the process over the window */
 	uint64_t	 retries;	/* keep-alive closed: reconnected */
 	uint64_t	 tls_handshakes;	/* --tls, in the window */
+	uint64_t	 tls_repeat;	/* of which by a client whose earlier
+					 * handshake finished: could offer */
 	uint64_t	 tls_offered;	/* of which offered a session */
 	uint64_t	 tls_resumed;	/* of which resumed one */
 	uint64_t	 pp_sent;	/* --proxy-header: whole headers sent,

@@ -20,7 +20,11 @@
  * sends a newer one: OpenSSL's client treats a TLS 1.3 session as used
  * once it resumed, so a copy is offered each time (a proxy that issues no
  * new ticket on a resumed connection, as portico's tls module does not,
- * would otherwise see every other handshake full).
+ * would otherwise see every other handshake full). Handshakes that
+ * follow a finished one of the same client are counted apart: only those
+ * could offer a session, so a window too short for any client to come
+ * back (none of them) says nothing about resumption, while some of them
+ * with nothing offered say the proxy sent no ticket.
  *
  * Non-blocking, on the client's socket (a socket BIO, no read-ahead: bytes
  * not yet decrypted stay in the kernel and wake epoll). WANT_READ and
@@ -55,6 +59,8 @@ struct lg_tls {
 	bool		 done;		/* handshake finished */
 	bool		 fatal;		/* no close_notify after this */
 	bool		 offered;	/* this handshake offers a session */
+	bool		 had_one;	/* a handshake of this client finished */
+	bool		 repeat;	/* this handshake follows one of them */
 };
 
 static SSL_CTX		*lg_ctx;
@@ -147,6 +153,7 @@ lg_tls_start(struct lg_tls *t, int fd)
 	ERR_clear_error();
 	t->done = t->fatal = false;
 	t->offered = lg_resume && t->sess != NULL;
+	t->repeat = t->had_one;
 	if ((t->ssl = SSL_new(lg_ctx)) == NULL ||
 	    !SSL_set_fd(t->ssl, fd) ||
 	    !SSL_set_ex_data(t->ssl, lg_idx, t) ||
@@ -213,6 +220,7 @@ lg_tls_handshake(struct lg_tls *t, uint32_t *events_out,
 		return -1;
 	}
 	t->done = true;
+	t->had_one = true;
 	v = SSL_get_version(t->ssl);
 	s = SSL_CIPHER_get_name(SSL_get_current_cipher(t->ssl));
 	if (lg_seen[0] == '\0')
@@ -226,6 +234,8 @@ lg_tls_handshake(struct lg_tls *t, uint32_t *events_out,
 	}
 	if (count) {
 		res->tls_handshakes++;
+		if (t->repeat)
+			res->tls_repeat++;
 		if (t->offered)
 			res->tls_offered++;
 		if (SSL_session_reused(t->ssl))

@@ -221,7 +221,10 @@ def load(d):
 def summarise(recs, kind, higher):
     """One peer, one scenario -> dict with the figure or why there is none."""
     status = [r for r in recs if r.get("status") != "run"]
-    runs = [r for r in recs if r.get("status") == "run" and not r.get("warmup")]
+    # A superseded run was too short to judge and was run again, longer
+    # (bench/fairness judged_run): the longer one stands for it.
+    runs = [r for r in recs if r.get("status") == "run" and
+            not r.get("warmup") and not r.get("superseded")]
     if not runs:
         if status:
             r = status[0]
