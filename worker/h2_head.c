@@ -30,7 +30,6 @@
  */
 #include "config.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "worker/h2_conn.h"
@@ -332,17 +331,23 @@ h2_head_drop(struct h2_stream *st)
 static bool
 h2_resp_drop(const struct http_msg *m, struct pt_str n)
 {
-	static const char *const drop[] = {
-		"connection", "keep-alive", "proxy-connection",
-		"transfer-encoding", "upgrade", "te", "trailer",
-		"sec-websocket-accept", NULL
-	};
-	int	 i;
+	const char	*d;
 
-	for (i = 0; drop[i] != NULL; i++)
-		if (n.len == strlen(drop[i]) && http_mem_ieq(n.ptr, drop[i],
-		    n.len))
-			return true;
+	/* By length first: most fields are none of these, and a response
+	 * has a dozen of them. */
+	switch (n.len) {
+	case 2:		d = "te";			break;
+	case 7:		d = n.ptr[0] == 'u' || n.ptr[0] == 'U' ?
+			    "upgrade" : "trailer";	break;
+	case 10:	d = n.ptr[0] == 'k' || n.ptr[0] == 'K' ?
+			    "keep-alive" : "connection"; break;
+	case 16:	d = "proxy-connection";		break;
+	case 17:	d = "transfer-encoding";	break;
+	case 20:	d = "sec-websocket-accept";	break;
+	default:	d = NULL;			break;
+	}
+	if (d != NULL && http_mem_ieq(n.ptr, d, n.len))
+		return true;
 	return m->conn_names && http_header_is_hop(m, n) &&
 	    !(n.len == 18 && http_mem_ieq(n.ptr, "proxy-authenticate", 18));
 }
@@ -362,7 +367,10 @@ h2_head_response(struct h2_stream *st, const struct http_msg *m)
 	/* RFC 8441 5: the switch is a 2xx in HTTP/2. */
 	if (code == 101 && st->ext_connect)
 		code = 200;
-	snprintf(status, sizeof(status), "%03d", code);
+	status[0] = (char)('0' + code / 100 % 10);
+	status[1] = (char)('0' + code / 10 % 10);
+	status[2] = (char)('0' + code % 10);
+	status[3] = '\0';
 	nva[n++] = (nghttp2_nv){ (uint8_t *)":status", (uint8_t *)status, 7,
 	    3, NGHTTP2_NV_FLAG_NONE };
 	for (i = 0; i < m->nheaders; i++) {
