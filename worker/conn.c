@@ -229,6 +229,7 @@ conn_new_stream(struct pt_conn *owner, uint32_t stream,
 {
 	const struct conf_listener	*l = owner->c_listener;
 	struct pt_conn			*c;
+	socklen_t			 len;
 
 	if ((c = pool_get(&conn_pool)) == NULL)
 		return NULL;
@@ -246,6 +247,12 @@ conn_new_stream(struct pt_conn *owner, uint32_t stream,
 	    UINT64_MAX;
 	c->c_req.peer = owner->c_req.peer;
 	c->c_req.local = owner->c_req.local;
+	/* Egress "same" reads it, and a stream has no socket to ask. */
+	if (c->c_req.local.ss_family == AF_UNSPEC) {
+		len = sizeof(c->c_req.local);
+		getsockname(owner->c_side[SIDE_CLIENT].io.fd,
+		    (struct sockaddr *)&c->c_req.local, &len);
+	}
 	c->c_req.listener = l->name;
 	c->c_req.listener_idx = l->idx;
 	c->c_req.txn = conn_txn_next();

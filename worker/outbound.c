@@ -57,7 +57,11 @@ outbound_ctx(const struct pt_conn *c, const struct pt_egress *e,
 
 	memset(x, 0, sizeof(*x));
 	memset(local, 0, sizeof(*local));
-	if (e->same && getsockname(c->c_side[SIDE_CLIENT].io.fd,
+	/* Known already when modules are loaded, and for an HTTP/2 stream
+	 * (whose client side has no socket to ask): its connection's. */
+	if (e->same && c->c_req.local.ss_family != AF_UNSPEC)
+		x->local = (const struct sockaddr *)&c->c_req.local;
+	else if (e->same && getsockname(c->c_side[SIDE_CLIENT].io.fd,
 	    (struct sockaddr *)local, &len) == 0)
 		x->local = (const struct sockaddr *)local;
 	x->peer = (const struct sockaddr *)&c->c_req.peer;
