@@ -177,6 +177,8 @@ NEEDS = {
     "libfuzzer": ("clang linking a libFuzzer program (Debian packages "
                   "clang and libclang-rt-dev): .ci/run's fuzz step",
                   r"(?i)libfuzzer"),
+    "nghttp": ("the nghttp program (Debian package nghttp2-client)",
+               r"(?i)\bnghttp program"),
 }
 
 
