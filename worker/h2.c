@@ -260,8 +260,13 @@ h2_send(struct h2_conn *h2)
 		}
 		h2->out_start += (uint32_t)n;
 		if (h2->out_start < h2->out_len) {
-			s->ready &= ~EPOLLOUT;
-			return true;
+			/* A plain socket that took less is full; a transport
+			 * (TLS) takes a record at a time: write on. */
+			if (c->c_transport == NULL) {
+				s->ready &= ~EPOLLOUT;
+				return true;
+			}
+			continue;
 		}
 		h2->out_start = h2->out_len = 0;
 	}

@@ -63,7 +63,8 @@ http_fail_answer(struct pt_conn *c, int status, const char *detail,
 	 * must not be read as its next request. */
 	if (!(status == 407 && h->req.body_done && h->keep_client) ||
 	    (h->is_connect && h->req.in != NULL &&
-	    h->req.in_len > h->req.in_raw) || worker_self()->stopping)
+	    h->req.in_len > h->req.in_raw) || worker_self()->stopping ||
+	    c->c_stream != 0)
 		h->close_after = true;
 	flags = h->close_after ? HTTP_HEAD_CLOSE : 0;
 	if (status == 407)
