@@ -179,6 +179,28 @@ h2_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *b,
 	return 0;
 }
 
+/*
+ * The response ended (END_STREAM sent) with the request still coming and
+ * nobody left to read it (a 407 or 413 to a body being uploaded): RST_STREAM
+ * NO_ERROR tells the client to stop sending (RFC 9113 8.1), rather than
+ * the stream staying half-open, one of the 100, until it does.
+ */
+static int
+h2_on_frame_sent(nghttp2_session *s, const nghttp2_frame *f, void *arg)
+{
+	struct h2_stream	*st;
+
+	(void)arg;
+	if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM) ||
+	    (f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS))
+		return 0;
+	st = h2_stream_of(s, f->hd.stream_id);
+	if (st != NULL && st->gone && !st->rx_eof)
+		nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE,
+		    f->hd.stream_id, NGHTTP2_NO_ERROR);
+	return 0;
+}
+
 static int
 h2_on_stream_close(nghttp2_session *s, int32_t id, uint32_t error, void *arg)
 {
@@ -539,6 +561,8 @@ h2_init(const struct pt_config *conf, unsigned max_conns)
 	    h2_on_data);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb,
 	    h2_on_stream_close);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb,
+	    h2_on_frame_sent);
 	h2_callbacks = cb;
 	/* The window goes back as the transaction reads (h2_stream.c). */
 	nghttp2_option_set_no_auto_window_update(h2_options, 1);

@@ -383,6 +383,19 @@ def auth(t, o):
     t.check(st.status == 407 and not o.reqs_for("id=auth-wrong"),
             "a stream with a wrong password: 407",
             lambda: h2t.describe(st) + [c.why()])
+    # A POST whose 407 comes while its body is still being sent: the
+    # answer ends the stream (END_STREAM) and RST_STREAM NO_ERROR tells
+    # the client to stop sending (RFC 9113 8.1), so the stream does not
+    # stay half open; the connection goes on.
+    st = c.request(h2t.request_headers("POST", au, "/echo?id=auth-post"),
+                   body=b"p" * (1 << 20), end=False)
+    c.wait(st)
+    c.run_until(lambda: st.reset is not None, ptest.bound(5))
+    t.check(st.status == 407 and st.ended and st.reset == 0 and
+            st.sent < (1 << 20) and not o.reqs_for("id=auth-post"),
+            "a POST answered 407 mid-body: END_STREAM, then RST_STREAM "
+            "NO_ERROR before the client sent its 1 MiB",
+            lambda: h2t.describe(st) + ["sent %d" % st.sent, c.why()])
     st = get("auth-right", "h2user:h2-secret")
     req = origin_req(o, "id=auth-right")
     t.check(st.status == 200 and req is not None and
