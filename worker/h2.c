@@ -233,6 +233,52 @@ h2_flush_soon(struct h2_conn *h2)
 		loop_post(&h2->c->c_post, h2_on_posted);
 }
 
+/* Room for <n> more bytes of output; false when out of memory. */
+static bool
+h2_out_room(struct h2_conn *h2, size_t n)
+{
+	char	*more;
+
+	if (h2->out_len + n <= h2->out_size)
+		return true;
+	if ((more = realloc(h2->out, h2->out_len + n + H2_OUT_HIGH)) == NULL)
+		return false;
+	h2->out = more;
+	h2->out_size = h2->out_len + (uint32_t)n + H2_OUT_HIGH;
+	return true;
+}
+
+/*
+ * A DATA frame of a stream's body (h2_stream_read_body said NO_COPY):
+ * its header and payload go straight from the stream's buffer into the
+ * output, the one copy a body byte gets between the origin's read and
+ * the socket. We ask for no padding; a frame with some gets its bytes.
+ */
+static int
+h2_on_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *hd,
+    size_t len, nghttp2_data_source *src, void *arg)
+{
+	struct h2_conn		*h2 = arg;
+	struct h2_stream	*st = src->ptr;
+	size_t			 pad = f->data.padlen;
+
+	(void)s;
+	if (!h2_out_room(h2, 9 + pad + len))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	memcpy(h2->out + h2->out_len, hd, 9);
+	h2->out_len += 9;
+	if (pad > 0)
+		h2->out[h2->out_len++] = (char)(pad - 1);
+	memcpy(h2->out + h2->out_len, st->tx + st->tx_head, len);
+	h2->out_len += (uint32_t)len;
+	if (pad > 1) {
+		memset(h2->out + h2->out_len, 0, pad - 1);
+		h2->out_len += (uint32_t)(pad - 1);
+	}
+	h2_stream_sent(st, len);
+	return 0;
+}
+
 /* Frames to the client: what is left of the last write, then what
  * nghttp2 has, gathered. False when the connection closed. */
 static bool
@@ -242,7 +288,6 @@ h2_send(struct h2_conn *h2)
 	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
 	const uint8_t		*data;
 	ssize_t			 n;
-	char			*more;
 
 	for (;;) {
 		while (h2->out_len < H2_OUT_HIGH) {
@@ -253,15 +298,9 @@ h2_send(struct h2_conn *h2)
 			}
 			if (n == 0)
 				break;
-			if (h2->out_len + (size_t)n > h2->out_size) {
-				if ((more = realloc(h2->out, h2->out_len +
-				    (size_t)n + H2_OUT_HIGH)) == NULL) {
-					conn_close(c, "out of memory");
-					return false;
-				}
-				h2->out = more;
-				h2->out_size = h2->out_len + (uint32_t)n +
-				    H2_OUT_HIGH;
+			if (!h2_out_room(h2, (size_t)n)) {
+				conn_close(c, "out of memory");
+				return false;
 			}
 			memcpy(h2->out + h2->out_len, data, (size_t)n);
 			h2->out_len += (uint32_t)n;
@@ -563,6 +602,7 @@ h2_init(const struct pt_config *conf, unsigned max_conns)
 	    h2_on_stream_close);
 	nghttp2_session_callbacks_set_on_frame_send_callback(cb,
 	    h2_on_frame_sent);
+	nghttp2_session_callbacks_set_send_data_callback(cb, h2_on_send_data);
 	h2_callbacks = cb;
 	/* The window goes back as the transaction reads (h2_stream.c). */
 	nghttp2_option_set_no_auto_window_update(h2_options, 1);

@@ -142,9 +142,12 @@ void	 h2_stream_closed(struct h2_stream *st, uint32_t error);
  * after its posted task). */
 void	 h2_stream_cut(struct h2_stream *st);
 void	 h2_stream_detach(struct h2_stream *st);
-/* nghttp2's DATA source for a stream's response body. */
+/* nghttp2's DATA source for a stream's response body (NO_COPY: the
+ * bytes are <tx>'s, written by h2.c's send_data callback). */
 ssize_t	 h2_stream_read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
 	    size_t len, uint32_t *flags, nghttp2_data_source *src, void *arg);
+/* <n> bytes of <tx>, from tx_head, went into a DATA frame. */
+void	 h2_stream_sent(struct h2_stream *st, size_t n);
 
 /* ---- worker/h2_head.c ------------------------------------------------- */
 

@@ -413,6 +413,12 @@ h2s_write(struct pt_conn *c, int fd, void *tctx, const void *buf, size_t len,
 	return (ssize_t)len;
 }
 
+/*
+ * nghttp2 asks how much of the body goes in the next DATA frame (within
+ * the client's windows and <len>): as much as <tx> holds, marked NO_COPY,
+ * so nghttp2 copies nothing and h2_stream_send_data writes the frame's
+ * header and these bytes straight into the connection's output.
+ */
 ssize_t
 h2_stream_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
     uint32_t *flags, nghttp2_data_source *src, void *arg)
@@ -422,6 +428,7 @@ h2_stream_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 
 	(void)s;
 	(void)id;
+	(void)buf;
 	(void)arg;
 	if (avail == 0 && !st->tx_eof) {
 		st->tx_deferred = true;
@@ -429,22 +436,27 @@ h2_stream_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 	}
 	if (avail > len)
 		avail = len;
+	if (st->tx_eof && avail == st->tx_tail - st->tx_head)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
 	if (avail > 0)
-		memcpy(buf, st->tx + st->tx_head, avail);
-	st->tx_head += (uint32_t)avail;
-	st->tx_sent += avail;
+		*flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+	return (ssize_t)avail;
+}
+
+void
+h2_stream_sent(struct h2_stream *st, size_t n)
+{
+	st->tx_head += (uint32_t)n;
+	st->tx_sent += n;
 	if (st->tx_head == st->tx_tail) {
 		buf_put(st->tx);
 		st->tx = NULL;
 		st->tx_head = st->tx_tail = 0;
-		if (st->tx_eof)
-			*flags |= NGHTTP2_DATA_FLAG_EOF;
 	}
 	if (st->tx_blocked) {
 		st->tx_blocked = false;
 		h2_stream_wake(st, EPOLLOUT);
 	}
-	return (ssize_t)avail;
 }
 
 /* The transaction is done with its response: END_STREAM once its bytes
