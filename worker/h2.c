@@ -298,6 +298,7 @@ h2_send(struct h2_conn *h2)
 			}
 			if (n == 0)
 				break;
+			h2->big_idle = false;
 			if (!h2_out_room(h2, (size_t)n)) {
 				conn_close(c, "out of memory");
 				return false;
@@ -411,6 +412,12 @@ h2_pump(struct pt_conn *c)
 		conn_close(c, "draining");
 		return;
 	}
+	/* No stream, every frame written, and the client's bytes all taken
+	 * (the last read drained the socket: nghttp2 is between frames only
+	 * then, as far as h2_mem.c needs to know): idle. */
+	if (h2->nstreams == 0 && h2->out_len == 0 &&
+	    !(s->ready & EPOLLIN) && !nghttp2_session_want_write(h2->session))
+		h2_mem_idle(h2);
 	/* Draining, the timer is the drain's (h2_on_drain). */
 	if (h2->notice)
 		return;
@@ -460,6 +467,7 @@ h2_free(struct pt_conn *c)
 		h2_stream_detach(st);
 	}
 	nghttp2_session_del(h2->session);
+	h2_mem_fini(h2);
 	free(h2->out);
 	pool_put(&h2_pool, h2);
 	c->c_proto = NULL;
@@ -537,8 +545,13 @@ h2_start(struct pt_conn *c, const char *b, size_t n)
 	}
 	memset(h2, 0, sizeof(*h2));
 	h2->c = c;
-	if (nghttp2_session_server_new2(&h2->session, h2_callbacks, h2,
-	    h2_options) != 0) {
+	h2_mem_init(h2);
+	h2->mem_creating = true;
+	rv = nghttp2_session_server_new3(&h2->session, h2_callbacks, h2,
+	    h2_options, &h2->mem);
+	h2->mem_creating = false;
+	if (rv != 0) {
+		h2_mem_fini(h2);
 		pool_put(&h2_pool, h2);
 		conn_close(c, "out of memory");
 		return;

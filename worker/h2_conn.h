@@ -16,6 +16,9 @@
 struct pt_conn;
 struct http_msg;
 
+/* Large allocations a new nghttp2 session makes (its frame buffer). */
+#define H2_BIG_MAX		8
+
 /* What a connection allows its client (SETTINGS, RFC 9113 6.5.2). */
 #define H2_MAX_STREAMS		100
 
@@ -34,6 +37,14 @@ struct h2_conn {
 	uint32_t		 out_size;
 	/* Every stream state it holds (h2_stream.c), for the close. */
 	struct h2_stream	*streams;
+	/* nghttp2's large allocations made with the session (its frame
+	 * buffer, 16 KiB, the bulk of it), on pages of their own so that an
+	 * idle connection gives their memory back (h2_mem.c). */
+	void			*big[H2_BIG_MAX];
+	uint32_t		 big_len[H2_BIG_MAX];
+	bool			 big_idle;	/* given back since last use */
+	bool			 mem_creating;	/* the session is being made */
+	nghttp2_mem		 mem;
 	unsigned		 nstreams;	/* streams with a transaction */
 	int32_t			 last_id;	/* highest stream the client opened */
 	bool			 notice;	/* draining: first GOAWAY sent */
@@ -119,6 +130,16 @@ struct h2_stream {
 void	 h2_flush_soon(struct h2_conn *h2);
 /* The configuration h2 serves with. */
 const struct pt_config *h2_conf(void);
+
+/* ---- worker/h2_mem.c -------------------------------------------------- */
+
+/* <h2>'s allocator for nghttp2 (h2->mem set up). */
+void	 h2_mem_init(struct h2_conn *h2);
+/* The connection is idle (no stream, nothing to write): the pages of
+ * nghttp2's large buffers go back to the kernel until next used. */
+void	 h2_mem_idle(struct h2_conn *h2);
+/* Unmaps what is left (after nghttp2_session_del). */
+void	 h2_mem_fini(struct h2_conn *h2);
 
 /* ---- worker/h2_stream.c ----------------------------------------------- */
 
