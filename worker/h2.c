@@ -137,8 +137,14 @@ h2_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 	struct h2_stream	*st = h2_stream_of(s, f->hd.stream_id);
 	bool			 end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
 
-	if (st == NULL || st->gone)
+	if (st == NULL)
 		return 0;
+	/* Answered already: only whether the client is done counts
+	 * (h2_on_frame_sent). */
+	if (st->gone) {
+		st->rx_eof = st->rx_eof || end;
+		return 0;
+	}
 	switch (f->hd.type) {
 	case NGHTTP2_HEADERS:
 		if (f->headers.cat != NGHTTP2_HCAT_REQUEST) {
