@@ -387,6 +387,11 @@ h2_pump(struct pt_conn *c)
 				s->ready &= ~EPOLLIN;
 				more = false;
 			} else if (n <= 0) {
+				/* What is queued (our SETTINGS, a GOAWAY) goes
+				 * out if it can: the client may only have
+				 * half-closed. */
+				if (n == 0 && !h2_send(h2))
+					return;
 				conn_close(c, n == 0 ? NULL : "read failed");
 				return;
 			} else {
