@@ -578,16 +578,16 @@ h2_start(struct pt_conn *c, const char *b, size_t n)
 	counters_add(CTR_H2_CONNS, 1);
 	pt_timer_stop(&c->c_timer);
 	/* The preface may have come with the first read, before http.c
-	 * registered the socket: then it is registered here. */
+	 * registered the socket (or, behind TLS, while the handshake's
+	 * registration still asked for nothing): it is watched for
+	 * everything here, as http.c would have. No system call when it
+	 * is so already. */
 	s = &c->c_side[SIDE_CLIENT];
-	if (!s->io.added) {
-		if (loop_io_start(&s->io, s->io.fd, CONN_SIDE_EVENTS,
-		    h2_on_event) < 0) {
-			conn_close(c, "epoll_ctl");
-			return;
-		}
-	} else {
-		s->io.fn = h2_on_event;
+	s->io.fn = h2_on_event;
+	if ((!s->io.added ? loop_io_start(&s->io, s->io.fd, CONN_SIDE_EVENTS,
+	    h2_on_event) : loop_io_set(&s->io, CONN_SIDE_EVENTS)) < 0) {
+		conn_close(c, "epoll_ctl");
+		return;
 	}
 	if (h2_settings(h2) < 0) {
 		conn_close(c, "out of memory");

@@ -614,9 +614,12 @@ h2_stream_closed(struct h2_stream *st, uint32_t error)
 void
 h2_stream_cut(struct h2_stream *st)
 {
-	st->closed = true;
+	/* Not closed yet while its transaction goes, so that the free
+	 * (h2s_free) keeps the memory: h2_on_close walks the list, and
+	 * h2_free lets go of every stream after. */
 	if (st->c != NULL)
 		conn_cut(st->c, "http2 connection closed");
+	st->closed = true;
 	st->gone = true;
 }
 
