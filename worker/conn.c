@@ -175,6 +175,32 @@ conn_live_del(struct pt_conn *c)
 		c->c_live_next->c_live_prev = c->c_live_prev;
 }
 
+/* What every connection starts with, from listener <l>: fresh state,
+ * no socket, no pipe, no budget limit, its first transaction's number
+ * and clock. */
+static void
+conn_init(struct pt_conn *c, const struct conf_listener *l)
+{
+	memset(c, 0, conn_pool.size);
+	c->c_id = ++conn_next_id;
+	c->c_listener = l;
+	c->c_state = CONN_PHASES;
+	conn_side_init(c, SIDE_CLIENT);
+	conn_side_init(c, SIDE_UPSTREAM);
+	c->c_dir[0].pipe_r = c->c_dir[0].pipe_w = -1;
+	c->c_dir[1].pipe_r = c->c_dir[1].pipe_w = -1;
+	c->c_budget[PT_DIR_UP].left = c->c_budget[PT_DIR_DOWN].left =
+	    UINT64_MAX;
+	c->c_req.listener = l->name;
+	c->c_req.listener_idx = l->idx;
+	c->c_req.txn = conn_txn_next();
+	c->c_req.start_ms = loop_now();
+	c->c_start_us = counters_now_us();
+	c->c_mod_skip = l->mod_skip;
+	c->c_need_creds = l->need_credentials;
+	c->c_last_active = loop_now();
+}
+
 struct pt_conn *
 conn_new(const struct conf_listener *l, int fd,
     const struct sockaddr_storage *peer)
@@ -186,36 +212,19 @@ conn_new(const struct conf_listener *l, int fd,
 		close(fd);
 		return NULL;
 	}
-	memset(c, 0, conn_pool.size);
-	c->c_id = ++conn_next_id;
-	c->c_listener = l;
-	c->c_state = CONN_PHASES;
-	conn_side_init(c, SIDE_CLIENT);
-	conn_side_init(c, SIDE_UPSTREAM);
+	conn_init(c, l);
 	c->c_side[SIDE_CLIENT].io.fd = fd;
-	c->c_dir[0].pipe_r = c->c_dir[0].pipe_w = -1;
-	c->c_dir[1].pipe_r = c->c_dir[1].pipe_w = -1;
-	c->c_budget[PT_DIR_UP].left = c->c_budget[PT_DIR_DOWN].left =
-	    UINT64_MAX;
 	c->c_req.peer = *peer;
-	c->c_req.listener = l->name;
-	c->c_req.listener_idx = l->idx;
-	c->c_req.txn = conn_txn_next();
 	/* Only modules read the local address: no syscall when none is
 	 * loaded. */
 	if (worker_self()->conf->nmodules > 0) {
 		len = sizeof(c->c_req.local);
 		getsockname(fd, (struct sockaddr *)&c->c_req.local, &len);
 	}
-	c->c_req.start_ms = loop_now();
-	c->c_start_us = counters_now_us();
-	c->c_mod_skip = l->mod_skip;
-	c->c_need_creds = l->need_credentials;
 	if (l->transport_mod != NULL) {
 		c->c_transport = l->transport_mod->transport;
 		c->c_tctx = pt_conn_ctx(c, l->transport_mod);
 	}
-	c->c_last_active = loop_now();
 	/* TCP_NODELAY comes from the listener (listen.c): inherited. */
 	conn_live_add(c);
 	counters_add(CTR_ACCEPTED, 1);
@@ -227,24 +236,14 @@ struct pt_conn *
 conn_new_stream(struct pt_conn *owner, uint32_t stream,
     const struct pt_transport *t, void *tctx)
 {
-	const struct conf_listener	*l = owner->c_listener;
-	struct pt_conn			*c;
-	socklen_t			 len;
+	struct pt_conn	*c;
+	socklen_t	 len;
 
 	if ((c = pool_get(&conn_pool)) == NULL)
 		return NULL;
-	memset(c, 0, conn_pool.size);
-	c->c_id = ++conn_next_id;
-	c->c_listener = l;
-	c->c_state = CONN_PHASES;
-	conn_side_init(c, SIDE_CLIENT);
-	conn_side_init(c, SIDE_UPSTREAM);
+	conn_init(c, owner->c_listener);
 	c->c_side[SIDE_CLIENT].io.virt = true;
 	c->c_stream = stream;
-	c->c_dir[0].pipe_r = c->c_dir[0].pipe_w = -1;
-	c->c_dir[1].pipe_r = c->c_dir[1].pipe_w = -1;
-	c->c_budget[PT_DIR_UP].left = c->c_budget[PT_DIR_DOWN].left =
-	    UINT64_MAX;
 	c->c_req.peer = owner->c_req.peer;
 	c->c_req.local = owner->c_req.local;
 	/* Egress "same" reads it, and a stream has no socket to ask. */
@@ -253,16 +252,8 @@ conn_new_stream(struct pt_conn *owner, uint32_t stream,
 		getsockname(owner->c_side[SIDE_CLIENT].io.fd,
 		    (struct sockaddr *)&c->c_req.local, &len);
 	}
-	c->c_req.listener = l->name;
-	c->c_req.listener_idx = l->idx;
-	c->c_req.txn = conn_txn_next();
-	c->c_req.start_ms = loop_now();
-	c->c_start_us = counters_now_us();
-	c->c_mod_skip = l->mod_skip;
-	c->c_need_creds = l->need_credentials;
 	c->c_transport = t;
 	c->c_tctx = tctx;
-	c->c_last_active = loop_now();
 	conn_live_add(c);
 	counters_add(CTR_ACTIVE, 1);
 	counters_add(CTR_H2_STREAMS, 1);
