@@ -15,8 +15,6 @@ Chromium is told to trust the proxy's certificate by its SPKI hash
 (--ignore-certificate-errors-spki-list) and to send loopback requests to
 the proxy too (--proxy-bypass-list=<-loopback>).
 """
-import base64
-import hashlib
 import os
 import shutil
 import subprocess
@@ -26,15 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
 import httptest as H  # noqa: E402
 import tlstest as T  # noqa: E402
-
-
-def spki_hash(cert):
-    """base64 SHA-256 of the certificate's SubjectPublicKeyInfo."""
-    pub = T.openssl(["x509", "-in", cert, "-noout", "-pubkey"]).stdout
-    cp = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"],
-                        input=pub.encode(), stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, timeout=ptest.bound(20))
-    return base64.b64encode(hashlib.sha256(cp.stdout).digest()).decode()
+import pagetest as PG  # noqa: E402
 
 
 def chromium(t, exe, port, spki, url, tag):
@@ -74,7 +64,7 @@ def main(t):
     p = t.portico(T.conf(t, T.listener(port, cert, key), log_level="debug"))
     w0 = p.workers()
 
-    dom, err = chromium(t, exe, port, spki_hash(cert),
+    dom, err = chromium(t, exe, port, PG.spki_hash(cert),
                         o.url + "/echo?id=chromium", "good")
     r = o.reqs_for("id=chromium")
     t.check('"target": "/echo?id=chromium"' in dom,
@@ -87,7 +77,7 @@ def main(t):
             "portico logged chromium's TLS handshake",
             lambda: ptest.tail(p.log(), 10))
 
-    dom, err = chromium(t, exe, port, spki_hash(other),
+    dom, err = chromium(t, exe, port, PG.spki_hash(other),
                         o.url + "/echo?id=untrusted", "bad")
     t.check("id=untrusted" not in dom and not o.reqs_for("id=untrusted"),
             "with the proxy's certificate not trusted: no page, the "
