@@ -71,7 +71,9 @@ h2_put(struct h2_stream *st, const char *s, size_t n)
 	size_t	 max = h2_conf()->http.max_header_size;
 	char	*big;
 
-	if (st->rh.too_large)
+	/* An absent pseudo-field is { NULL, 0 }: nothing to copy, and
+	 * memcpy may not be handed a null pointer (found by t/fuzz/h2_head). */
+	if (st->rh.too_large || n == 0)
 		return;
 	if (st->head_len + n > max) {
 		st->rh.too_large = true;
