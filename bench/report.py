@@ -5,7 +5,7 @@ bench/report.py: turns one bench/fairness campaign into Markdown and charts.
 
     bench/report.py DIR [DIR...] [--output FILE] [--no-charts]
                     [--side-by-side SBSDIR] [--haproxy-chain CHAINDIR]
-                    [--parent-chain PCDIR]
+                    [--parent-chain PCDIR] [--h2 H2DIR]
 
 DIR is a results directory written by bench/fairness (runs.jsonl, one JSON
 line per run or per test that could not run, and machine.json). With
@@ -26,7 +26,9 @@ the end. With --haproxy-chain CHAINDIR, a bench/haproxy-chain results
 directory's CHAIN.md (portico behind HAProxy) is added the same way,
 after them; with --parent-chain PCDIR, a bench/parent-chain results
 directory's PARENT-CHAIN.md (portico through a parent portico, against
-3proxy's chain), last.
+3proxy's chain), after them; with --h2 H2DIR, a bench/h2-bench results
+directory's H2.md (HTTP/2 to portico against HTTP/1.1 and nghttpx's
+chain), last.
 
 The tables are generated: never edit FILE by hand, rerun this script.
 Python 3 standard library only.
@@ -528,9 +530,9 @@ def acl_lines(by, plain_recs, sums):
 def side_by_side(d, odir, name="SIDEBYSIDE.md", per="per round: "
                  "`sidebyside.jsonl`", title="Module costs side by side"):
     """The lines of <d>/<name> (bench/sidebyside's SIDEBYSIDE.md,
-    bench/haproxy-chain's CHAIN.md or bench/parent-chain's
-    PARENT-CHAIN.md) as a section: its own heading one level down, the
-    rest as it is."""
+    bench/haproxy-chain's CHAIN.md, bench/parent-chain's PARENT-CHAIN.md
+    or bench/h2-bench's H2.md) as a section: its own heading one level
+    down, the rest as it is."""
     path = os.path.join(d, name)
     with open(path) as f:
         text = f.read().rstrip("\n").split("\n")
@@ -549,9 +551,10 @@ def main():
     sbs = []
     chains = []
     pchains = []
+    h2s = []
     usage = ("usage: report.py DIR [DIR...] [--output FILE] [--no-charts] "
              "[--side-by-side SBSDIR] [--haproxy-chain CHAINDIR] "
-             "[--parent-chain PCDIR]")
+             "[--parent-chain PCDIR] [--h2 H2DIR]")
     while args:
         a = args.pop(0)
         if a in ("-o", "--output"):
@@ -564,6 +567,8 @@ def main():
             chains.append(os.path.abspath(args.pop(0)))
         elif a == "--parent-chain":
             pchains.append(os.path.abspath(args.pop(0)))
+        elif a == "--h2":
+            h2s.append(os.path.abspath(args.pop(0)))
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -776,6 +781,9 @@ def main():
         L.extend(side_by_side(d, odir, "PARENT-CHAIN.md",
                               "per run: `runs.jsonl`",
                               "portico through a parent portico"))
+    for d in h2s:
+        L.extend(side_by_side(d, odir, "H2.md", "per run: `runs.jsonl`",
+                              "HTTP/2 to portico"))
     with open(out, "w") as f:
         f.write("\n".join(L) + "\n")
     print("report.py: wrote %s" % out)
