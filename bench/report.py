@@ -6,6 +6,7 @@ bench/report.py: turns one bench/fairness campaign into Markdown and charts.
     bench/report.py DIR [DIR...] [--output FILE] [--no-charts]
                     [--side-by-side SBSDIR] [--haproxy-chain CHAINDIR]
                     [--parent-chain PCDIR] [--h2-pageload PLDIR]
+                    [--h2 H2DIR]
 
 DIR is a results directory written by bench/fairness (runs.jsonl, one JSON
 line per run or per test that could not run, and machine.json). With
@@ -28,7 +29,9 @@ after them; with --parent-chain PCDIR, a bench/parent-chain results
 directory's PARENT-CHAIN.md (portico through a parent portico, against
 3proxy's chain), after them; with --h2-pageload PLDIR, a
 bench/h2-pageload results directory's H2-PAGELOAD.md (Chromium's page
-loads through the HTTPS proxy, HTTP/2 against HTTP/1.1), last.
+loads through the HTTPS proxy, HTTP/2 against HTTP/1.1), after them;
+with --h2 H2DIR, a bench/h2-bench results directory's H2.md (HTTP/2
+to portico against HTTP/1.1 and nghttpx's chain), last.
 
 The tables are generated: never edit FILE by hand, rerun this script.
 Python 3 standard library only.
@@ -530,9 +533,9 @@ def acl_lines(by, plain_recs, sums):
 def side_by_side(d, odir, name="SIDEBYSIDE.md", per="per round: "
                  "`sidebyside.jsonl`", title="Module costs side by side"):
     """The lines of <d>/<name> (bench/sidebyside's SIDEBYSIDE.md,
-    bench/haproxy-chain's CHAIN.md, bench/parent-chain's PARENT-CHAIN.md
-    or bench/h2-pageload's H2-PAGELOAD.md) as a section: its own heading
-    one level down, the rest as it is."""
+    bench/haproxy-chain's CHAIN.md, bench/parent-chain's PARENT-CHAIN.md,
+    bench/h2-pageload's H2-PAGELOAD.md or bench/h2-bench's H2.md) as a
+    section: its own heading one level down, the rest as it is."""
     path = os.path.join(d, name)
     with open(path) as f:
         text = f.read().rstrip("\n").split("\n")
@@ -552,9 +555,10 @@ def main():
     chains = []
     pchains = []
     pageloads = []
+    h2s = []
     usage = ("usage: report.py DIR [DIR...] [--output FILE] [--no-charts] "
              "[--side-by-side SBSDIR] [--haproxy-chain CHAINDIR] "
-             "[--parent-chain PCDIR] [--h2-pageload PLDIR]")
+             "[--parent-chain PCDIR] [--h2-pageload PLDIR] [--h2 H2DIR]")
     while args:
         a = args.pop(0)
         if a in ("-o", "--output"):
@@ -569,6 +573,8 @@ def main():
             pchains.append(os.path.abspath(args.pop(0)))
         elif a == "--h2-pageload":
             pageloads.append(os.path.abspath(args.pop(0)))
+        elif a == "--h2":
+            h2s.append(os.path.abspath(args.pop(0)))
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -785,6 +791,9 @@ def main():
         L.extend(side_by_side(d, odir, "H2-PAGELOAD.md",
                               "per load: `runs.jsonl`",
                               "Page load through the HTTPS proxy"))
+    for d in h2s:
+        L.extend(side_by_side(d, odir, "H2.md", "per run: `runs.jsonl`",
+                              "HTTP/2 to portico"))
     with open(out, "w") as f:
         f.write("\n".join(L) + "\n")
     print("report.py: wrote %s" % out)
