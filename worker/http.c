@@ -239,8 +239,6 @@ http_close_answered(struct pt_conn *c)
 	struct http_state	*h = http_st(c);
 	struct http_flow	*q = &h->req;
 
-	/* Later requests already here (pipelined behind one answered with
-	 * close, as a draining worker answers) are unread bytes too. */
 	/* An HTTP/2 stream ends with END_STREAM once its bytes are out
 	 * (h2_stream.c): closing without it would reset the stream. */
 	if (c->c_stream != 0) {
@@ -248,6 +246,8 @@ http_close_answered(struct pt_conn *c)
 		conn_close(c, NULL);
 		return;
 	}
+	/* Later requests already here (pipelined behind one answered with
+	 * close, as a draining worker answers) are unread bytes too. */
 	if (!q->head_done || !q->body_done ||
 	    (q->in != NULL && q->in_len > q->in_raw) ||
 	    (worker_self()->stopping && conn_has_unread(c)))
