@@ -28,6 +28,7 @@
 
 #include "master/cgroup.h"
 #include "master/conf.h"
+#include "master/conf_ctx.h"
 #include "master/modload.h"
 #include "master/upstream_tls.h"
 #include "common/egress.h"
@@ -43,11 +44,6 @@
 #define PT_MODULEDIR "/usr/local/lib/portico"
 #endif
 
-struct conf_ctx {
-	struct pt_config	*conf;
-	char			*err;
-	bool			 failed;
-};
 
 static const char *const conf_root_keys[] = {
 	"workers", "cpu_affinity", "user", "group", "pid_file", "error_log",
@@ -58,10 +54,6 @@ static const char *const conf_root_keys[] = {
 static const char *const conf_http_keys[] = {
 	"connect_ports", "via", "via_pseudonym", "max_header_size",
 	"upstream_keepalive", "upstream_idle_timeout", "response_timeout", NULL
-};
-static const char *const conf_resolver_keys[] = {
-	"servers", "cache_size", "min_ttl", "max_ttl", "negative_ttl",
-	"timeout", NULL
 };
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
@@ -79,10 +71,8 @@ static const char *const conf_relay_keys[] = {
 	"method", "buffer_size", NULL
 };
 
-static bool	conf_via_token(const char *s);
-
 /* Records the first error as "FILE:LINE: path: message". */
-static int __attribute__((format(printf, 3, 4)))
+int
 conf_err(struct conf_ctx *cc, const config_setting_t *s, const char *fmt, ...)
 {
 	const char	*file = NULL;
@@ -117,7 +107,7 @@ conf_err(struct conf_ctx *cc, const config_setting_t *s, const char *fmt, ...)
 /* conf_err for a message that may start with the setting's own name
  * (common/parent_conf.c's do: a module's report has no path), which
  * conf_err would print twice. */
-static int
+int
 conf_err_at(struct conf_ctx *cc, const config_setting_t *s, const char *why)
 {
 	const char	*name = s != NULL ? config_setting_name(s) : NULL;
@@ -129,7 +119,7 @@ conf_err_at(struct conf_ctx *cc, const config_setting_t *s, const char *why)
 	return conf_err(cc, s, "%s", why);
 }
 
-static bool
+bool
 conf_key_known(const char *name, const char *const *keys)
 {
 	for (; *keys != NULL; keys++)
@@ -139,7 +129,7 @@ conf_key_known(const char *name, const char *const *keys)
 }
 
 /* Refuses any member of group <g> not in <keys>: a typo must not pass. */
-static int
+int
 conf_check_keys(struct conf_ctx *cc, const config_setting_t *g,
     const char *const *keys)
 {
@@ -156,7 +146,7 @@ conf_check_keys(struct conf_ctx *cc, const config_setting_t *g,
 	return 0;
 }
 
-static bool
+bool
 conf_is_int(const config_setting_t *s)
 {
 	return config_setting_type(s) == CONFIG_TYPE_INT ||
@@ -164,7 +154,7 @@ conf_is_int(const config_setting_t *s)
 }
 
 /* Integer member <name> of <g> in [min, max], or <def> when absent. */
-static int
+int
 conf_int(struct conf_ctx *cc, const config_setting_t *g, const char *name,
     long long min, long long max, long long def, long long *out)
 {
@@ -185,7 +175,7 @@ conf_int(struct conf_ctx *cc, const config_setting_t *g, const char *name,
 }
 
 /* String member <name> of <g>, copied, or a copy of <def> (may be NULL). */
-static int
+int
 conf_str(struct conf_ctx *cc, const config_setting_t *g, const char *name,
     const char *def, char **out)
 {
@@ -890,7 +880,7 @@ conf_listeners(struct conf_ctx *cc, const config_setting_t *root)
 
 /* A group member of <root>, checked to be a group with known keys;
  * NULL when absent. */
-static int
+int
 conf_group(struct conf_ctx *cc, const config_setting_t *root,
     const char *name, const char *const *keys, config_setting_t **out)
 {
@@ -1025,7 +1015,7 @@ conf_relay(struct conf_ctx *cc, const config_setting_t *root)
 	return 0;
 }
 
-static int
+int
 conf_bool(struct conf_ctx *cc, const config_setting_t *g, const char *name,
     bool def, bool *out)
 {
@@ -1113,214 +1103,6 @@ conf_http(struct conf_ctx *cc, const config_setting_t *root)
 	if (conf_int(cc, g, "response_timeout", 1, 86400, 60, &v) < 0)
 		return -1;
 	h->response_timeout_ms = (unsigned)v * 1000;
-	return 0;
-}
-
-/*
- * One entry of resolver.servers: "IPv4", "IPv4:port", "[IPv6]" or
- * "[IPv6]:port", numeric, port 1-65535 (53 when absent). Brackets are
- * required around IPv6, as for listeners: "::1:53" would otherwise be a
- * valid address that is not what was meant. 0, or -1 with <errstr>.
- */
-static int
-conf_server_parse(const char *s, size_t len, struct pt_addr *a,
-    const char **errstr)
-{
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&a->sa;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&a->sa;
-	const char		*end = s + len, *port = NULL, *close;
-	const char		*why = "not a numeric IPv4 or [IPv6] address";
-	char			 host[INET6_ADDRSTRLEN];
-	size_t			 hostlen;
-	bool			 bracket = s[0] == '[';
-	long			 p = 53;
-
-	memset(a, 0, sizeof(*a));
-	if (bracket) {
-		if ((close = memchr(s, ']', len)) == NULL) {
-			why = "\"[\" without \"]\"";
-			goto bad;
-		}
-		if (close + 1 < end && close[1] != ':') {
-			why = "expected \":port\" after \"]\"";
-			goto bad;
-		}
-		if (close + 1 < end)
-			port = close + 2;
-		s++;
-		hostlen = (size_t)(close - s);
-	} else {
-		close = memchr(s, ':', len);
-		if (close != NULL && memchr(close + 1, ':', (size_t)(end -
-		    close - 1)) != NULL) {
-			why = "IPv6 address must be in brackets: \"[addr]\" or "
-			    "\"[addr]:port\"";
-			goto bad;
-		}
-		if (close != NULL)
-			port = close + 1;
-		hostlen = close != NULL ? (size_t)(close - s) : len;
-	}
-	if (hostlen == 0 || hostlen >= sizeof(host))
-		goto bad;
-	memcpy(host, s, hostlen);
-	host[hostlen] = '\0';
-	if (port != NULL) {
-		why = "missing or invalid port";
-		if (port == end || strspn(port, "0123456789") < (size_t)(end -
-		    port))
-			goto bad;
-		/* Digits only up to <end>, so strtol stops there; more than
-		 * five significant ones is out of range before it could
-		 * overflow. */
-		while (end - port > 1 && port[0] == '0')
-			port++;
-		p = end - port > 5 ? 0 : strtol(port, NULL, 10);
-		why = "port out of range (1-65535)";
-		if (p < 1 || p > 65535)
-			goto bad;
-		why = "not a numeric IPv4 or [IPv6] address";
-	}
-	if (!bracket && inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)p);
-		a->len = sizeof(*sin);
-		return 0;
-	}
-	if (bracket && inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)p);
-		a->len = sizeof(*sin6);
-		return 0;
-	}
-	if (bracket && inet_pton(AF_INET, host, &sin->sin_addr) == 1)
-		why = "brackets around an IPv4 address";
-bad:
-	*errstr = why;
-	return -1;
-}
-
-/*
- * resolver.servers, checked here so that a typo fails -t and a reload
- * instead of every worker at start-up. Each entry is parsed by the rules
- * above (which give a precise message), then the list is rewritten in
- * the one form c-ares 1.18 reads without ambiguity ("a.b.c.d:port",
- * "[v6]:port"), handed to c-ares' own parser through dns_servers_probe,
- * the very call each worker makes, and what c-ares read is compared with
- * what we read. c-ares alone would not do: it takes "1.2.3" as 1.2.3.255
- * and "1.2.3.4:99999" as port 34463, and refuses "[::1]". Replaces
- * r->servers with the rewritten list, which is what workers get.
- */
-static int
-conf_servers(struct conf_ctx *cc, const config_setting_t *g,
-    struct conf_resolver *r)
-{
-	config_setting_t	*s = config_setting_get_member(g, "servers");
-	struct pt_addr		 mine[CONF_MAX_DNS_SERVERS];
-	struct pt_addr		 theirs[CONF_MAX_DNS_SERVERS];
-	const char		*p = r->servers, *why;
-	char			*csv, *w, host[INET6_ADDRSTRLEN];
-	size_t			 n, lead, size;
-	int			 count = 0, got, i;
-
-	while (*p != '\0') {
-		n = strcspn(p, ",");
-		/* Spaces around an entry are allowed, not inside it. */
-		lead = strspn(p, " \t");
-		while (n > lead && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-			n--;
-		if (n <= lead)
-			return conf_err(cc, s, "entry %d is empty", count + 1);
-		if (count == CONF_MAX_DNS_SERVERS)
-			return conf_err(cc, s, "more than %d servers",
-			    CONF_MAX_DNS_SERVERS);
-		if (conf_server_parse(p + lead, n - lead, &mine[count],
-		    &why) < 0)
-			return conf_err(cc, s, "entry %d \"%.*s\": %s",
-			    count + 1, (int)(n - lead), p + lead, why);
-		count++;
-		p += n;
-		p += strspn(p, " \t");
-		if (*p == ',' && *++p == '\0')
-			return conf_err(cc, s, "entry %d is empty", count + 1);
-	}
-	/* "[v6]:65535," at most per entry. */
-	size = (size_t)count * (INET6_ADDRSTRLEN + 9) + 1;
-	if ((csv = malloc(size)) == NULL)
-		return conf_err(cc, NULL, "out of memory");
-	w = csv;
-	for (i = 0; i < count; i++) {
-		const struct sockaddr_in6 *sin6 = (const void *)&mine[i].sa;
-		const struct sockaddr_in *sin = (const void *)&mine[i].sa;
-
-		if (mine[i].sa.ss_family == AF_INET6) {
-			inet_ntop(AF_INET6, &sin6->sin6_addr, host,
-			    sizeof(host));
-			w += snprintf(w, size - (size_t)(w - csv),
-			    "%s[%s]:%u", i ? "," : "", host,
-			    ntohs(sin6->sin6_port));
-		} else {
-			inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-			w += snprintf(w, size - (size_t)(w - csv),
-			    "%s%s:%u", i ? "," : "", host,
-			    ntohs(sin->sin_port));
-		}
-	}
-	free(r->servers);
-	r->servers = csv;
-	if (dns_servers_probe(csv, theirs, CONF_MAX_DNS_SERVERS, &got,
-	    &why) < 0)
-		return conf_err(cc, s, "c-ares refuses \"%s\": %s", csv, why);
-	for (i = 0; i < count && got == count; i++)
-		if (!sockaddr_equal(&mine[i], &theirs[i]))
-			break;
-	if (got != count || i < count)
-		return conf_err(cc, s, "c-ares reads \"%s\" otherwise (entry "
-		    "%d)", csv, i + 1);
-	return 0;
-}
-
-static int
-conf_resolver(struct conf_ctx *cc, const config_setting_t *root)
-{
-	struct conf_resolver	*r = &cc->conf->resolver;
-	config_setting_t	*g;
-	const char		*errstr;
-	long long		 v;
-	int			 n;
-
-	if (conf_group(cc, root, "resolver", conf_resolver_keys, &g) < 0 ||
-	    conf_str(cc, g, "servers", NULL, &r->servers) < 0 ||
-	    (r->servers != NULL && conf_servers(cc, g, r) < 0))
-		return -1;
-	/* Without servers each worker reads /etc/resolv.conf through
-	 * c-ares: if that fails here it would fail there too. */
-	if (r->servers == NULL && dns_servers_probe(NULL, NULL, 0, &n,
-	    &errstr) < 0)
-		return conf_err(cc, g, "no \"servers\", and c-ares cannot "
-		    "read the system's: %s", errstr);
-	if (conf_int(cc, g, "cache_size", 0, 1000000, 10000, &v) < 0)
-		return -1;
-	r->cache_size = (unsigned)v;
-	if (conf_int(cc, g, "min_ttl", 0, 86400, 1, &v) < 0)
-		return -1;
-	r->min_ttl = (unsigned)v;
-	if (conf_int(cc, g, "max_ttl", 0, 604800, 3600, &v) < 0)
-		return -1;
-	r->max_ttl = (unsigned)v;
-	/* max_ttl = 0 alone means no caching: the default min_ttl of 1
-	 * gives way (one written out is still held to). */
-	if (r->max_ttl == 0 && config_setting_get_member(g, "min_ttl") == NULL)
-		r->min_ttl = 0;
-	if (r->max_ttl < r->min_ttl)
-		return conf_err(cc, config_setting_get_member(g, "max_ttl"),
-		    "less than min_ttl (%u)", r->min_ttl);
-	if (conf_int(cc, g, "negative_ttl", 0, 86400, 5, &v) < 0)
-		return -1;
-	r->negative_ttl = (unsigned)v;
-	if (conf_int(cc, g, "timeout", 1, 60, 5, &v) < 0)
-		return -1;
-	r->timeout_ms = (unsigned)v * 1000;
 	return 0;
 }
 
@@ -1422,182 +1204,6 @@ conf_dir_exists(struct conf_ctx *cc, const config_setting_t *root,
 	return conf_err(cc, config_setting_get_member(root, key),
 	    "\"%s\": %s", path, stat(dir, &st) == 0 ? "its directory is "
 	    "not a directory" : "its directory does not exist");
-}
-
-/* parents (common/parent_conf.c), before the listeners and modules
- * whose `via` names them. */
-static int
-conf_parents(struct conf_ctx *cc, const config_setting_t *root)
-{
-	const config_setting_t	*where;
-	char			 why[256];
-
-	if (parent_conf_parse(config_setting_get_member(root, "parents"),
-	    cc->conf->limits.connect_timeout_ms, &cc->conf->parents,
-	    &cc->conf->nparents, &where, why, sizeof(why)) < 0)
-		return conf_err_at(cc, where, why);
-	return 0;
-}
-
-/* https parents: TLS comes from a module (the core links no TLS
- * library), which builds each parent's client context now, so a bad CA
- * file fails -t and a reload, not a worker. */
-static int
-conf_parents_tls(struct conf_ctx *cc, const config_setting_t *root)
-{
-	struct conf_parent	*p;
-	struct pt_upstream_tls	 u;
-	const char		*errstr;
-	int			 i;
-
-	for (i = 0; i < cc->conf->nparents; i++) {
-		p = &cc->conf->parents[i];
-		if (p->proto != PARENT_HTTPS)
-			continue;
-		memset(&u, 0, sizeof(u));
-		u.ca_file = p->ca;
-		u.verify = p->verify;
-		u.file = cc->conf->file;
-		u.line = p->line;
-		if (upstream_tls_conf(cc->conf, &u, &p->tls_mod, &p->tls_ctx,
-		    &errstr) < 0)
-			return conf_err(cc, config_setting_get_elem(
-			    config_setting_get_member(root, "parents"),
-			    (unsigned)i), "parent \"%s\": %s", p->name, errstr);
-	}
-	return 0;
-}
-
-/* Whether <a> is the wildcard address of its family. */
-static bool
-conf_addr_is_any(const struct pt_addr *a)
-{
-	if (a->sa.ss_family == AF_INET)
-		return ((const struct sockaddr_in *)&a->sa)->sin_addr.s_addr ==
-		    htonl(INADDR_ANY);
-	return a->sa.ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(
-	    &((const struct sockaddr_in6 *)&a->sa)->sin6_addr);
-}
-
-/* Whether <a> is an address of this host: loopback, or on an
- * interface. */
-static bool
-conf_addr_is_local(const struct pt_addr *a)
-{
-	struct ifaddrs		*ifs, *i;
-	struct pt_addr		 x;
-	bool			 local = false;
-
-	sockaddr_unmap((const struct sockaddr *)&a->sa, &x);
-	if ((x.sa.ss_family == AF_INET && (ntohl(((struct sockaddr_in *)
-	    &x.sa)->sin_addr.s_addr) >> 24) == 127) ||
-	    (x.sa.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(
-	    &((struct sockaddr_in6 *)&x.sa)->sin6_addr)))
-		return true;
-	if (getifaddrs(&ifs) < 0)
-		return false;
-	for (i = ifs; i != NULL && !local; i = i->ifa_next) {
-		if (i->ifa_addr == NULL || i->ifa_addr->sa_family !=
-		    x.sa.ss_family)
-			continue;
-		local = x.sa.ss_family == AF_INET ?
-		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr ==
-		    ((struct sockaddr_in *)&x.sa)->sin_addr.s_addr :
-		    IN6_ARE_ADDR_EQUAL(&((struct sockaddr_in6 *)
-		    i->ifa_addr)->sin6_addr, &((struct sockaddr_in6 *)
-		    &x.sa)->sin6_addr);
-	}
-	freeifaddrs(ifs);
-	return local;
-}
-
-/*
- * A parent at one of our own listeners would send every request back
- * to us, forever (until the file descriptors run out): refused. Only
- * addresses are judged; a name that resolves to us is caught at run
- * time by Via (508).
- */
-static int
-conf_parents_not_ours(struct conf_ctx *cc, const config_setting_t *root)
-{
-	const struct conf_parent	*p;
-	const struct conf_listener	*l;
-	struct pt_addr			 pa;
-	const char			*errstr;
-	char				 text[300];
-	int				 i, j;
-
-	for (i = 0; i < cc->conf->nparents; i++) {
-		p = &cc->conf->parents[i];
-		snprintf(text, sizeof(text), strchr(p->host, ':') != NULL ?
-		    "[%s]:%u" : "%s:%u", strcmp(p->host, "localhost") == 0 ?
-		    "127.0.0.1" : p->host, p->port);
-		if (sockaddr_parse(text, &pa, &errstr) < 0)
-			continue;
-		for (j = 0; j < cc->conf->nlisteners; j++) {
-			l = &cc->conf->listeners[j];
-			if (sockaddr_port((const struct sockaddr *)&l->addr.sa) != p->port)
-				continue;
-			if (sockaddr_equal(&l->addr, &pa) ||
-			    (conf_addr_is_any(&l->addr) &&
-			    conf_addr_is_local(&pa)))
-				return conf_err(cc, config_setting_get_member(
-				    config_setting_get_elem(
-				    config_setting_get_member(root, "parents"),
-				    (unsigned)i), "address"), "\"%s\" "
-				    "is portico's own listener \"%s\" (line "
-				    "%d): every request would come back here",
-				    p->address, l->name, l->line);
-		}
-	}
-	return 0;
-}
-
-/* RFC 9110 7.6.3: received-by is a pseudonym (a token) or host[:port]. */
-static bool
-conf_via_token(const char *s)
-{
-	for (; *s != '\0'; s++)
-		if (!isalnum((unsigned char)*s) &&
-		    strchr("!#$%&'*+-.^_`|~:[]", *s) == NULL)
-			return false;
-	return true;
-}
-
-/*
- * The name this proxy gives itself in Via, and recognises there as a
- * loop (508). Only an instance that forwards to parents can be part of
- * a loop of proxies (one without parents sends requests to origins
- * only), so only then is Via checked, and only then must the name
- * differ from any other instance's, also on one host: by default
- * "portico-<host name>-<first listener's port>". Without parents it
- * stays "portico", as it always was. An explicit via_pseudonym is
- * always checked.
- */
-static int
-conf_via_pseudonym(struct conf_ctx *cc)
-{
-	struct conf_http	*h = &cc->conf->http;
-	char			 host[256], name[300];
-
-	if (h->via_pseudonym != NULL) {
-		h->via_loop_check = h->via;
-		return 0;
-	}
-	h->via_loop_check = h->via && cc->conf->nparents > 0;
-	snprintf(name, sizeof(name), "portico");
-	if (h->via_loop_check) {
-		if (gethostname(host, sizeof(host)) < 0 || host[0] == '\0' ||
-		    !conf_via_token(host))
-			snprintf(host, sizeof(host), "localhost");
-		host[sizeof(host) - 1] = '\0';
-		snprintf(name, sizeof(name), "portico-%s-%u", host,
-		    sockaddr_port((const struct sockaddr *)
-		    &cc->conf->listeners[0].addr.sa));
-	}
-	if ((h->via_pseudonym = strdup(name)) == NULL)
-		return conf_err(cc, NULL, "out of memory");
-	return 0;
 }
 
 static int
