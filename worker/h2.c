@@ -29,6 +29,7 @@
 #include "common/counters.h"
 #include "worker/conn.h"
 #include "worker/pool.h"
+#include "worker/upstream.h"
 #include "worker/worker_self.h"
 
 /* Reads per event before others get a turn, as in http.c. */
@@ -480,6 +481,7 @@ h2_free(struct pt_conn *c)
 	nghttp2_session_del(h2->session);
 	h2_mem_fini(h2);
 	free(h2->out);
+	upstream_unreserve(h2->pool_reserved);
 	pool_put(&h2_pool, h2);
 	c->c_proto = NULL;
 }

@@ -46,6 +46,9 @@ struct h2_conn {
 	bool			 mem_creating;	/* the session is being made */
 	nghttp2_mem		 mem;
 	unsigned		 nstreams;	/* streams with a transaction */
+	/* Upstream pool entries reserved: the most streams it had at once
+	 * (upstream_reserve). */
+	unsigned		 pool_reserved;
 	int32_t			 last_id;	/* highest stream the client opened */
 	bool			 notice;	/* draining: first GOAWAY sent */
 	bool			 draining;	/* the last GOAWAY sent */

@@ -48,6 +48,7 @@
 #include "worker/http_parse.h"
 #include "worker/pool.h"
 #include "worker/proxy_read.h"
+#include "worker/upstream.h"
 
 static struct pool	 h2_stream_pool;
 /* Response heads are parsed here, not in http_scratch: the HTTP/1.1 code
@@ -574,7 +575,12 @@ h2_stream_begin(struct h2_stream *st)
 		return;
 	}
 	st->c = c;
-	h2->nstreams++;
+	/* Each stream in flight may bring back an origin connection worth
+	 * keeping, as each HTTP/1.1 client connection does. */
+	if (++h2->nstreams > h2->pool_reserved) {
+		upstream_reserve(1);
+		h2->pool_reserved++;
+	}
 	http_start(c);
 }
 

@@ -3,9 +3,11 @@
  * The upstream keep-alive pool. An idle origin connection is watched for
  * readability: an origin that closes, or speaks out of turn, makes it
  * useless, so it is closed at once rather than found dead by the next
- * request. Entries live in one array sized at start-up; the pool is a
- * most-recently-used list threaded through it, so take, put and eviction
- * are O(entries) at worst and allocate nothing.
+ * request. Entries live in arrays: one sized at start-up
+ * (upstream_keepalive), more while HTTP/2 connections reserve room
+ * (upstream_reserve); the pool is a most-recently-used list threaded
+ * through them, so take, put and eviction are O(entries) at worst and
+ * allocate nothing but a new array when the room grew.
  */
 #include "config.h"
 
@@ -33,29 +35,56 @@ struct upstream_idle {
 	char			 host[UPSTREAM_HOST_MAX];
 };
 
-static struct upstream_idle	*upstream_slots;
+/* Entries are allocated in arrays, never moved (epoll holds their
+ * address) and freed at the end only: what the peak reservation grew
+ * stays, bounded by it. */
+struct upstream_chunk {
+	struct upstream_chunk	*next;
+	struct upstream_idle	 slots[];
+};
+
+/* Entries added at a time when a reservation makes room. */
+#define UPSTREAM_CHUNK		64
+
+static struct upstream_chunk	*upstream_chunks;
+static unsigned			 upstream_slots;	/* allocated */
+static unsigned			 upstream_base;	/* upstream_keepalive */
+static unsigned			 upstream_reserved;
 static struct upstream_idle	*upstream_mru;	/* most recently put */
 static struct upstream_idle	*upstream_lru;
 static struct upstream_idle	*upstream_free;
 static unsigned			 upstream_count;
 static unsigned			 upstream_idle_ms;
 
+/* <n> more free entries; false when out of memory. */
+static bool
+upstream_grow(unsigned n)
+{
+	struct upstream_chunk	*ch;
+	unsigned		 i;
+
+	ch = calloc(1, sizeof(*ch) + (size_t)n * sizeof(ch->slots[0]));
+	if (ch == NULL)
+		return false;
+	ch->next = upstream_chunks;
+	upstream_chunks = ch;
+	for (i = 0; i < n; i++) {
+		ch->slots[i].next = upstream_free;
+		upstream_free = &ch->slots[i];
+	}
+	upstream_slots += n;
+	return true;
+}
+
 void
 upstream_init(unsigned max, unsigned idle_ms)
 {
-	unsigned	 i;
-
 	upstream_idle_ms = idle_ms;
-	if (max == 0)
-		return;
-	if ((upstream_slots = calloc(max, sizeof(*upstream_slots))) == NULL) {
+	upstream_base = max;
+	if (max > 0 && !upstream_grow(max)) {
+		upstream_base = 0;
 		pt_log(PT_LOG_WARNING, "upstream keep-alive pool: out of "
 		    "memory, disabled");
-		return;
-	}
-	for (i = 0; i < max; i++) {
-		upstream_slots[i].next = upstream_free;
-		upstream_free = &upstream_slots[i];
 	}
 }
 
@@ -104,11 +133,33 @@ upstream_on_timer(struct pt_timer *t, void *arg)
 void
 upstream_fini(void)
 {
+	struct upstream_chunk	*ch;
+
 	while (upstream_mru != NULL)
 		close(upstream_release(upstream_mru));
-	free(upstream_slots);
-	upstream_slots = NULL;
+	while ((ch = upstream_chunks) != NULL) {
+		upstream_chunks = ch->next;
+		free(ch);
+	}
+	upstream_slots = upstream_reserved = 0;
 	upstream_free = NULL;
+}
+
+void
+upstream_reserve(unsigned n)
+{
+	if (upstream_base > 0)
+		upstream_reserved += n;
+}
+
+void
+upstream_unreserve(unsigned n)
+{
+	if (upstream_base == 0)
+		return;
+	upstream_reserved -= n < upstream_reserved ? n : upstream_reserved;
+	while (upstream_count > upstream_base + upstream_reserved)
+		close(upstream_release(upstream_lru));
 }
 
 int
@@ -145,13 +196,23 @@ upstream_put(const char *host, size_t hostlen, uint16_t port,
 {
 	struct upstream_idle	*u;
 	int			 fd = io->fd;
+	unsigned		 cap, grow;
 
-	if (hostlen >= UPSTREAM_HOST_MAX || upstream_slots == NULL) {
+	if (hostlen >= UPSTREAM_HOST_MAX || upstream_base == 0) {
 		loop_io_stop(io);
 		close(fd);
 		return;
 	}
-	if (upstream_free == NULL)
+	/* Full, the oldest goes. Room that a reservation made may first
+	 * need its entries. */
+	cap = upstream_base + upstream_reserved;
+	if (upstream_count < cap && upstream_free == NULL) {
+		grow = cap - upstream_slots;
+		if (grow > UPSTREAM_CHUNK)
+			grow = UPSTREAM_CHUNK;
+		(void)upstream_grow(grow);
+	}
+	if (upstream_count >= cap || upstream_free == NULL)
 		close(upstream_release(upstream_lru));
 	u = upstream_free;
 	upstream_free = u->next;

@@ -45,6 +45,17 @@ int	 upstream_take(const char *host, size_t hostlen, uint16_t port,
 void	 upstream_put(const char *host, size_t hostlen, uint16_t port,
 	    struct loop_io *io, const struct pt_addr *addr,
 	    const union egress_addr *local);
+/*
+ * Room for <n> more connections beyond upstream_keepalive, and back.
+ * An HTTP/1.1 client connection keeps its origin connection between its
+ * requests (parked, outside the pool); an HTTP/2 connection's streams
+ * each end, so their origin connections come here: the connection
+ * reserves as many entries as it had streams at once (h2_stream.c) and
+ * gives them back when it closes, evicting the oldest beyond the room
+ * left. Nothing while the pool is off (upstream_keepalive = 0).
+ */
+void	 upstream_reserve(unsigned n);
+void	 upstream_unreserve(unsigned n);
 unsigned upstream_idle_count(void);
 /* Closes up to <n> idle connections, least recently used first; returns
  * how many. Called where a socket or accept failed for want of

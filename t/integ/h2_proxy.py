@@ -277,6 +277,42 @@ def concurrent(t, port):
     c.close()
 
 
+def pool_kept(t):
+    """An HTTP/1.1 client connection keeps its origin connection between
+    requests; an HTTP/2 connection's streams end, so their origin
+    connections go to the worker's pool, which makes room for as many as
+    the connection had streams at once, beyond upstream_keepalive (2
+    here), and gives it back when the connection closes."""
+    slow = h2t.SlowOrigin(size=1000, together=20)
+    t.servers.append(slow)
+    port = ptest.free_port()
+    q = t.portico(h2t.conf(t, [h2t.listener("pool", port)], name="pool",
+                           http="upstream_keepalive = 2; "),
+                  conf_name="pool.conf")
+    c = client(port)
+    t.at_exit(c.close)
+    rounds = []
+    for r in range(2):
+        sts = [c.request(h2t.request_headers(
+            "GET", slow.address, "/together?r=%d&i=%d" % (r, i)))
+            for i in range(20)]
+        c.wait(sts, ptest.bound(30))
+        rounds.append(sum(1 for s in sts if s.status == 200 and s.ended))
+    t.check(rounds == [20, 20] and slow.accepted == 20,
+            "20 streams at once, twice, with upstream_keepalive = 2: the "
+            "second 20 ride on the first 20's origin connections (the "
+            "origin accepted 20, not 38)",
+            lambda: ["200s per round %s, origin accepted %d" % (
+                rounds, slow.accepted), c.why()])
+    c.close()
+    ptest.wait_for(lambda: slow.active <= 2, ptest.bound(10))
+    t.check(slow.active == 2,
+            "the HTTP/2 connection closed: the pool is back to "
+            "upstream_keepalive, 2 origin connections left open",
+            "the origin has %d open" % slow.active)
+    t.stop_portico(q)
+
+
 def errors(t, p, port, o):
     dead = ptest.free_port()
     st = h2t.fetch(port, "127.0.0.1:%d" % dead, "/x")
@@ -532,6 +568,7 @@ def main(t):
     part("requests", requests, t, port, o)
     part("200 requests", many, t, port, o)
     part("20 streams at once", concurrent, t, port)
+    part("origin connections kept per stream", pool_kept, t)
     part("errors", errors, t, p, port, o)
     part("access log", access_log, t, jlog, parts["requests"] or {},
          parts["200 requests"] or {})

@@ -650,24 +650,25 @@ def ws_parse(buf):
 # configuration
 
 def conf(t, listeners, modules=(), name="portico", workers=1, shutdown=5,
-         log_level="info"):
+         log_level="info", http=""):
     """A configuration with <listeners> and <modules> (lists of entry
     texts); its error log and pid file are named after <name>, so two
-    instances of one scenario may run at once."""
+    instances of one scenario may run at once. <http>: more settings of
+    the http group."""
     return """workers = %d;
 error_log = "%s/%s-error.log";
 log_level = "%s";
 pid_file = "%s/%s.pid";
 shutdown_timeout = %d;
 limits = { header_timeout = 10; connect_timeout = 5; idle_timeout = 30; };
-http = { connect_ports = "*"; };
+http = { connect_ports = "*"; %s};
 listeners = (
 %s
 );
 modules = (
 %s
 );
-""" % (workers, t.tmp, name, log_level, t.tmp, name, shutdown,
+""" % (workers, t.tmp, name, log_level, t.tmp, name, shutdown, http,
        ",\n".join(listeners), ",\n".join(modules))
 
 
