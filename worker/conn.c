@@ -244,6 +244,7 @@ conn_new_stream(struct pt_conn *owner, uint32_t stream,
 	conn_init(c, owner->c_listener);
 	c->c_side[SIDE_CLIENT].io.virt = true;
 	c->c_stream = stream;
+	c->c_owner = owner;
 	c->c_req.peer = owner->c_req.peer;
 	c->c_req.local = owner->c_req.local;
 	/* Egress "same" reads it, and a stream has no socket to ask. */
@@ -644,6 +645,12 @@ bool
 pt_conn_http2(const struct pt_conn *c)
 {
 	return c->c_listener->http2;
+}
+
+struct pt_conn *
+pt_conn_owner(struct pt_conn *c)
+{
+	return c->c_owner != NULL ? c->c_owner : c;
 }
 
 bool

@@ -262,6 +262,9 @@ struct pt_conn {
 	/* The HTTP/2 stream this connection serves (conn_new_stream), whose
 	 * client side has no socket of its own; 0: a client connection. */
 	uint32_t			 c_stream;
+	/* A stream's HTTP/2 connection (pt_conn_owner); NULL once that
+	 * one is going (h2_stream_cut). */
+	struct pt_conn			*c_owner;
 	struct pt_conn			*c_reap_next;
 	struct pt_conn			*c_live_prev, *c_live_next;
 	/* Byte budgets [PT_DIR_UP], [PT_DIR_DOWN]; c_budget_task calls the

@@ -623,8 +623,11 @@ h2_stream_cut(struct h2_stream *st)
 	/* Not closed yet while its transaction goes, so that the free
 	 * (h2s_free) keeps the memory: h2_on_close walks the list, and
 	 * h2_free lets go of every stream after. */
-	if (st->c != NULL)
+	if (st->c != NULL) {
+		/* A module's resume may come after the connection is gone. */
+		st->c->c_owner = NULL;
 		conn_cut(st->c, "http2 connection closed");
+	}
 	st->closed = true;
 	st->gone = true;
 }

@@ -27,7 +27,7 @@
 #define PT_API __attribute__((visibility("default")))
 
 #define PT_ABI_MAJOR 1
-#define PT_ABI_MINOR 8
+#define PT_ABI_MINOR 9
 
 /*
  * The build signature changes whenever a structure a module can see changes
@@ -838,5 +838,19 @@ PT_API const char *pt_conn_parent(struct pt_conn *conn);
  */
 PT_API uint32_t	 pt_conn_stream(const struct pt_conn *conn);
 PT_API bool	 pt_conn_http2(const struct pt_conn *conn);
+
+/* ---- 1.9: the connection under a stream ------------------------------- */
+
+/*
+ * pt_conn_owner() is the connection that carries <conn>: for an HTTP/2
+ * stream (pt_conn_stream() != 0), its HTTP/2 connection while that
+ * lives; otherwise, and for a stream whose HTTP/2 connection is gone or
+ * going (a resume after it closed), <conn> itself. What a module keeps
+ * for a client connection across its requests, as for HTTP/1.1
+ * keep-alive (the credentials it proved), goes in the owner's
+ * pt_conn_ctx: the owner ran ACCEPT, so its state exists, and it
+ * outlives the streams' hooks but a resume's. Worker thread.
+ */
+PT_API struct pt_conn *pt_conn_owner(struct pt_conn *conn);
 
 #endif /* PORTICO_MODULE_H */

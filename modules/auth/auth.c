@@ -174,6 +174,41 @@ auth_fail_now(struct pt_conn *conn, struct pt_req *req,
 	return PT_VERDICT_DENY;
 }
 
+/* Worker: <conn> proved the credentials whose HMAC is <mac>: its next
+ * requests with them are not verified again, nor, for an HTTP/2 stream,
+ * its HTTP/2 connection's next streams (the owner's state, which
+ * pt_conn_owner gives while that connection lives). */
+static void
+auth_proved(struct pt_conn *conn, struct auth_connctx *cc, const uint8_t *mac)
+{
+	struct auth_connctx	*oc;
+
+	cc->verified = true;
+	memcpy(cc->mac, mac, sizeof(cc->mac));
+	if (pt_conn_owner(conn) != conn) {
+		oc = pt_conn_ctx(pt_conn_owner(conn), &pt_module_auth);
+		oc->verified = true;
+		memcpy(oc->mac, mac, sizeof(oc->mac));
+	}
+}
+
+/* Whether <conn> (or the HTTP/2 connection it is a stream of) proved the
+ * credentials whose HMAC is <mac>. */
+static bool
+auth_already(struct pt_conn *conn, const struct auth_connctx *cc,
+    const uint8_t *mac)
+{
+	const struct auth_connctx *oc;
+
+	if (cc->verified && CRYPTO_memcmp(mac, cc->mac, sizeof(cc->mac)) == 0)
+		return true;
+	if (pt_conn_owner(conn) == conn)
+		return false;
+	oc = pt_conn_ctx(pt_conn_owner(conn), &pt_module_auth);
+	return oc->verified &&
+	    CRYPTO_memcmp(mac, oc->mac, sizeof(oc->mac)) == 0;
+}
+
 /* Worker: a verification ended (thread post or helper answer), once per
  * job whoever waits for it: counted, and a success cached. */
 static void
@@ -197,8 +232,7 @@ auth_apply(struct auth_job *j, struct pt_conn *conn,
 	const char		*reason;
 
 	if (j->ok) {
-		cc->verified = true;
-		memcpy(cc->mac, j->mac, sizeof(cc->mac));
+		auth_proved(conn, cc, j->mac);
 		pt_log(PT_LOG_DEBUG, "auth: verified user=\"%.*s\" conn=%llu",
 		    (int)(j->ulen < 64 ? j->ulen : 64), j->user,
 		    (unsigned long long)pt_conn_id(conn));
@@ -477,8 +511,9 @@ auth_on_auth(struct pt_conn *conn, struct pt_req *req, void *modctx)
 		return auth_fail_now(conn, req, ac, "bad-password");
 	auth_mac(&ac->mac_key, req->user.ptr, req->user.len,
 	    req->password.ptr, req->password.len, mac);
-	/* A keep-alive request with what this connection already proved. */
-	if (cc->verified && CRYPTO_memcmp(mac, cc->mac, sizeof(mac)) == 0)
+	/* A keep-alive request (or a later HTTP/2 stream) with what this
+	 * connection already proved. */
+	if (auth_already(conn, cc, mac))
 		return PT_VERDICT_CONTINUE;
 	cc->verified = false;
 	if (auth_throttle != NULL && auth_throttle_blocked(auth_throttle,
@@ -488,8 +523,7 @@ auth_on_auth(struct pt_conn *conn, struct pt_req *req, void *modctx)
 	    req->user.len, req->password.ptr, req->password.len,
 	    pt_now_ms())) {
 		pt_counter_add(ac->ctr_cache_hits, 1);
-		cc->verified = true;
-		memcpy(cc->mac, mac, sizeof(mac));
+		auth_proved(conn, cc, mac);
 		return PT_VERDICT_CONTINUE;
 	}
 	if ((f = flights_find(&auth_flights, mac, req->user.len)) != NULL)

@@ -443,6 +443,86 @@ def auth(t, o):
     t.stop_portico(q)
 
 
+def auth_carried(t, o):
+    """A stream with the credentials an earlier stream of its connection
+    proved is not verified again (as an HTTP/1.1 keep-alive request is
+    not): with the cache off, the module's verification count (its debug
+    line per Argon2id run) stays at one for three streams, and a new
+    connection verifies once more."""
+    why = A.missing()
+    if why:
+        t.skip("credentials carried over to later streams", why)
+        return
+    users = A.write_users(t, [("h2user", A.argon2id("h2-secret"))])
+    port = ptest.free_port()
+    q = t.portico(h2t.conf(t, [h2t.listener("carry", port)], [
+        '{ name = "auth"; path = "%s"; userlist = "%s"; cache_ttl = 0; }'
+        % (A.AUTH_SO, users)], name="carry", log_level="debug"),
+        conf_name="carry.conf")
+    au = "127.0.0.1:%d" % o.port
+    cred = [("proxy-authorization", "Basic " + base64.b64encode(
+        b"h2user:h2-secret").decode())]
+
+    def verified():
+        return q.log().count("auth: verified")
+    got = []
+    for conn in range(2):
+        c = client(port)
+        t.at_exit(c.close)
+        for i in range(3):
+            st = c.request(h2t.request_headers(
+                "GET", au, "/echo?id=carry-%d-%d" % (conn, i), extra=cred))
+            c.wait(st)
+            got.append(st.status)
+        ptest.wait_for(lambda: verified() >= conn + 1, ptest.bound(5))
+        t.check(verified() == conn + 1,
+                "connection %d: three streams with the same credentials, "
+                "%d verification%s in all (the later streams ride on the "
+                "first one's)" % (conn + 1, conn + 1, "s" if conn else ""),
+                lambda: ["%d 'auth: verified' lines, statuses %s" % (
+                    verified(), got)] + H.log_tail(q)())
+        c.close()
+    t.check(got == [200] * 6, "the six streams got 200", str(got))
+    t.stop_portico(q)
+
+
+def owner(t, o):
+    """pt_conn_owner() (module ABI 1.9), seen through hookrec: a stream's
+    hooks name its HTTP/2 connection as owner, the connection's ACCEPT
+    is its own owner, and an HTTP/1.1 connection owns itself."""
+    rec = t.path("owner.rec")
+    port = ptest.free_port()
+    q = t.portico(h2t.conf(t, [h2t.listener("owner", port)], [
+        '{ name = "hookrec"; path = "%s/hookrec.so"; record = "%s"; }'
+        % (ptest.TESTMODDIR, rec)], name="owner"), conf_name="owner.conf")
+    au = "127.0.0.1:%d" % o.port
+    c = client(port)
+    t.at_exit(c.close)
+    sts = [c.request(h2t.request_headers("GET", au, "/echo?id=owner-%d" % i))
+           for i in range(2)]
+    c.wait(sts)
+    c.close()
+    r = H.get(port, "http://%s/echo?id=owner-h1" % au)
+    code = getattr(r, "status", r)
+    ptest.wait_for(lambda: sum(1 for e, _ in ptest.records(rec)
+                               if e == "CLOSE") >= 4, ptest.bound(5))
+    recs = ptest.records(rec)
+    h2acc = [kv for e, kv in recs if e == "ACCEPT" and kv["stream"] == "0"]
+    streams = [kv for e, kv in recs if e == "LOG" and kv["stream"] != "0"]
+    h1 = [kv for e, kv in recs if e == "LOG" and kv["stream"] == "0"]
+    ok = (len(h2acc) == 2 and len(streams) == 2 and len(h1) == 1 and
+          all(kv["owner"] == h2acc[0]["conn"] and kv["conn"] != kv["owner"]
+              for kv in streams) and
+          sorted(kv["stream"] for kv in streams) == ["1", "3"] and
+          h2acc[0]["owner"] == h2acc[0]["conn"] and
+          h1[0]["owner"] == h1[0]["conn"] and code == 200)
+    t.check(ok, "pt_conn_owner: streams 1 and 3 name their HTTP/2 "
+            "connection (whose ACCEPT owns itself); an HTTP/1.1 "
+            "connection owns itself",
+            lambda: ["%s %s" % r for r in recs] + ["h1 status %s" % code])
+    t.stop_portico(q)
+
+
 def no_http2(t, o):
     port = ptest.free_port()
     try:
@@ -573,6 +653,8 @@ def main(t):
     part("access log", access_log, t, jlog, parts["requests"] or {},
          parts["200 requests"] or {})
     part("auth", auth, t, o)
+    part("credentials carried over", auth_carried, t, o)
+    part("pt_conn_owner", owner, t, o)
     part("http2 = false", no_http2, t, o)
     part("nghttp", nghttp, t, port, o)
     t.check(not o.bad, "the origin found nothing wrong in what it got",

@@ -20,7 +20,9 @@
  *	EXIT worker=<id>			exit_worker
  *	REOPEN worker=<id> | REOPEN master	reopen (the file is reopened)
  *	<PHASE> conn=<id> proto=<n> host=<host> port=<port> target=<addr:port>
- *	    status=<n> in=<bytes_in> out=<bytes_out>	(one line) every hook
+ *	    status=<n> in=<bytes_in> out=<bytes_out> stream=<HTTP/2 stream,
+ *	    or 0> owner=<id of pt_conn_owner()> user=<u> pass=<p>
+ *	    (one line) every hook
  *	ACCEPT-RESUMED conn=<id>		the again_ms timer fired
  *	    (<again_phase>-RESUMED)
  *
@@ -357,13 +359,15 @@ hookrec_run(enum pt_phase phase, struct pt_conn *conn, struct pt_req *req,
 	int			 hostlen = (int)req->host.len;
 
 	hookrec_printf(hc, hc->fd, "%s conn=%llu proto=%d host=%.*s port=%u "
-	    "target=%s status=%d in=%llu out=%llu user=%.*s pass=%.*s\n",
+	    "target=%s status=%d in=%llu out=%llu stream=%u owner=%llu "
+	    "user=%.*s pass=%.*s\n",
 	    hookrec_phases[phase], (unsigned long long)pt_conn_id(conn),
 	    (int)req->proto, hostlen > 0 ? hostlen : 1,
 	    hostlen > 0 ? req->host.ptr : "-", req->port,
 	    hookrec_fmt_target(&req->target, target, sizeof(target)),
 	    req->status, (unsigned long long)req->bytes_in,
-	    (unsigned long long)req->bytes_out,
+	    (unsigned long long)req->bytes_out, pt_conn_stream(conn),
+	    (unsigned long long)pt_conn_id(pt_conn_owner(conn)),
 	    req->user.len > 0 ? (int)req->user.len : 1,
 	    req->user.len > 0 ? req->user.ptr : "-",
 	    req->password.len > 0 ? (int)req->password.len : 1,
