@@ -343,9 +343,13 @@ h2_send(struct h2_conn *h2)
 	free(h2->out);
 	h2->out = NULL;
 	h2->out_size = 0;
+	/* The last GOAWAY is written. The client may have sent more
+	 * meanwhile: a lingering close keeps those unread bytes from
+	 * turning the close into a reset, which could lose the GOAWAY and
+	 * the end of the last stream. */
 	if (!nghttp2_session_want_read(h2->session) &&
 	    !nghttp2_session_want_write(h2->session)) {
-		conn_close(c, NULL);
+		conn_close_linger(c, NULL);
 		return false;
 	}
 	return true;
@@ -363,7 +367,7 @@ h2_on_timer(struct pt_timer *t, void *arg)
 		return;
 	nghttp2_session_terminate_session(h2->session, NGHTTP2_NO_ERROR);
 	if (h2_send(h2))
-		conn_close(c, "idle timeout");
+		conn_close_linger(c, "idle timeout");
 }
 
 static void
@@ -404,7 +408,7 @@ h2_pump(struct pt_conn *c)
 					 * queued a GOAWAY saying which; it goes
 					 * out, then the close. */
 					if (h2_send(h2))
-						conn_close(c,
+						conn_close_linger(c,
 						    nghttp2_strerror((int)rv));
 					return;
 				}
@@ -421,7 +425,7 @@ h2_pump(struct pt_conn *c)
 	if (i == H2_ROUNDS)
 		loop_post(&c->c_post, h2_on_posted);
 	if (h2->nstreams == 0 && h2->draining && h2->out_len == 0) {
-		conn_close(c, "draining");
+		conn_close_linger(c, "draining");
 		return;
 	}
 	/* No stream, every frame written, and the client's bytes all taken

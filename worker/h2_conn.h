@@ -64,6 +64,7 @@ struct h2_reqhead {
 	bool			 line_done;	/* request line written */
 	bool			 has_host;	/* Host written */
 	bool			 has_length;	/* content-length sent */
+	bool			 expect_continue; /* expect: 100-continue */
 	bool			 too_large;
 	/* Cookie fields, joined with "; " (RFC 9113 8.2.3), written last. */
 	char			*cookie;

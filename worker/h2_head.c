@@ -276,6 +276,8 @@ h2_head_field(struct h2_stream *st, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
 	}
 	if (h2_is(n, "content-length"))
 		rh->has_length = true;
+	else if (h2_is(n, "expect") && h2_is(v, "100-continue"))
+		rh->expect_continue = true;
 	h2_put_str(st, n);
 	h2_puts(st, ": ");
 	h2_put_str(st, v);
@@ -310,9 +312,13 @@ h2_head_finish(struct h2_stream *st, bool end)
 	buf_put(rh->cookie);
 	rh->cookie = NULL;
 	/* A tunnel's bytes are not a body; a length says where one ends;
-	 * END_STREAM says there is none. Else the next frame tells. */
+	 * END_STREAM says there is none. A client that expects 100 (RFC
+	 * 9110 10.1.1) sends its body only after the head went on and an
+	 * answer came: it has one. Else the next frame tells. */
 	if (st->tunnel || end || rh->has_length)
 		return h2_head_frame(st, false);
+	if (rh->expect_continue)
+		return h2_head_frame(st, true);
 	st->rx_held = true;
 	return rh->too_large ? -1 : 0;
 }

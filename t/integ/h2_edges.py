@@ -410,6 +410,66 @@ def limits(t, o):
     t.stop_portico(q)
 
 
+def goaway_not_reset(t, port):
+    """A connection error with the client's bytes still unread: the
+    GOAWAY that says why must reach the client. A plain close with
+    unread bytes is a reset on Linux, and a client whose stack drops
+    what it had not read on a reset (Windows) loses the GOAWAY, or a
+    GOAWAY still in portico's send queue is lost; portico closes these
+    connections lingering (worker/linger.c), as HTTP/1.1's answered
+    ones, so the client sees the GOAWAY and then an orderly close. The client sends DATA on stream 0 (a connection error, RFC
+    9113 6.1) and 256 KiB of PING behind it in one go, and reads only
+    half a second later."""
+    s = socket.create_connection(("127.0.0.1", port), ptest.bound(5))
+    t.at_exit(s.close)
+    frame = lambda ty, fl, sid, pl: (len(pl).to_bytes(3, "big") +
+                                     bytes([ty, fl]) +
+                                     sid.to_bytes(4, "big") + pl)
+    junk = frame(6, 0, 0, b"12345678") * (256 * 1024 // 17)
+    out = (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") +
+           frame(0, 0, 0, b"data on 0") + junk)
+    s.setblocking(False)
+    sent = 0
+    deadline = time.monotonic() + ptest.bound(3)
+    while sent < len(out) and time.monotonic() < deadline:
+        try:
+            sent += s.send(out[sent:])
+        except BlockingIOError:
+            time.sleep(0.01)
+        except OSError:
+            break
+    time.sleep(0.5)
+    s.setblocking(True)
+    s.settimeout(ptest.bound(5))
+    got, end = b"", "eof"
+    while True:
+        try:
+            d = s.recv(65536)
+        except ConnectionResetError:
+            end = "reset"
+            break
+        except socket.timeout:
+            end = "timeout"
+            break
+        if not d:
+            break
+        got += d
+    goaway = None
+    i = 0
+    while i + 9 <= len(got):
+        n = int.from_bytes(got[i:i + 3], "big")
+        if got[i + 3] == 7 and i + 9 + 8 <= len(got):
+            goaway = int.from_bytes(got[i + 13:i + 17], "big")
+        i += 9 + n
+    t.check(goaway == 1 and end == "eof",
+            "a connection error with 256 KiB of the client's bytes unread: "
+            "the client reads GOAWAY PROTOCOL_ERROR, then the close (not "
+            "a reset)",
+            "GOAWAY code %r, end %s, %d bytes read, %d of %d sent" % (
+                goaway, end, len(got), sent, len(out)))
+    s.close()
+
+
 def main(t):
     if not ptest.have_h2_build():
         t.skip("HTTP/2 edges", h2t.NO_BUILD, need="http2")
@@ -446,6 +506,7 @@ def main(t):
     part("egress same", egress_same, t, o)
     part("request_rate per stream", limits, t, o)
     part("drain on SIGQUIT", drain_on_quit, t, o)
+    part("GOAWAY before unread bytes", goaway_not_reset, t, port)
     w = p.workers()
     t.check(w == w0, "the worker pids are unchanged (no worker died)",
             lambda: ["before %s, now %s" % (w0, w)] + H.log_tail(p)())
