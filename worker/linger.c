@@ -36,6 +36,7 @@ struct linger_slot {
 static struct linger_slot	 linger_slots[LINGER_MAX];
 static struct linger_slot	*linger_free;
 static bool			 linger_ready;
+static unsigned			 linger_n;
 
 static void
 linger_init(void)
@@ -57,6 +58,7 @@ linger_end(struct linger_slot *l)
 	loop_io_close(&l->io);
 	l->next_free = linger_free;
 	linger_free = l;
+	linger_n--;
 }
 
 static void
@@ -106,6 +108,23 @@ linger_take(struct loop_io *io)
 	l->io.fd = io->fd;
 	io->fd = -1;
 	l->dropped = 0;
+	linger_n++;
 	pt_timer_start(&l->timer, LINGER_MS, linger_on_timer, l);
 	return true;
+}
+
+unsigned
+linger_count(void)
+{
+	return linger_n;
+}
+
+void
+linger_close_all(void)
+{
+	int	 i;
+
+	for (i = 0; i < LINGER_MAX && linger_n > 0; i++)
+		if (linger_slots[i].io.fd >= 0)
+			linger_end(&linger_slots[i]);
 }

@@ -17,5 +17,11 @@
  * closes it as before.
  */
 bool		 linger_take(struct loop_io *io);
+/* Sockets lingering now: a stopping worker waits for them (each ends
+ * within 2 s), since its exit would close them with the client's bytes
+ * unread, a reset. */
+unsigned	 linger_count(void);
+/* Closes every lingering socket (a fast stop). */
+void		 linger_close_all(void);
 
 #endif

@@ -42,6 +42,7 @@
 #include "worker/dns.h"
 #include "worker/http.h"
 #include "worker/h2.h"
+#include "worker/linger.h"
 #include "worker/socks.h"
 #include "worker/relay.h"
 #include "worker/proxy_read.h"
@@ -168,6 +169,7 @@ worker_on_signal(struct loop_io *io, uint32_t events)
 				modlife_drain(worker.conf, &worker);
 			}
 			conn_close_all("fast stop");
+			linger_close_all();
 			break;
 		case SIGUSR1:
 			if (log_reopen() < 0)
@@ -342,7 +344,9 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	pt_log(PT_LOG_NOTICE, "started on cpu %d", worker.cpu);
 	worker_report_ready(ready_fd);
 
-	while (!worker.stopping || conn_count() > 0) {
+	/* Stopping, the sockets that linger are waited for too: an exit
+	 * would close them with the client's bytes unread, a reset. */
+	while (!worker.stopping || conn_count() > 0 || linger_count() > 0) {
 		if (loop_once() < 0)
 			fatal("epoll_wait: %s", strerror(errno));
 		if (conn_reap())

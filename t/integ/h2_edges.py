@@ -410,6 +410,72 @@ def limits(t, o):
     t.stop_portico(q)
 
 
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def frame(ftype, flags, sid, payload):
+    return (len(payload).to_bytes(3, "big") + bytes([ftype, flags]) +
+            sid.to_bytes(4, "big") + payload)
+
+
+# 256 KiB of PING frames: bytes the proxy has not read when it closes.
+PINGS = frame(6, 0, 0, b"12345678") * (256 * 1024 // 17)
+
+
+def frames(b):
+    """[(type, stream, payload)] of the whole frames at the start of b."""
+    out, i = [], 0
+    while i + 9 <= len(b):
+        n = int.from_bytes(b[i:i + 3], "big")
+        if i + 9 + n > len(b):
+            break
+        out.append((b[i + 3], int.from_bytes(b[i + 5:i + 9], "big"),
+                    b[i + 9:i + 9 + n]))
+        i += 9 + n
+    return out
+
+
+def goaway_frames(b):
+    """[(last stream id, error code)] of the GOAWAY frames in b."""
+    return [(int.from_bytes(p[0:4], "big") & 0x7fffffff,
+             int.from_bytes(p[4:8], "big"))
+            for ty, _, p in frames(b) if ty == 7 and len(p) >= 8]
+
+
+def send_all_now(s, data):
+    """Sends what the socket takes within a few seconds, never blocking
+    on a peer that stopped reading. (sent, len(data))."""
+    s.setblocking(False)
+    sent = 0
+    deadline = time.monotonic() + ptest.bound(3)
+    while sent < len(data) and time.monotonic() < deadline:
+        try:
+            sent += s.send(data[sent:])
+        except BlockingIOError:
+            time.sleep(0.01)
+        except OSError:
+            break
+    s.setblocking(True)
+    return sent, len(data)
+
+
+def read_to_end(s):
+    """Everything until the peer's close: (bytes, "eof" | "reset" |
+    "timeout")."""
+    s.settimeout(ptest.bound(5))
+    got = b""
+    while True:
+        try:
+            d = s.recv(65536)
+        except ConnectionResetError:
+            return got, "reset"
+        except socket.timeout:
+            return got, "timeout"
+        if not d:
+            return got, "eof"
+        got += d
+
+
 def goaway_not_reset(t, port):
     """A connection error with the client's bytes still unread: the
     GOAWAY that says why must reach the client. A plain close with
@@ -422,52 +488,66 @@ def goaway_not_reset(t, port):
     half a second later."""
     s = socket.create_connection(("127.0.0.1", port), ptest.bound(5))
     t.at_exit(s.close)
-    frame = lambda ty, fl, sid, pl: (len(pl).to_bytes(3, "big") +
-                                     bytes([ty, fl]) +
-                                     sid.to_bytes(4, "big") + pl)
-    junk = frame(6, 0, 0, b"12345678") * (256 * 1024 // 17)
-    out = (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") +
-           frame(0, 0, 0, b"data on 0") + junk)
-    s.setblocking(False)
-    sent = 0
-    deadline = time.monotonic() + ptest.bound(3)
-    while sent < len(out) and time.monotonic() < deadline:
-        try:
-            sent += s.send(out[sent:])
-        except BlockingIOError:
-            time.sleep(0.01)
-        except OSError:
-            break
+    sent, total = send_all_now(s, PREFACE + frame(4, 0, 0, b"") +
+                               frame(0, 0, 0, b"data on 0") + PINGS)
     time.sleep(0.5)
-    s.setblocking(True)
-    s.settimeout(ptest.bound(5))
-    got, end = b"", "eof"
-    while True:
-        try:
-            d = s.recv(65536)
-        except ConnectionResetError:
-            end = "reset"
-            break
-        except socket.timeout:
-            end = "timeout"
-            break
-        if not d:
-            break
-        got += d
-    goaway = None
-    i = 0
-    while i + 9 <= len(got):
-        n = int.from_bytes(got[i:i + 3], "big")
-        if got[i + 3] == 7 and i + 9 + 8 <= len(got):
-            goaway = int.from_bytes(got[i + 13:i + 17], "big")
-        i += 9 + n
+    got, end = read_to_end(s)
+    goaways = goaway_frames(got)
+    goaway = goaways[-1][1] if goaways else None
     t.check(goaway == 1 and end == "eof",
             "a connection error with 256 KiB of the client's bytes unread: "
             "the client reads GOAWAY PROTOCOL_ERROR, then the close (not "
             "a reset)",
             "GOAWAY code %r, end %s, %d bytes read, %d of %d sent" % (
-                goaway, end, len(got), sent, len(out)))
+                goaway, end, len(got), sent, total))
     s.close()
+
+
+def quit_linger(t):
+    """The same at a stop. The connection closes lingering after the
+    drain's last GOAWAY, and the stopping worker waits for its lingering
+    sockets before it exits: an exit would close them, and what the
+    client sends then would be answered with a reset, which also throws
+    away whatever of the answer the kernel had not sent yet. The client
+    reads to the EOF, waits until a worker that did not wait would have
+    exited, and sends 256 KiB: taken, no reset."""
+    port = ptest.free_port()
+    q = t.portico(h2t.conf(t, [h2t.listener("qlinger", port)],
+                           name="qlinger"), conf_name="qlinger.conf")
+    s = socket.create_connection(("127.0.0.1", port), ptest.bound(5))
+    t.at_exit(s.close)
+    s.sendall(PREFACE + frame(4, 0, 0, b""))
+    s.settimeout(ptest.bound(5))
+    got = b""
+    while not any(ty == 4 for ty, _, _ in frames(got)):
+        got += s.recv(65536)
+    q.quit()
+    rest, end = read_to_end(s)
+    g = goaway_frames(got + rest)
+    time.sleep(0.4)
+    sent, total = send_all_now(s, PINGS)
+    time.sleep(0.3)
+    after = "nothing"
+    try:
+        s.send(frame(6, 0, 0, b"12345678"))
+        s.settimeout(0.2)
+        after = "eof" if s.recv(10) == b"" else "bytes"
+    except socket.timeout:
+        after = "nothing"
+    except (ConnectionResetError, BrokenPipeError) as e:
+        after = type(e).__name__
+    t.check(len(g) >= 2 and end == "eof" and sent == total and
+            after in ("nothing", "eof"),
+            "SIGQUIT: two GOAWAYs, the EOF, and the 256 KiB the client "
+            "sends 0.4 s later are taken, not answered with a reset (the "
+            "worker waited for its lingering close)",
+            "GOAWAYs %s, end %s, %d of %d sent, then %s" % (
+                g, end, sent, total, after))
+    s.close()
+    rc = q.wait_exit(ptest.bound(10))
+    t.check(rc == 0, "SIGQUIT: the master exits 0 after the lingering close",
+            lambda: ["exit %s" % rc] + H.log_tail(q)())
+    t.stop_portico(q, sig=signal.SIGQUIT)
 
 
 def main(t):
@@ -507,6 +587,7 @@ def main(t):
     part("request_rate per stream", limits, t, o)
     part("drain on SIGQUIT", drain_on_quit, t, o)
     part("GOAWAY before unread bytes", goaway_not_reset, t, port)
+    part("lingering at the stop", quit_linger, t)
     w = p.workers()
     t.check(w == w0, "the worker pids are unchanged (no worker died)",
             lambda: ["before %s, now %s" % (w0, w)] + H.log_tail(p)())
