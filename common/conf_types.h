@@ -106,6 +106,8 @@ struct conf_listener {
 	/* `http2`: HTTP/2 is spoken here too (worker/h2.c): by the client
 	 * preface on a plain listener, by ALPN behind the tls transport. */
 	bool			 http2;
+	/* `http2_max_streams`: SETTINGS_MAX_CONCURRENT_STREAMS. */
+	unsigned		 http2_max_streams;
 };
 
 struct conf_module {

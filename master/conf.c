@@ -58,7 +58,7 @@ static const char *const conf_http_keys[] = {
 static const char *const conf_listener_keys[] = {
 	"address", "protocol", "to", "backlog", "transport", "udp_advertise",
 	"udp_replies", "name", "ipv6only", "proxy_protocol", "via", "http2",
-	NULL
+	"http2_max_streams", NULL
 };
 static const char *const conf_proxy_protocol_keys[] = {
 	"from", NULL
@@ -669,12 +669,22 @@ conf_listener_http2(struct conf_ctx *cc, config_setting_t *s,
     struct conf_listener *l)
 {
 	config_setting_t	*m = config_setting_get_member(s, "http2");
+	config_setting_t	*ms = config_setting_get_member(s,
+				    "http2_max_streams");
 	bool			 web = l->proto == CONF_PROTO_HTTP ||
 				    l->proto == CONF_PROTO_AUTO;
+	long long		 v;
 
 #ifdef HAVE_NGHTTP2
 	l->http2 = web;
 #endif
+	/* As nginx's http2_max_concurrent_streams, 128 there. */
+	if (ms != NULL && !web)
+		return conf_err(cc, ms, "only for protocol \"http\" or "
+		    "\"auto\"");
+	if (conf_int(cc, s, "http2_max_streams", 1, 1000, 100, &v) < 0)
+		return -1;
+	l->http2_max_streams = (unsigned)v;
 	if (m == NULL)
 		return 0;
 	if (!web)

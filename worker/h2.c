@@ -6,8 +6,8 @@
  * nghttp2 has to send are gathered into one buffer and written with one
  * call per round; streams become transactions (h2_stream.c).
  *
- * Limits (RFC 9113 10.5, and the attacks since): at most H2_MAX_STREAMS
- * streams at once, each with a window of relay.buffer_size and the
+ * Limits (RFC 9113 10.5, and the attacks since): at most the listener's
+ * http2_max_streams streams at once, each with a window of relay.buffer_size and the
  * connection with room for all of them, so a stalled stream never stops
  * the others; heads bounded by http.max_header_size; nghttp2's own
  * guards against SETTINGS, PING and RST_STREAM floods and CONTINUATION
@@ -532,8 +532,9 @@ h2_on_drain(struct pt_conn *c)
 static int
 h2_settings(struct h2_conn *h2)
 {
+	uint32_t		 streams = h2->c->c_listener->http2_max_streams;
 	nghttp2_settings_entry	 iv[] = {
-		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_MAX_STREAMS },
+		{ NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, streams },
 		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
 		  h2_config->buffer_size },
 		{ NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
@@ -546,7 +547,7 @@ h2_settings(struct h2_conn *h2)
 		return -1;
 	return nghttp2_session_set_local_window_size(h2->session,
 	    NGHTTP2_FLAG_NONE, 0,
-	    (int32_t)(H2_MAX_STREAMS * h2_config->buffer_size));
+	    (int32_t)(streams * h2_config->buffer_size));
 }
 
 void

@@ -19,9 +19,6 @@ struct http_msg;
 /* Large allocations a new nghttp2 session makes (its frame buffer). */
 #define H2_BIG_MAX		8
 
-/* What a connection allows its client (SETTINGS, RFC 9113 6.5.2). */
-#define H2_MAX_STREAMS		100
-
 /*
  * One HTTP/2 client connection (c_proto of its pt_conn). Its socket and
  * transport stay the pt_conn's; nghttp2 owns the protocol state.

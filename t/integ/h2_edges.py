@@ -550,6 +550,32 @@ def quit_linger(t):
     t.stop_portico(q, sig=signal.SIGQUIT)
 
 
+def max_streams(t):
+    """http2_max_streams = 3: the SETTINGS say 3 (SETTINGS 0x3, RFC 9113
+    6.5.2), and three streams are served at once (the origin holds them
+    together)."""
+    slow = h2t.SlowOrigin(size=100, together=3)
+    t.servers.append(slow)
+    port = ptest.free_port()
+    q = t.portico(h2t.conf(t, [h2t.listener(
+        "three", port, extra="http2_max_streams = 3; ")], name="three"),
+        conf_name="three.conf")
+    c = client(port)
+    t.at_exit(c.close)
+    sts = [c.request(h2t.request_headers("GET", slow.address,
+                                         "/together?i=%d" % i))
+           for i in range(3)]
+    c.wait(sts, ptest.bound(20))
+    t.check(c.server_settings.get(3) == 3 and
+            all(s.status == 200 and s.ended for s in sts),
+            "http2_max_streams = 3: SETTINGS_MAX_CONCURRENT_STREAMS 3, "
+            "and 3 streams served at once",
+            lambda: ["settings %s" % c.server_settings] +
+            [h2t.describe(s) for s in sts] + [c.why()])
+    c.close()
+    t.stop_portico(q)
+
+
 def main(t):
     if not ptest.have_h2_build():
         t.skip("HTTP/2 edges", h2t.NO_BUILD, need="http2")
@@ -588,6 +614,7 @@ def main(t):
     part("drain on SIGQUIT", drain_on_quit, t, o)
     part("GOAWAY before unread bytes", goaway_not_reset, t, port)
     part("lingering at the stop", quit_linger, t)
+    part("http2_max_streams", max_streams, t)
     w = p.workers()
     t.check(w == w0, "the worker pids are unchanged (no worker died)",
             lambda: ["before %s, now %s" % (w0, w)] + H.log_tail(p)())

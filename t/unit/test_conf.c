@@ -742,6 +742,35 @@ test_conf_rejects_unknown_listener_key(void)
 	    ");\n", 5, "tls: unknown option");
 }
 
+/* http2_max_streams: 1 to 1000, 100 when absent, web listeners only. */
+static void
+test_conf_http2_max_streams(void)
+{
+	struct pt_config	*conf;
+
+	conf = LOAD_OK("listeners = (\n"
+	    "	{ address = \"127.0.0.1:18080\"; protocol = \"http\"; },\n"
+	    "	{ address = \"127.0.0.1:18081\"; protocol = \"auto\";\n"
+	    "	  http2_max_streams = 7; }\n"
+	    ");\n");
+	if (conf != NULL) {
+		CU_ASSERT_EQUAL(conf->listeners[0].http2_max_streams, 100);
+		CU_ASSERT_EQUAL(conf->listeners[1].http2_max_streams, 7);
+		conf_free(conf);
+	}
+	EXPECT_CONF_ERROR(
+	    "listeners = (\n"
+	    "	{ address = \"127.0.0.1:18080\"; protocol = \"http\";\n"
+	    "	  http2_max_streams = 1001; }\n"			/* 3 */
+	    ");\n", 3, "1001 out of range (1-1000)");
+	EXPECT_CONF_ERROR(
+	    "listeners = (\n"
+	    "	{ address = \"127.0.0.1:18080\"; protocol = \"tcp\";\n"
+	    "	  to = \"127.0.0.1:9\";\n"
+	    "	  http2_max_streams = 10; }\n"			/* 4 */
+	    ");\n", 4, "http2_max_streams: only for protocol");
+}
+
 static void
 test_conf_rejects_unknown_limits_key(void)
 {
@@ -1220,6 +1249,7 @@ register_conf_suite(void)
 	    test_conf_rejects_unknown_root_key);
 	CU_add_test(s, "rejects_unknown_listener_key",
 	    test_conf_rejects_unknown_listener_key);
+	CU_add_test(s, "http2_max_streams", test_conf_http2_max_streams);
 	CU_add_test(s, "rejects_unknown_limits_key",
 	    test_conf_rejects_unknown_limits_key);
 	CU_add_test(s, "rejects_unknown_relay_key",
