@@ -245,14 +245,16 @@ conn_new_stream(struct pt_conn *owner, uint32_t stream,
 	c->c_side[SIDE_CLIENT].io.virt = true;
 	c->c_stream = stream;
 	c->c_owner = owner;
+	/* Egress "same" reads the local address, and a stream has no
+	 * socket to ask: the connection's, asked once for all its
+	 * streams. */
+	if (owner->c_req.local.ss_family == AF_UNSPEC) {
+		len = sizeof(owner->c_req.local);
+		getsockname(owner->c_side[SIDE_CLIENT].io.fd,
+		    (struct sockaddr *)&owner->c_req.local, &len);
+	}
 	c->c_req.peer = owner->c_req.peer;
 	c->c_req.local = owner->c_req.local;
-	/* Egress "same" reads it, and a stream has no socket to ask. */
-	if (c->c_req.local.ss_family == AF_UNSPEC) {
-		len = sizeof(c->c_req.local);
-		getsockname(owner->c_side[SIDE_CLIENT].io.fd,
-		    (struct sockaddr *)&c->c_req.local, &len);
-	}
 	c->c_transport = t;
 	c->c_tctx = tctx;
 	conn_live_add(c);
