@@ -7,8 +7,8 @@
  * call per round; streams become transactions (h2_stream.c).
  *
  * Limits (RFC 9113 10.5, and the attacks since): at most the listener's
- * http2_max_streams streams at once, each with a window of relay.buffer_size and the
- * connection with room for all of them, so a stalled stream never stops
+ * http2_max_streams streams at once, each with a window of
+ * relay.buffer_size and the connection with room for all of them, so a stalled stream never stops
  * the others; heads bounded by http.max_header_size; nghttp2's own
  * guards against SETTINGS, PING and RST_STREAM floods and CONTINUATION
  * floods are set explicitly. An idle connection (no stream) lives for

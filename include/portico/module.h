@@ -849,7 +849,8 @@ PT_API bool	 pt_conn_http2(const struct pt_conn *conn);
  * for a client connection across its requests, as for HTTP/1.1
  * keep-alive (the credentials it proved), goes in the owner's
  * pt_conn_ctx: the owner ran ACCEPT, so its state exists, and it
- * outlives the streams' hooks but a resume's. Worker thread.
+ * outlives every hook of its streams but a resume after it closed, for
+ * which pt_conn_owner() is <conn> itself. Worker thread.
  */
 PT_API struct pt_conn *pt_conn_owner(struct pt_conn *conn);
 
