@@ -11,9 +11,9 @@
  * relay.buffer_size and the connection with room for all of them, so a
  * stalled stream never stops the others; heads bounded by
  * http.max_header_size; nghttp2's own guards against SETTINGS, PING and
- * RST_STREAM floods and CONTINUATION floods are set explicitly. An idle connection (no stream) lives for
- * limits.idle_timeout; a draining worker sends GOAWAY and lets the
- * streams in flight finish.
+ * RST_STREAM floods and CONTINUATION floods are set explicitly. An idle
+ * connection (no stream) lives for limits.idle_timeout; a draining
+ * worker sends GOAWAY and lets the streams in flight finish.
  */
 #include "config.h"
 
