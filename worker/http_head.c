@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -57,6 +58,22 @@ static void
 head_str(struct head_out *o, struct pt_str s)
 {
 	head_put(o, s.ptr, s.len);
+}
+
+/* <v> in decimal: every forwarded response with a length writes one,
+ * and vsnprintf cost 840 instructions of a 1 KiB GET's 11,000
+ * (callgrind). */
+static void
+head_u64(struct head_out *o, uint64_t v)
+{
+	char	 d[20];
+	size_t	 i = sizeof(d);
+
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	head_put(o, d + i, sizeof(d) - i);
 }
 
 static void __attribute__((format(printf, 2, 3)))
@@ -203,8 +220,9 @@ head_copy_fields(struct head_out *o, const struct http_msg *m,
 			/* As parsed, not as spelt ("005", "+5" never reach
 			 * a parser that might read them otherwise). */
 			if (m->body == HTTP_BODY_LENGTH) {
-				head_printf(o, "Content-Length: %llu\r\n",
-				    (unsigned long long)m->content_length);
+				head_puts(o, "Content-Length: ");
+				head_u64(o, m->content_length);
+				head_puts(o, "\r\n");
 				continue;
 			}
 		} else if (h->name.len == 4 && c0 == 'd' &&

@@ -10,6 +10,8 @@
  */
 #include "config.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +177,35 @@ test_host_addresses_match_text(void)
 	CU_ASSERT_STRING_EQUAL(back, "::2");
 }
 
+/* An IPv4 literal's text is inet_ntop's (host.c formats it by hand):
+ * every value of every byte, in each position, with the others at
+ * values of one, two and three digits. */
+static void
+test_host_v4_text_is_inet_ntop(void)
+{
+	static const unsigned	 others[] = { 0, 7, 42, 255 };
+	struct host		 h;
+	uint8_t			 b[4];
+	char			 in[32], want[INET_ADDRSTRLEN];
+	unsigned		 v, pos, k, bad = 0;
+	int			 n;
+
+	for (pos = 0; pos < 4; pos++)
+		for (k = 0; k < 4; k++)
+			for (v = 0; v < 256; v++) {
+				memset(b, (int)others[k], sizeof(b));
+				b[pos] = (uint8_t)v;
+				n = snprintf(in, sizeof(in), "%u.%u.%u.%u",
+				    b[0], b[1], b[2], b[3]);
+				inet_ntop(AF_INET, b, want, sizeof(want));
+				if (parse_copy(in, (size_t)n, &h) != HOST_IPV4 ||
+				    strcmp(h.text, want) != 0 ||
+				    h.len != strlen(want))
+					bad++;
+			}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* Every byte value in every position of "ab.cd": a name only when the
  * byte may stand in a label (then the text is the input lower-cased,
  * byte for byte), or is a dot that leaves no label empty (the final one
@@ -247,4 +278,6 @@ register_host_suite(void)
 	CU_add_test(s, "host_every_byte_everywhere",
 	    test_host_every_byte_everywhere);
 	CU_add_test(s, "host_lengths", test_host_lengths);
+	CU_add_test(s, "host_v4_text_is_inet_ntop",
+	    test_host_v4_text_is_inet_ntop);
 }
