@@ -38,7 +38,7 @@ if [ $# -eq 0 ]; then
 	set --
 	for t in http_request http_response http_chunked http_head socks5 \
 	    socks4 socks_udp conf userlist acl hostset accesslog host h2_head \
-	    proxy_header; do
+	    h2_conn proxy_header; do
 		[ -x "$build/t/fuzz/$t" ] && set -- "$@" "$t"
 	done
 fi
