@@ -321,16 +321,7 @@ def access_log(t, jlog, tunnels, refusals):
 
 
 def main(t):
-    if not ptest.have_h2_build():
-        t.skip("CONNECT over HTTP/2 (h2c)", h2t.NO_BUILD, need="http2")
-        return
-    why = h2t.missing()
-    if why:
-        t.skip("CONNECT over HTTP/2 (h2c)", why, need="h2")
-        return
-    why = AL.missing()
-    if why:
-        t.skip("CONNECT over HTTP/2 (h2c)", why)     # always built: a failure
+    if not h2t.ready(t, "CONNECT over HTTP/2 (h2c)", [AL.missing]):
         return
     echo = h2t.TunnelTarget()
     note = h2t.TunnelTarget(note_eof=True)
@@ -343,17 +334,8 @@ def main(t):
     p = t.portico(h2t.conf(t, [h2t.listener("h2", port)], [AL.module(
         ['file = "%s"; format = "json";' % jlog])]))
     w0 = p.workers()
-    parts = {}
-
-    def part(name, fn, *args):
-        """Runs one part; an exception is one failed check naming it, and
-        the others still run."""
-        try:
-            parts[name] = fn(*args)
-        except Exception as e:
-            t.check(False, "%s: ran to its end" % name,
-                    "%s: %s" % (type(e).__name__, e))
-            parts[name] = None
+    part = h2t.Parts(t)
+    parts = part.got
     part("basics", basics, t, port, echo, note, closer)
     part("8 at once", eight, t, port, echo)
     part("stalled", stalled, t, port, echo, source)

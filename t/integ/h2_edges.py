@@ -577,16 +577,7 @@ def max_streams(t):
 
 
 def main(t):
-    if not ptest.have_h2_build():
-        t.skip("HTTP/2 edges", h2t.NO_BUILD, need="http2")
-        return
-    why = h2t.missing()
-    if why:
-        t.skip("HTTP/2 edges", why, need="h2")
-        return
-    why = AL.missing()
-    if why:
-        t.skip("HTTP/2 edges", why)     # always built: a failure
+    if not h2t.ready(t, "HTTP/2 edges", [AL.missing]):
         return
     o = H.origin(t)
     port = ptest.free_port()
@@ -594,17 +585,8 @@ def main(t):
     p = t.portico(h2t.conf(t, [h2t.listener("h2", port)], [AL.module(
         ['file = "%s"; format = "json";' % jlog])]))
     w0 = p.workers()
-    parts = {}
-
-    def part(name, fn, *args):
-        """Runs one part; an exception is one failed check naming it, and
-        the others still run."""
-        try:
-            parts[name] = fn(*args)
-        except Exception as e:
-            t.check(False, "%s: ran to its end" % name,
-                    "%s: %s" % (type(e).__name__, e))
-            parts[name] = None
+    part = h2t.Parts(t)
+    parts = part.got
     part("interim responses", interim, t, p, port, o)
     part("transfer codings", coded, t, p, port, o)
     part("transfer codings, access log", coded_log, t, jlog,

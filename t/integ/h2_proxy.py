@@ -615,16 +615,7 @@ def goaway_on_reload(t, p, port, o):
 
 
 def main(t):
-    if not ptest.have_h2_build():
-        t.skip("HTTP/2 to the proxy (h2c)", h2t.NO_BUILD, need="http2")
-        return
-    why = h2t.missing()
-    if why:
-        t.skip("HTTP/2 to the proxy (h2c)", why, need="h2")
-        return
-    why = AL.missing()
-    if why:
-        t.skip("HTTP/2 to the proxy (h2c)", why)     # always built: a failure
+    if not h2t.ready(t, "HTTP/2 to the proxy (h2c)", [AL.missing]):
         return
     o = H.origin(t)
     port = ptest.free_port()
@@ -634,17 +625,8 @@ def main(t):
     w0 = p.workers()
 
     http11_and_settings(t, p, port, o)
-    parts = {}
-
-    def part(name, fn, *args):
-        """Runs one part; an exception is one failed check naming it, and
-        the others still run."""
-        try:
-            parts[name] = fn(*args)
-        except Exception as e:
-            t.check(False, "%s: ran to its end" % name,
-                    "%s: %s" % (type(e).__name__, e))
-            parts[name] = None
+    part = h2t.Parts(t)
+    parts = part.got
     part("requests", requests, t, port, o)
     part("200 requests", many, t, port, o)
     part("20 streams at once", concurrent, t, port)

@@ -153,16 +153,7 @@ def no_http2(t, ca, cert, key, o):
 
 
 def main(t):
-    if not ptest.have_h2_build():
-        t.skip("HTTP/2 by ALPN on a TLS listener", h2t.NO_BUILD, need="http2")
-        return
-    why = h2t.missing()
-    if why:
-        t.skip("HTTP/2 by ALPN on a TLS listener", why, need="h2")
-        return
-    why = T.missing()
-    if why:
-        t.skip("HTTP/2 by ALPN on a TLS listener", why)
+    if not h2t.ready(t, "HTTP/2 by ALPN on a TLS listener", [T.missing]):
         return
     ca = T.CA(t)
     cert, key = ca.issue("proxy")
@@ -173,15 +164,7 @@ def main(t):
     p = t.portico(h2t.conf(t, [tls_listener("tls", port, cert, key)],
                            [tls_module()]))
     w0 = p.workers()
-
-    def part(name, fn, *args):
-        """Runs one part; an exception is one failed check naming it, and
-        the others still run."""
-        try:
-            fn(*args)
-        except Exception as e:
-            t.check(False, "%s: ran to its end" % name,
-                    "%s: %s" % (type(e).__name__, e))
+    part = h2t.Parts(t)
     part("h2 over TLS", h2_over_tls, t, port, ca.pem, o, echo)
     part("HTTP/1.1 over TLS", http11_over_tls, t, port, ca.pem, o)
     part("nghttp", nghttp, t, port, o)

@@ -84,6 +84,45 @@ def missing():
     return None
 
 
+def ready(t, what, others=()):
+    """Whether scenario <what> can run: portico built with HTTP/2,
+    python3-h2 importable, and each of <others> (functions saying why
+    not, or None: modules the scenario loads, always built where their
+    library is) says so. Otherwise it is skipped, naming the need."""
+    if not ptest.have_h2_build():
+        t.skip(what, NO_BUILD, need="http2")
+        return False
+    why = missing()
+    if why:
+        t.skip(what, why, need="h2")
+        return False
+    for other in others:
+        why = other()
+        if why:
+            t.skip(what, why)
+            return False
+    return True
+
+
+class Parts:
+    """A scenario's parts, run one after another: an exception in one is
+    one failed check naming it, and the others still run. .got[name] is
+    what a part returned (None when it raised)."""
+
+    def __init__(self, t):
+        self.t = t
+        self.got = {}
+
+    def __call__(self, name, fn, *args):
+        try:
+            self.got[name] = fn(*args)
+        except Exception as e:
+            self.t.check(False, "%s: ran to its end" % name,
+                         "%s: %s" % (type(e).__name__, e))
+            self.got[name] = None
+        return self.got[name]
+
+
 # ---------------------------------------------------------------------------
 # the client
 
