@@ -278,6 +278,18 @@ worker_report_ready(int fd)
 	close(fd);
 }
 
+/* The resolver settings of <conf>, as dns_init takes them. */
+void
+worker_dns_conf(const struct pt_config *conf, struct dns_conf *dns)
+{
+	dns->servers = conf->resolver.servers;
+	dns->cache_max = conf->resolver.cache_size;
+	dns->min_ttl_s = conf->resolver.min_ttl;
+	dns->max_ttl_s = conf->resolver.max_ttl;
+	dns->neg_ttl_s = conf->resolver.negative_ttl;
+	dns->timeout_ms = conf->resolver.timeout_ms;
+}
+
 noreturn void
 worker_main(const struct pt_config *conf, int slot, int nslots,
     const int *fds, int ready_fd)
@@ -326,12 +338,7 @@ worker_main(const struct pt_config *conf, int slot, int nslots,
 	http_init(conf, maxconn);
 	h2_init(conf, maxconn);
 	socks_init(conf, maxconn);
-	dns.servers = conf->resolver.servers;
-	dns.cache_max = conf->resolver.cache_size;
-	dns.min_ttl_s = conf->resolver.min_ttl;
-	dns.max_ttl_s = conf->resolver.max_ttl;
-	dns.neg_ttl_s = conf->resolver.negative_ttl;
-	dns.timeout_ms = conf->resolver.timeout_ms;
+	worker_dns_conf(conf, &dns);
 	if (dns_init(&dns) < 0)
 		fatal("resolver initialisation failed");
 	if (parent_init(conf) < 0)

@@ -5,6 +5,7 @@
 
 #include <stdnoreturn.h>
 
+struct dns_conf;
 struct pt_config;
 
 /* ---- worker/worker.c ------------------------------------------------- */
@@ -18,5 +19,9 @@ struct pt_config;
  */
 noreturn void	worker_main(const struct pt_config *conf, int slot, int nslots,
 		    const int *fds, int ready_fd);
+/* The resolver settings of <conf>, as dns_init takes them (also the
+ * h2_conn fuzz target's, which sets a worker up in-process). */
+void		worker_dns_conf(const struct pt_config *conf,
+		    struct dns_conf *dns);
 
 #endif

@@ -10,14 +10,13 @@
  *
  * Kept out, because the loader would act on them outside this process:
  * `@include` (reads any file), `modules` (dlopen()s any library). Names to
- * resolve (a tcp listener's `to`) and users and groups are answered here,
- * by the functions below standing in for the C library's, so no lookup
- * leaves the process (no DNS query, no NSS service).
+ * resolve (a tcp listener's `to`: t/fuzz/no_lookup.c) and users and
+ * groups (the functions below) are answered in place of the C library's,
+ * so no lookup leaves the process (no DNS query, no NSS service).
  */
 #include "config.h"
 
 #include <grp.h>
-#include <netdb.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,18 +30,6 @@
 
 static int	 conf_fd = -1;
 static char	 conf_path[64];
-
-/* Only names the C library resolves without a query: none. */
-int
-getaddrinfo(const char *node, const char *service,
-    const struct addrinfo *hints, struct addrinfo **res)
-{
-	(void)node;
-	(void)service;
-	(void)hints;
-	*res = NULL;
-	return EAI_NONAME;
-}
 
 struct passwd *
 getpwnam(const char *name)

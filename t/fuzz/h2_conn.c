@@ -30,7 +30,7 @@
  *   127.0.0.1, which answers every query NXDOMAIN at once; c-ares' own
  *   sockets (libcares, not wrapped) reach nothing else, cache_size 0;
  *   names in /etc/hosts (dns_hosts.c) resolve, and their connect fails;
- * - getaddrinfo is answered here (no name), as in t/fuzz/conf.c, so no
+ * - getaddrinfo is answered by t/fuzz/no_lookup.c (no name), so no
  *   NSS lookup can run; no module is loaded, no log is written (level
  *   below err), no file but the in-memory configuration is read.
  */
@@ -42,7 +42,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,6 +68,7 @@
 #include "worker/proxy_read.h"
 #include "worker/relay.h"
 #include "worker/req.h"
+#include "worker/worker.h"
 #include "worker/worker_self.h"
 #include "t/fuzz/h2_frames.h"
 
@@ -100,17 +100,6 @@ __wrap_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	(void)len;
 	errno = ECONNREFUSED;
 	return -1;
-}
-
-int
-getaddrinfo(const char *node, const char *service,
-    const struct addrinfo *hints, struct addrinfo **res)
-{
-	(void)node;
-	(void)service;
-	(void)hints;
-	*res = NULL;
-	return EAI_NONAME;
 }
 
 /* Posted before every loop_once, so that its epoll_wait never waits: the
@@ -246,12 +235,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	http_init(conf, conf->limits.max_connections);
 	h2_init(conf, conf->limits.max_connections);
 	memset(&dns, 0, sizeof(dns));
-	dns.servers = conf->resolver.servers;
-	dns.cache_max = conf->resolver.cache_size;
-	dns.min_ttl_s = conf->resolver.min_ttl;
-	dns.max_ttl_s = conf->resolver.max_ttl;
-	dns.neg_ttl_s = conf->resolver.negative_ttl;
-	dns.timeout_ms = conf->resolver.timeout_ms;
+	worker_dns_conf(conf, &dns);
 	if (dns_init(&dns) < 0 || parent_init(conf) < 0 ||
 	    accept_start(conf->listeners, &lfd, 1) < 0)
 		abort();

@@ -329,10 +329,7 @@ def main(t):
     closer = t.source_server(1000)
     source = t.source_server(8 * ptest.MiB)
     o = H.origin(t)
-    port = ptest.free_port()
-    jlog = t.path("access.json")
-    p = t.portico(h2t.conf(t, [h2t.listener("h2", port)], [AL.module(
-        ['file = "%s"; format = "json";' % jlog])]))
+    p, port, jlog = h2t.logged_proxy(t, AL.module)
     w0 = p.workers()
     part = h2t.Parts(t)
     parts = part.got

@@ -386,17 +386,29 @@ def access_log(t, jlog, reqs, seq):
             lambda: ["%d streams; wrong: %s" % (len(seq), wrong[:3])])
 
 
-def auth(t, o):
+def auth_proxy(t, what, name, options="", log_level="info"):
+    """A portico named <name> whose h2c listener requires the auth
+    module's user h2user (password h2-secret), <options> added to the
+    module's entry: (portico, port), or None when scenario <what> is
+    skipped for want of the module."""
     why = A.missing()
     if why:
-        t.skip("Proxy-Authorization per stream", why)
-        return
+        t.skip(what, why)
+        return None
     users = A.write_users(t, [("h2user", A.argon2id("h2-secret"))])
     port = ptest.free_port()
-    q = t.portico(h2t.conf(t, [h2t.listener("auth", port)], [
-        '{ name = "auth"; path = "%s"; userlist = "%s"; }' % (A.AUTH_SO,
-                                                             users)],
-        name="auth"), conf_name="auth.conf")
+    q = t.portico(h2t.conf(t, [h2t.listener(name, port)], [
+        '{ name = "auth"; path = "%s"; userlist = "%s"; %s }' % (
+            A.AUTH_SO, users, options)], name=name, log_level=log_level),
+        conf_name=name + ".conf")
+    return q, port
+
+
+def auth(t, o):
+    got = auth_proxy(t, "Proxy-Authorization per stream", "auth")
+    if got is None:
+        return
+    q, port = got
     au = "127.0.0.1:%d" % o.port
     c = client(port)
     t.at_exit(c.close)
@@ -449,16 +461,11 @@ def auth_carried(t, o):
     not): with the cache off, the module's verification count (its debug
     line per Argon2id run) stays at one for three streams, and a new
     connection verifies once more."""
-    why = A.missing()
-    if why:
-        t.skip("credentials carried over to later streams", why)
+    got = auth_proxy(t, "credentials carried over to later streams",
+                     "carry", "cache_ttl = 0;", log_level="debug")
+    if got is None:
         return
-    users = A.write_users(t, [("h2user", A.argon2id("h2-secret"))])
-    port = ptest.free_port()
-    q = t.portico(h2t.conf(t, [h2t.listener("carry", port)], [
-        '{ name = "auth"; path = "%s"; userlist = "%s"; cache_ttl = 0; }'
-        % (A.AUTH_SO, users)], name="carry", log_level="debug"),
-        conf_name="carry.conf")
+    q, port = got
     au = "127.0.0.1:%d" % o.port
     cred = [("proxy-authorization", "Basic " + base64.b64encode(
         b"h2user:h2-secret").decode())]
@@ -618,10 +625,7 @@ def main(t):
     if not h2t.ready(t, "HTTP/2 to the proxy (h2c)", [AL.missing]):
         return
     o = H.origin(t)
-    port = ptest.free_port()
-    jlog = t.path("access.json")
-    p = t.portico(h2t.conf(t, [h2t.listener("h2", port)], [AL.module(
-        ['file = "%s"; format = "json";' % jlog])]))
+    p, port, jlog = h2t.logged_proxy(t, AL.module)
     w0 = p.workers()
 
     http11_and_settings(t, p, port, o)

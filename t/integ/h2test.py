@@ -104,6 +104,17 @@ def ready(t, what, others=()):
     return True
 
 
+def logged_proxy(t, log_module):
+    """A portico with one h2c listener and <log_module> (accesslogtest's
+    module(), to which the JSON log's file line is given): (portico,
+    port, path of the JSON access log)."""
+    port = ptest.free_port()
+    jlog = t.path("access.json")
+    p = t.portico(conf(t, [listener("h2", port)], [log_module(
+        ['file = "%s"; format = "json";' % jlog])]))
+    return p, port, jlog
+
+
 class Parts:
     """A scenario's parts, run one after another: an exception in one is
     one failed check naming it, and the others still run. .got[name] is
