@@ -19,6 +19,16 @@ struct http_msg;
 /* Large allocations a new nghttp2 session makes (its frame buffer). */
 #define H2_BIG_MAX		8
 
+/* The client's recent stream IDs (h2_ids.c): how many, a multiple of 64. */
+#define H2_IDS_RECENT		256
+
+struct h2_ids {
+	int32_t			 last;	/* highest stream the client opened */
+	uint64_t		 opened[H2_IDS_RECENT / 64];
+	uint64_t		 done[H2_IDS_RECENT / 64];	/* it ended or
+							 * reset them */
+};
+
 /*
  * One HTTP/2 client connection (c_proto of its pt_conn). Its socket and
  * transport stay the pt_conn's; nghttp2 owns the protocol state.
@@ -46,7 +56,7 @@ struct h2_conn {
 	/* Upstream pool entries reserved: the most streams it had at once
 	 * (upstream_reserve). */
 	unsigned		 pool_reserved;
-	int32_t			 last_id;	/* highest stream the client opened */
+	struct h2_ids		 ids;
 	bool			 notice;	/* draining: first GOAWAY sent */
 	bool			 draining;	/* the last GOAWAY sent */
 	bool			 closing;	/* conn_close under way */
@@ -132,12 +142,25 @@ void	 h2_flush_soon(struct h2_conn *h2);
 /* The configuration h2 serves with. */
 const struct pt_config *h2_conf(void);
 
+/* ---- worker/h2_ids.c -------------------------------------------------- */
+
+/* A HEADERS frame with an ID above every one before (it opens a stream,
+ * or is refused): the IDs skipped were never opened. */
+void	 h2_ids_open(struct h2_ids *r, int32_t id);
+/* The client ended stream <id> (END_STREAM) or reset it. */
+void	 h2_ids_done(struct h2_ids *r, int32_t id);
+/* A HEADERS frame on stream <id>, at most the highest opened, which is
+ * not open: NGHTTP2_NO_ERROR when it is to be ignored, else the
+ * connection error it is. */
+uint32_t h2_ids_judge(const struct h2_ids *r, int32_t id);
+
 /* ---- worker/h2_mem.c -------------------------------------------------- */
 
 /* <h2>'s allocator for nghttp2 (h2->mem set up). */
 void	 h2_mem_init(struct h2_conn *h2);
-/* The connection is idle (no stream, nothing to write): the pages of
- * nghttp2's large buffers go back to the kernel until next used. */
+/* The connection is idle (no stream, nothing to write): the frame
+ * buffer's pages, and the pages of nghttp2's other large allocations
+ * that hold only zeros, go back to the kernel until next used. */
 void	 h2_mem_idle(struct h2_conn *h2);
 /* Unmaps what is left (after nghttp2_session_del). */
 void	 h2_mem_fini(struct h2_conn *h2);

@@ -1,30 +1,38 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nghttp2's memory for one HTTP/2 connection. A session allocates about
- * 25 KiB when it is made, 16 KiB of it its frame buffer, which holds each
- * frame only while nghttp2_session_mem_send serializes it and h2.c copies
- * it out: an idle HTTP/2 connection would hold five times what an idle
- * HTTP/1.1 one does. So the large allocations made with the session (that
- * buffer) get pages of their own (mmap), and when the connection is idle,
- * every frame sent and nothing read half-way (h2_mem_idle, from h2.c),
- * their pages go back to the kernel (MADV_DONTNEED): the mapping stays and
- * the next frame faults in fresh pages. Only allocations made with the
- * session: what nghttp2 allocates later (a large header value while its
- * block is read) may be live at any time. Everything else is malloc's,
- * as with nghttp2's default allocator.
+ * 25 KiB when it is made: its frame buffer (16 KiB), which holds each frame
+ * only while nghttp2_session_mem_send serializes it and h2.c copies it
+ * out, and the table of its stream map (4 KiB, one bucket per 16 bytes,
+ * all zero while the connection has no stream). An idle HTTP/2 connection
+ * would hold five times what an idle HTTP/1.1 one does. So the allocations
+ * of a page or more made with the session get pages of their own (mmap),
+ * and when the connection is idle, every frame sent and nothing read
+ * half-way (h2_mem_idle, from h2.c), pages go back to the kernel
+ * (MADV_DONTNEED): all of the frame buffer's, and each page of the others
+ * that holds only zeros, which is what a dropped page reads as. The mapping
+ * stays and the next touch faults in a fresh page. Only allocations made
+ * with the session: what nghttp2 allocates later (a large header value
+ * while its block is read, a grown stream map) may be live at any time.
+ * Everything else is malloc's, as with nghttp2's default allocator.
  */
 #include "config.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "worker/h2_conn.h"
 
-/* What counts as large: the frame buffer's chunk is 16 KiB and 10 bytes
- * (NGHTTP2_FRAMEBUF_CHUNKLEN); nothing else a new session holds comes
- * near it. */
-#define H2_MEM_BIG	16384
+/* What gets pages of its own: a page or more (the stream map's table is
+ * one). What is the frame buffer, whose bytes are spent once a frame is
+ * out: 16 KiB and more (NGHTTP2_FRAMEBUF_CHUNKLEN, 16 KiB and 10 bytes);
+ * nothing else a new session holds comes near it. */
+#define H2_MEM_BIG	4096
+#define H2_MEM_SCRATCH	16384
 
 static int
 h2_mem_find(const struct h2_conn *h2, const void *p)
@@ -117,18 +125,51 @@ h2_mem_init(struct h2_conn *h2)
 	h2->mem.realloc = h2_mem_realloc;
 }
 
+/* Whether the page at p holds only zeros. */
+static bool
+h2_mem_page_zero(const unsigned char *p, size_t page)
+{
+	const uint64_t	*w = (const uint64_t *)(const void *)p;
+	uint64_t	 any = 0;
+	size_t		 i;
+
+	for (i = 0; i < page / sizeof(*w); i++)
+		any |= w[i];
+	return any == 0;
+}
+
 void
 h2_mem_idle(struct h2_conn *h2)
 {
-	int	 i;
+	static size_t	 page;
+	unsigned char	 in[H2_MEM_SCRATCH / 4096];
+	unsigned char	*p;
+	size_t		 j, len;
+	int		 i;
 
 	if (h2->big_idle)
 		return;
 	h2->big_idle = true;
-	for (i = 0; i < H2_BIG_MAX; i++)
-		if (h2->big[i] != NULL)
-			(void)madvise(h2->big[i], h2->big_len[i],
-			    MADV_DONTNEED);
+	if (page == 0)
+		page = (size_t)sysconf(_SC_PAGESIZE);
+	for (i = 0; i < H2_BIG_MAX; i++) {
+		if ((p = h2->big[i]) == NULL)
+			continue;
+		len = h2->big_len[i];
+		if (len >= H2_MEM_SCRATCH) {
+			(void)madvise(p, len, MADV_DONTNEED);
+			continue;
+		}
+		/* Only the pages in memory are looked at: on some kernels
+		 * (this project's VMs) reading a page not there gives it
+		 * memory of its own instead of mapping the zero page. */
+		if (mincore(p, len, in) < 0)
+			continue;
+		for (j = 0; j * page < len; j++)
+			if ((in[j] & 1) && h2_mem_page_zero(p + j * page, page))
+				(void)madvise(p + j * page, page,
+				    MADV_DONTNEED);
+	}
 }
 
 void

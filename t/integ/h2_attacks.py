@@ -58,6 +58,12 @@ one that keeps the rules) and an HTTP/1.1 client (curl -x) are served.
                    with the reserved bit): connection errors (GOAWAY
                    PROTOCOL_ERROR or STREAM_CLOSED, RFC 9113 5.1.1), and
                    none reaches the origin.
+  closed streams   RFC 9113 5.1: DATA and trailers that cross the
+                   proxy's RST_STREAM (a POST whose target refuses) are
+                   ignored and the next stream is served; a late
+                   WINDOW_UPDATE or RST_STREAM on an ended stream is
+                   ignored; DATA after the client's END_STREAM is a
+                   connection error STREAM_CLOSED.
   concurrency      110 streams at once, with MAX_CONCURRENT_STREAMS 100:
                    the 10 extra are refused (RST_STREAM REFUSED_STREAM or
                    PROTOCOL_ERROR, RFC 9113 5.1.2), the first 100 are
@@ -917,6 +923,63 @@ def stream_ids(t, e):
     judged(t, e, w, lab)
 
 
+def closed_streams(t, e):
+    """Frames the client sends on streams already closed (RFC 9113 5.1).
+    nghttp2 judges them from the closed streams it keeps (see
+    doc/internals.md 25 on why they are kept)."""
+    lab = "closed streams"
+    refused = ptest.free_port()
+    trailers = plain_block([("x-trailer", "1")])
+
+    # Crossing our RST_STREAM: ignored, the connection goes on.
+    r = raw(t, e.port, e.p)
+    r.settled(ptest.bound(5))
+    # (a first DATA frame: without content-length the head waits to
+    # learn whether a body follows)
+    r.send(headers_frame(1, plain_block(request_fields(
+        "127.0.0.1:%d" % refused, "/upload?cross=1", "POST")),
+        end_stream=False) + data_frame(1, b"y" * 100))
+    r.until(lambda: 1 in r.rst or r.end is not None, ptest.bound(10))
+    t.check(r.status.get(1, "")[:1] == "5" and r.rst.get(1) == 0,
+            "%s: a POST whose target refuses, body still coming: a 5xx "
+            "and RST_STREAM NO_ERROR (RFC 9113 8.1)" % lab, r.outcome(1))
+    r.send(data_frame(1, b"x" * 1000) +
+           headers_frame(1, trailers, end_stream=True) +
+           headers_frame(3, plain_block(request_fields(
+               e.o.address, "/len?n=100&cross=3"))))
+    r.until(lambda: r.done(3) or r.goaway is not None, ptest.bound(10))
+    t.check(r.goaway is None and r.status.get(3) == "200" and
+            r.data.get(3) == 100 and r.end is None,
+            "%s: DATA and trailers the client sent on it after our "
+            "RST_STREAM are ignored (5.1): the next stream is served, "
+            "no GOAWAY" % lab, r.outcome(3))
+    r.close()
+
+    # After the client's END_STREAM: DATA is STREAM_CLOSED; a late
+    # WINDOW_UPDATE or RST_STREAM is not.
+    r = raw(t, e.port, e.p)
+    r.settled(ptest.bound(5))
+    r.send(headers_frame(1, plain_block(request_fields(
+        e.o.address, "/len?n=100&ended=1"))))
+    r.until(lambda: r.done(1), ptest.bound(10))
+    r.send(raw_frame(0x8, 0, 1, struct.pack(">L", 1000)) + rst_frame(1, 0) +
+           headers_frame(3, plain_block(request_fields(
+               e.o.address, "/len?n=100&ended=3"))))
+    r.until(lambda: r.done(3) or r.goaway is not None, ptest.bound(10))
+    t.check(r.status.get(1) == "200" and r.status.get(3) == "200" and
+            r.goaway is None,
+            "%s: WINDOW_UPDATE and RST_STREAM on a stream both sides "
+            "ended are ignored (5.1), the next stream is served" % lab,
+            "%s; %s" % (r.outcome(1), r.outcome(3)))
+    r.send(data_frame(1, b"late"))
+    r.wait_end(ptest.bound(5))
+    t.check(r.goaway is not None and r.goaway[0] == 5 and
+            r.end in ("eof", "reset"),
+            "%s: DATA on a stream the client ended: a connection error "
+            "STREAM_CLOSED (5.1), then the close" % lab, r.outcome(1))
+    r.close()
+
+
 def concurrency(t, e):
     lab = "concurrency"
     w = X.Watch(t, e.p, e.canary, e.base, lab)
@@ -980,7 +1043,8 @@ def concurrency(t, e):
 
 
 ATTACKS = (rapid_reset, continuation, hpack_bomb, settings_flood,
-           ping_flood, empty_data, stream_ids, concurrency, zero_window)
+           ping_flood, empty_data, stream_ids, closed_streams, concurrency,
+           zero_window)
 
 
 def http2_built(t):

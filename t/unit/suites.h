@@ -49,6 +49,10 @@ void	register_parent_wire_suite(void);
 void	register_parent_conf_suite(void);
 /* ---- t/unit/test_upstream_tls.c -------------------------------------- */
 void	register_upstream_tls_suite(void);
+/* ---- t/unit/test_h2_mem.c -------------------------------------------- */
+void	register_h2_mem_suite(void);
+/* ---- t/unit/test_h2_ids.c -------------------------------------------- */
+void	register_h2_ids_suite(void);
 
 #define SUITES_ALL							\
 	register_conf_suite,						\
@@ -72,6 +76,8 @@ void	register_upstream_tls_suite(void);
 	register_egress_suite,						\
 	register_parent_wire_suite,					\
 	register_parent_conf_suite,					\
-	register_upstream_tls_suite
+	register_upstream_tls_suite,					\
+	register_h2_mem_suite,						\
+	register_h2_ids_suite
 
 #endif
