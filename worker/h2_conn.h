@@ -16,11 +16,12 @@
 struct pt_conn;
 struct http_msg;
 
-/* Large allocations a new nghttp2 session makes (its frame buffer). */
-#define H2_BIG_MAX		8
+/* Allocations of a page or more a new nghttp2 session makes (its frame
+ * buffer and its stream map: two). */
+#define H2_BIG_MAX		4
 
 /* The client's recent stream IDs (h2_ids.c): how many, a multiple of 64. */
-#define H2_IDS_RECENT		256
+#define H2_IDS_RECENT		128
 
 struct h2_ids {
 	int32_t			 last;	/* highest stream the client opened */

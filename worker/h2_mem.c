@@ -27,12 +27,22 @@
 
 #include "worker/h2_conn.h"
 
-/* What gets pages of its own: a page or more (the stream map's table is
- * one). What is the frame buffer, whose bytes are spent once a frame is
- * out: 16 KiB and more (NGHTTP2_FRAMEBUF_CHUNKLEN, 16 KiB and 10 bytes);
- * nothing else a new session holds comes near it. */
-#define H2_MEM_BIG	4096
+/* The frame buffer, whose bytes are spent once a frame is out: 16 KiB and
+ * more (NGHTTP2_FRAMEBUF_CHUNKLEN, 16 KiB and 10 bytes); nothing else a
+ * new session holds comes near it. It gets pages of its own, and so does
+ * whatever else is a page or more (the stream map's table, with 4 KiB
+ * pages). */
 #define H2_MEM_SCRATCH	16384
+
+static size_t
+h2_mem_page(void)
+{
+	static size_t	 page;
+
+	if (page == 0)
+		page = (size_t)sysconf(_SC_PAGESIZE);
+	return page;
+}
 
 static int
 h2_mem_find(const struct h2_conn *h2, const void *p)
@@ -52,7 +62,7 @@ h2_mem_malloc(size_t n, void *arg)
 	void		*p;
 	int		 i;
 
-	if (!h2->mem_creating || n < H2_MEM_BIG ||
+	if (!h2->mem_creating || (n < h2_mem_page() && n < H2_MEM_SCRATCH) ||
 	    (i = h2_mem_find(h2, NULL)) < 0)
 		return malloc(n);
 	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -141,7 +151,7 @@ h2_mem_page_zero(const unsigned char *p, size_t page)
 void
 h2_mem_idle(struct h2_conn *h2)
 {
-	static size_t	 page;
+	size_t		 page = h2_mem_page();
 	unsigned char	 in[H2_MEM_SCRATCH / 4096];
 	unsigned char	*p;
 	size_t		 j, len;
@@ -150,8 +160,6 @@ h2_mem_idle(struct h2_conn *h2)
 	if (h2->big_idle)
 		return;
 	h2->big_idle = true;
-	if (page == 0)
-		page = (size_t)sysconf(_SC_PAGESIZE);
 	for (i = 0; i < H2_BIG_MAX; i++) {
 		if ((p = h2->big[i]) == NULL)
 			continue;
@@ -160,7 +168,8 @@ h2_mem_idle(struct h2_conn *h2)
 			(void)madvise(p, len, MADV_DONTNEED);
 			continue;
 		}
-		/* Only the pages in memory are looked at: on some kernels
+		/* A page or more, under 16 KiB: at most 4 pages. Only the
+		 * pages in memory are looked at: on some kernels
 		 * (this project's VMs) reading a page not there gives it
 		 * memory of its own instead of mapping the zero page. */
 		if (mincore(p, len, in) < 0)

@@ -100,21 +100,25 @@ test_h2_mem_gives_back_the_frame_buffer_and_an_empty_map(void)
 	mem_session();
 	fb = mem_big(16384, UINT32_MAX);
 	map = mem_big(4096, 16384);
-	CHECKF_FATAL(fb >= 0 && map >= 0, "the session's frame buffer "
-	    "(%d) and stream map (%d) have mappings of their own", fb, map);
+	/* (With pages over 4 KiB the map stays malloc's.) */
+	CHECKF_FATAL(fb >= 0 && (map >= 0 || sysconf(_SC_PAGESIZE) > 4096),
+	    "the session's frame buffer (%d) and stream map (%d) have "
+	    "mappings of their own", fb, map);
 	CU_ASSERT(nghttp2_submit_settings(mem_h2.session, NGHTTP2_FLAG_NONE,
 	    NULL, 0) == 0);
 	mem_send_all();
 	CHECKF(mem_resident(fb) >= 1, "the frame buffer was written: %u "
 	    "pages in memory", mem_resident(fb));
 	/* The empty map's page, in memory as a store would put it. */
-	memset(mem_h2.big[map], 0, mem_h2.big_len[map]);
-	CU_ASSERT(mem_resident(map) >= 1);
+	if (map >= 0) {
+		memset(mem_h2.big[map], 0, mem_h2.big_len[map]);
+		CU_ASSERT(mem_resident(map) >= 1);
+	}
 	h2_mem_idle(&mem_h2);
 	CHECKF(mem_resident(fb) == 0, "idle: %u frame buffer pages left",
 	    mem_resident(fb));
-	CHECKF(mem_resident(map) == 0, "idle with no stream: %u map pages "
-	    "left", mem_resident(map));
+	CHECKF(map < 0 || mem_resident(map) == 0, "idle with no stream: %u "
+	    "map pages left", map < 0 ? 0 : mem_resident(map));
 	/* Given back means zero-filled on the next touch, which is what the
 	 * empty map held. */
 	CU_ASSERT(nghttp2_session_find_stream(mem_h2.session, 1) == NULL);
@@ -135,8 +139,12 @@ test_h2_mem_keeps_a_map_that_holds_a_stream(void)
 	int			 map;
 
 	mem_session();
-	map = mem_big(4096, 16384);
-	CU_ASSERT_FATAL(map >= 0);
+	if ((map = mem_big(4096, 16384)) < 0) {
+		/* Pages over 4 KiB: the map is malloc's, nothing to see. */
+		CU_ASSERT(sysconf(_SC_PAGESIZE) > 4096);
+		mem_session_end();
+		return;
+	}
 	CU_ASSERT_FATAL(nghttp2_session_mem_recv(mem_h2.session,
 	    (const uint8_t *)preface, sizeof(preface) - 1) ==
 	    (ssize_t)(sizeof(preface) - 1));
