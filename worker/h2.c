@@ -69,12 +69,10 @@ h2_stream_of(nghttp2_session *s, int32_t id)
 
 /*
  * A HEADERS frame on a client stream below the highest opened that is not
- * open: closed, or skipped. nghttp2's API shows no closed stream (its
- * find gives NULL once a stream closes), and it would ignore the frame
- * where it keeps none; RFC 9113 5.1 says when ignoring is right
- * (h2_ids.c), and the rest are connection errors. A HEADERS above every
- * stream before opens one. (A DATA frame on a closed stream nghttp2
- * judges itself, before any callback.)
+ * open: closed, or skipped. nghttp2 keeps no closed stream and would
+ * ignore it; RFC 9113 5.1 says when ignoring is right (h2_ids.c), and the
+ * rest are connection errors. A HEADERS above every stream before opens
+ * one. (DATA frames: h2_ids_recv.)
  */
 static int
 h2_on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *arg)
@@ -413,8 +411,7 @@ h2_pump(struct pt_conn *c)
 				/* What nghttp2 reads may touch its pages
 				 * (h2_mem_idle looks again). */
 				h2->big_idle = false;
-				rv = nghttp2_session_mem_recv(h2->session, h2_in,
-				    (size_t)n);
+				rv = h2_ids_recv(h2, h2_in, (size_t)n);
 				if (rv < 0) {
 					/* A protocol error or a flood: nghttp2
 					 * queued a GOAWAY saying which; it goes
@@ -575,6 +572,7 @@ h2_start(struct pt_conn *c, const char *b, size_t n)
 	}
 	memset(h2, 0, sizeof(*h2));
 	h2->c = c;
+	h2->ids.skip = NGHTTP2_CLIENT_MAGIC_LEN;
 	h2_mem_init(h2);
 	h2->mem_creating = true;
 	rv = nghttp2_session_server_new3(&h2->session, h2_callbacks, h2,
@@ -612,7 +610,7 @@ h2_start(struct pt_conn *c, const char *b, size_t n)
 		conn_close(c, "out of memory");
 		return;
 	}
-	rv = nghttp2_session_mem_recv(h2->session, (const uint8_t *)b, n);
+	rv = h2_ids_recv(h2, (const uint8_t *)b, n);
 	if (rv < 0) {
 		if (h2_send(h2))
 			conn_close(c, nghttp2_strerror((int)rv));
@@ -649,6 +647,11 @@ h2_init(const struct pt_config *conf, unsigned max_conns)
 	h2_callbacks = cb;
 	/* The window goes back as the transaction reads (h2_stream.c). */
 	nghttp2_option_set_no_auto_window_update(h2_options, 1);
+	/* A closed stream is freed. nghttp2 would keep up to
+	 * MAX_CONCURRENT_STREAMS of them (240 bytes each, and they hold the
+	 * stream map's page, h2_mem.c) for RFC 7540's priority tree, which
+	 * nothing here uses. Frames on closed streams: h2_ids.c. */
+	nghttp2_option_set_no_closed_streams(h2_options, 1);
 	/* The guards nghttp2 has, at the values its authors chose, set
 	 * here so that a library built otherwise cannot lower them: queued
 	 * SETTINGS/PING answers (a flood that does not read them), SETTINGS

@@ -28,6 +28,12 @@ struct h2_ids {
 	uint64_t		 opened[H2_IDS_RECENT / 64];
 	uint64_t		 done[H2_IDS_RECENT / 64];	/* it ended or
 							 * reset them */
+	/* Where the client's bytes stand (h2_ids_recv): bytes to pass
+	 * before the next frame header (the preface's at first: h2_start
+	 * sets it), and a header split between reads. */
+	uint32_t		 skip;
+	uint8_t			 hdr[9];
+	uint8_t			 hdr_len;
 };
 
 /*
@@ -154,6 +160,10 @@ void	 h2_ids_done(struct h2_ids *r, int32_t id);
  * not open: NGHTTP2_NO_ERROR when it is to be ignored, else the
  * connection error it is. */
 uint32_t h2_ids_judge(const struct h2_ids *r, int32_t id);
+/* nghttp2_session_mem_recv of the client's next <n> bytes, from the
+ * preface on, with each DATA frame on a stream the client ended judged
+ * first. 0, or nghttp2's error. */
+int	 h2_ids_recv(struct h2_conn *h2, const uint8_t *b, size_t n);
 
 /* ---- worker/h2_mem.c -------------------------------------------------- */
 

@@ -1,28 +1,39 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What the client did with its recent stream IDs, to judge a HEADERS frame
- * on a stream that is not open below the highest it opened (h2.c,
- * h2_on_begin_frame: nghttp2's API shows no closed stream). RFC 9113 5.1
- * asks for three answers:
+ * What the client did with its recent stream IDs, to judge frames on its
+ * streams once they are closed. nghttp2 keeps no closed stream (h2_init:
+ * each would cost an idle connection memory), and its API shows none
+ * anyway. RFC 9113 5.1 asks for three answers:
  *
- *   - an ID that was never opened: a connection error PROTOCOL_ERROR
- *     (5.1.1, a new stream's ID must be above every one before);
+ *   - a HEADERS on an ID that was never opened: a connection error
+ *     PROTOCOL_ERROR (5.1.1, a new stream's ID must be above every one
+ *     before; a DATA frame there is left to nghttp2, which ignores it);
  *   - a stream the client ended (END_STREAM) or reset: a frame after that
  *     is STREAM_CLOSED (a connection error after END_STREAM; after its
  *     RST_STREAM a stream error, which 5.4.1 lets us make the connection's);
  *   - a stream we closed first (our RST_STREAM, REFUSED_STREAM included):
- *     what the client sent before it saw that is ignored (trailers, say).
+ *     what the client sent before it saw that is ignored.
+ *
+ * HEADERS frames are judged from h2.c's h2_on_begin_frame. A DATA frame on
+ * a closed stream nghttp2 drops before any callback, so h2_ids_recv looks
+ * at the frame headers in the client's bytes as they go to nghttp2, and
+ * judges a DATA frame once nghttp2 has taken every byte before it; other
+ * frames on closed streams (WINDOW_UPDATE, RST_STREAM, PRIORITY) are
+ * nghttp2's to ignore, as 5.1 says.
  *
  * Two bits for each of the last H2_IDS_RECENT client IDs (odd, by
  * (id >> 1) modulo the window): opened and done. Older IDs, beyond the
- * window, are taken as ended: 5.1 lets the time such frames are ignored
- * be limited.
+ * window: a HEADERS is taken as on an ended stream, a DATA frame is
+ * ignored (it may cross our RST_STREAM of a long-lived tunnel); 5.1 lets
+ * the time such frames are ignored be limited.
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "worker/h2_conn.h"
+
+#define H2_HDR_LEN	9	/* a frame header */
 
 static unsigned
 h2_ids_slot(int32_t id)
@@ -100,4 +111,70 @@ h2_ids_judge(const struct h2_ids *r, int32_t id)
 	if (h2_ids_has(r->done, id))
 		return NGHTTP2_STREAM_CLOSED;
 	return NGHTTP2_NO_ERROR;
+}
+
+/* The client ended stream <id> (in the window), so a DATA frame on it is
+ * STREAM_CLOSED. */
+static bool
+h2_ids_data_closed(const struct h2_ids *r, int32_t id)
+{
+	return (id & 1) && h2_ids_recent(r, id) && h2_ids_has(r->done, id);
+}
+
+int
+h2_ids_recv(struct h2_conn *h2, const uint8_t *b, size_t n)
+{
+	struct h2_ids	*r = &h2->ids;
+	const uint8_t	*fed = b, *p = b, *end = b + n, *head;
+	ssize_t		 rv;
+	size_t		 k;
+	int32_t		 id;
+
+	while (p < end) {
+		if (r->skip > 0) {
+			k = (size_t)(end - p) < r->skip ? (size_t)(end - p) :
+			    r->skip;
+			p += k;
+			r->skip -= (uint32_t)k;
+			continue;
+		}
+		/* Where this header began: here, or in an earlier read,
+		 * whose bytes nghttp2 has. */
+		head = r->hdr_len > 0 ? b : p;
+		k = H2_HDR_LEN - r->hdr_len;
+		if ((size_t)(end - p) < k)
+			k = (size_t)(end - p);
+		memcpy(r->hdr + r->hdr_len, p, k);
+		r->hdr_len += (uint8_t)k;
+		p += k;
+		if (r->hdr_len < H2_HDR_LEN)
+			break;
+		r->hdr_len = 0;
+		r->skip = (uint32_t)r->hdr[0] << 16 | (uint32_t)r->hdr[1] << 8 |
+		    r->hdr[2];
+		id = (int32_t)(((uint32_t)r->hdr[5] << 24 |
+		    (uint32_t)r->hdr[6] << 16 | (uint32_t)r->hdr[7] << 8 |
+		    r->hdr[8]) & 0x7fffffff);
+		if (r->hdr[3] != NGHTTP2_DATA || id > r->last)
+			continue;
+		/* Every frame before it taken, then the judgement. */
+		if (head > fed) {
+			rv = nghttp2_session_mem_recv(h2->session, fed,
+			    (size_t)(head - fed));
+			if (rv < 0)
+				return (int)rv;
+			fed = head;
+		}
+		if (h2_ids_data_closed(r, id) &&
+		    nghttp2_session_terminate_session(h2->session,
+		    NGHTTP2_STREAM_CLOSED) != 0)
+			return NGHTTP2_ERR_NOMEM;
+	}
+	if (end > fed) {
+		rv = nghttp2_session_mem_recv(h2->session, fed,
+		    (size_t)(end - fed));
+		if (rv < 0)
+			return (int)rv;
+	}
+	return 0;
 }
