@@ -67,6 +67,18 @@ h2_stream_of(nghttp2_session *s, int32_t id)
 
 /* ---- nghttp2's callbacks -------------------------------------------- */
 
+/* Whether stream <id> is open, or half-closed, in nghttp2: not closed
+ * (nghttp2 keeps none) and not idle (one a PRIORITY frame named). */
+static bool
+h2_open(nghttp2_session *s, int32_t id)
+{
+	nghttp2_stream	*stream = nghttp2_session_find_stream(s, id);
+
+	return stream != NULL &&
+	    nghttp2_stream_get_state(stream) != NGHTTP2_STREAM_STATE_IDLE &&
+	    nghttp2_stream_get_state(stream) != NGHTTP2_STREAM_STATE_CLOSED;
+}
+
 /*
  * A HEADERS frame on a client stream below the highest opened that is not
  * open: closed, or skipped. nghttp2 keeps no closed stream and would
@@ -86,7 +98,7 @@ h2_on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *arg)
 		h2_ids_open(&h2->ids, hd->stream_id);
 		return 0;
 	}
-	if (nghttp2_session_find_stream(s, hd->stream_id) != NULL ||
+	if (h2_open(s, hd->stream_id) ||
 	    (error = h2_ids_judge(&h2->ids, hd->stream_id)) ==
 	    NGHTTP2_NO_ERROR)
 		return 0;
@@ -160,7 +172,17 @@ h2_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 				h2_stream_end(st);
 			break;
 		}
+		if (st->rh.malformed) {
+			/* RFC 9113 8.1.1: a stream error PROTOCOL_ERROR. */
+			st->gone = st->rx_eof = true;
+			nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE,
+			    f->hd.stream_id, NGHTTP2_PROTOCOL_ERROR);
+			break;
+		}
 		if (h2_head_finish(st, end) < 0) {
+			/* A request that ended gets no RST_STREAM after the
+			 * answer (h2_on_frame_sent): the stream is closed. */
+			st->rx_eof = end;
 			h2_refuse(h2, st, st->rh.too_large ? "431" : "501");
 			break;
 		}

@@ -80,6 +80,13 @@ struct h2_reqhead {
 	bool			 has_length;	/* content-length sent */
 	bool			 expect_continue; /* expect: 100-continue */
 	bool			 too_large;
+	/* A Host field names another authority than :authority (RFC 9113
+	 * 8.3.1): the request is malformed. */
+	bool			 malformed;
+	/* Where :authority is in the head (written as Host), and the port
+	 * that :scheme makes the default (0: none, a CONNECT). */
+	uint32_t		 host_off, host_len;
+	uint16_t		 default_port;
 	/* Cookie fields, joined with "; " (RFC 9113 8.2.3), written last. */
 	char			*cookie;
 	uint32_t		 cookie_len;

@@ -54,7 +54,9 @@ one that keeps the rules) and an HTTP/1.1 client (curl -x) are served.
                    body, the stream is reset, then the connection closed,
                    each within idle_timeout + 3 s.
   stream IDs       HEADERS on a closed stream, on a lower (never used)
-                   stream, after stream 2^31-1 (the next id also written
+                   stream (also one a PRIORITY frame named, which
+                   nghttp2 holds as idle), after stream 2^31-1 (the next
+                   id also written
                    with the reserved bit): connection errors (GOAWAY
                    PROTOCOL_ERROR or STREAM_CLOSED, RFC 9113 5.1.1), and
                    none reaches the origin.
@@ -64,6 +66,14 @@ one that keeps the rules) and an HTTP/1.1 client (curl -x) are served.
                    WINDOW_UPDATE or RST_STREAM on an ended stream is
                    ignored; DATA after the client's END_STREAM is a
                    connection error STREAM_CLOSED.
+  refused heads    a head whose last field crosses max_header_size,
+                   across HEADERS and CONTINUATION frames, is answered
+                   431, and with the request ended no RST_STREAM
+                   follows; one that goes on past it is reset; a Host
+                   field naming another authority than :authority is
+                   RST_STREAM PROTOCOL_ERROR (RFC 9113 8.3.1) and never
+                   reaches the origin; one equal but for case or the
+                   default port is no error.
   concurrency      110 streams at once, with MAX_CONCURRENT_STREAMS 100:
                    the 10 extra are refused (RST_STREAM REFUSED_STREAM or
                    PROTOCOL_ERROR, RFC 9113 5.1.2), the first 100 are
@@ -881,12 +891,13 @@ def stream_ids(t, e):
     lab = "stream IDs"
     w = X.Watch(t, e.p, e.canary, e.base, lab)
 
-    def one(sub, first, again, tag, raw_again=None):
-        """GET on stream <first>, served; then HEADERS for stream
-        <again>: a connection error, nothing reaches the origin."""
+    def one(sub, first, again, tag, raw_again=None, pre=b""):
+        """<pre>, then a GET on stream <first>, served; then HEADERS for
+        stream <again>: a connection error, nothing reaches the
+        origin."""
         r = raw(t, e.port, e.p)
         r.settled(ptest.bound(5))
-        r.send(headers_frame(first, plain_block(request_fields(
+        r.send(pre + headers_frame(first, plain_block(request_fields(
             e.o.address, "/len?n=100&%s=1" % tag))))
         r.until(lambda: r.done(first), ptest.bound(10))
         ok1 = r.status.get(first) == "200" and r.data.get(first) == 100
@@ -912,6 +923,10 @@ def stream_ids(t, e):
         r.close()
     one("a closed stream's id again", 1, 1, "reuse")
     one("a lower stream id than the last", 5, 3, "back")
+    # a PRIORITY frame makes stream 1 an idle stream nghttp2 holds; the
+    # HEADERS that would open it after 3 is still a lower ID (5.1.1)
+    one("a lower stream id that a PRIORITY named", 3, 1, "prio",
+        pre=raw_frame(0x2, 0, 1, struct.pack(">LB", 0, 15)))
     top = (1 << 31) - 1
     one("stream 2^31-1, then another", top, 1, "top")
     # the same, the next id written with the reserved bit (2^31 + 1)
@@ -986,6 +1001,88 @@ def closed_streams(t, e):
     r.close()
 
 
+def heads(t, e):
+    """Request heads refused on their stream, the connection kept."""
+    lab = "refused heads"
+    ping = raw_frame(0x6, 0, 0, b"12345678")
+
+    # A head whose last field crosses max_header_size (64 KiB), across
+    # HEADERS and CONTINUATION frames: 431.
+    r = raw(t, e.port, e.p)
+    r.settled(ptest.bound(5))
+
+    def big_head(sid, fields, tag):
+        block = plain_block(request_fields(
+            e.o.address, "/len?n=10&%s=1" % tag) + fields)
+        step = len(block) // 5 + 1
+        parts = [block[i:i + step] for i in range(0, len(block), step)]
+        out = headers_frame(sid, parts[0], end_headers=False)
+        for i, part in enumerate(parts[1:]):
+            out += continuation_frame(sid, part,
+                                      end_headers=(i == len(parts) - 2))
+        r.send(out)
+        r.until(lambda: r.done(sid) or r.goaway is not None,
+                ptest.bound(10))
+        return len(block), len(parts) - 1
+
+    n, conts = big_head(1, [("x-big-%02d" % i, "v" * 4000)
+                            for i in range(15)] +
+                        [("x-big-last", "v" * 8000)], "big")
+    t.check(r.status.get(1) == "431" and 1 in r.ended,
+            "%s: a head of %d bytes in HEADERS and %d CONTINUATION "
+            "frames, its last field past max_header_size: :status 431" % (
+                lab, n, conts), r.outcome(1))
+    # The request had END_STREAM: after the 431 the stream is closed,
+    # and nothing more is sent on it (5.1). A PING's answer comes after
+    # whatever the proxy had to send.
+    r.send(ping)
+    r.until(lambda: r.counts.get("Ping", 0) > 0, ptest.bound(5))
+    t.check(r.counts.get("Ping", 0) > 0 and 1 not in r.rst,
+            "%s: the request had ended, so no RST_STREAM follows the 431 "
+            "(RFC 9113 5.1, nothing but PRIORITY on a closed stream)" % lab,
+            r.outcome(1))
+    # One that goes on past it: reset at the next field (the rest is
+    # only decoded: the HPACK bomb's defence), the connection kept.
+    n, conts = big_head(3, [("x-big-%02d" % i, "v" * 4000)
+                            for i in range(20)], "bigger")
+    t.check(3 in r.rst and r.goaway is None,
+            "%s: a head of %d bytes whose fields go on past the limit: "
+            "RST_STREAM, the connection kept" % (lab, n), r.outcome(3))
+    t.check(len(e.o.reqs_for("big=1")) == 0 and
+            len(e.o.reqs_for("bigger=1")) == 0,
+            "%s: neither large head reached the origin" % lab)
+
+    # Host naming another authority than :authority (RFC 9113 8.3.1).
+    r.send(headers_frame(5, plain_block(request_fields(
+        e.o.address, "/len?n=10&hostdiff=1") +
+        [("host", "other.invalid:1")])))
+    r.until(lambda: r.done(5) or r.goaway is not None, ptest.bound(10))
+    t.check(r.rst.get(5) == 1 and 5 not in r.status,
+            "%s: a Host naming another authority than :authority: "
+            "RST_STREAM PROTOCOL_ERROR (malformed, RFC 9113 8.3.1 and "
+            "8.1.1)" % lab, r.outcome(5))
+    t.check(len(e.o.reqs_for("hostdiff=1")) == 0,
+            "%s: it never reached the origin" % lab)
+    # The same authority but for case and http's default port: served.
+    # (stream 7 goes to 127.0.0.1:80: a refusal there is its answer)
+    r.send(headers_frame(7, plain_block(
+        [(":method", "GET"), (":scheme", "http"),
+         (":authority", "127.0.0.1:80"), (":path", "/")] +
+        [("host", "127.0.0.1")])) +
+        headers_frame(9, plain_block(request_fields(
+            e.o.address, "/len?n=10&hostsame=1") +
+            [("host", e.o.address.upper())])))
+    r.until(lambda: (r.done(7) and r.done(9)) or r.goaway is not None,
+            ptest.bound(10))
+    t.check(7 in r.status and 7 not in r.rst and
+            r.status.get(9) == "200" and
+            r.data.get(9) == 10 and r.goaway is None,
+            "%s: a Host equal to :authority but for case, or for the "
+            "default port, is no error (the streams are answered)" % lab,
+            "%s; %s" % (r.outcome(7), r.outcome(9)))
+    r.close()
+
+
 def concurrency(t, e):
     lab = "concurrency"
     w = X.Watch(t, e.p, e.canary, e.base, lab)
@@ -1049,8 +1146,8 @@ def concurrency(t, e):
 
 
 ATTACKS = (rapid_reset, continuation, hpack_bomb, settings_flood,
-           ping_flood, empty_data, stream_ids, closed_streams, concurrency,
-           zero_window)
+           ping_flood, empty_data, stream_ids, closed_streams, heads,
+           concurrency, zero_window)
 
 
 def http2_built(t):
