@@ -219,14 +219,17 @@ h2_on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *b,
  * The response ended (END_STREAM sent) with the request still coming and
  * nobody left to read it (a 407 or 413 to a body being uploaded): RST_STREAM
  * NO_ERROR tells the client to stop sending (RFC 9113 8.1), rather than
- * the stream staying half-open, one of the 100, until it does.
+ * the stream staying half-open, one of the 100, until it does. And a
+ * GOAWAY of ours is noted (h2_send).
  */
 static int
 h2_on_frame_sent(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 {
+	struct h2_conn		*h2 = arg;
 	struct h2_stream	*st;
 
-	(void)arg;
+	if (f->hd.type == NGHTTP2_GOAWAY)
+		h2->goaway_sent = true;
 	if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM) ||
 	    (f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS))
 		return 0;
@@ -378,6 +381,17 @@ h2_send(struct h2_conn *h2)
 	 * the end of the last stream. */
 	if (!nghttp2_session_want_read(h2->session) &&
 	    !nghttp2_session_want_write(h2->session)) {
+		/* Done because the client's GOAWAY came: ours goes first
+		 * (RFC 9113 6.8, SHOULD), naming the last stream taken. */
+		if (!h2->goaway_sent) {
+			h2->goaway_sent = true;
+			if (nghttp2_submit_goaway(h2->session,
+			    NGHTTP2_FLAG_NONE,
+			    nghttp2_session_get_last_proc_stream_id(h2->session),
+			    NGHTTP2_NO_ERROR, NULL, 0) == 0 &&
+			    nghttp2_session_want_write(h2->session))
+				return h2_send(h2);
+		}
 		conn_close_linger(c, NULL);
 		return false;
 	}

@@ -67,6 +67,7 @@ struct h2_conn {
 	bool			 notice;	/* draining: first GOAWAY sent */
 	bool			 draining;	/* the last GOAWAY sent */
 	bool			 closing;	/* conn_close under way */
+	bool			 goaway_sent;	/* a GOAWAY of ours went out */
 };
 
 /* Where a stream's request head stands while its HEADERS arrive. */

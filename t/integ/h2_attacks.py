@@ -66,6 +66,8 @@ one that keeps the rules) and an HTTP/1.1 client (curl -x) are served.
                    WINDOW_UPDATE or RST_STREAM on an ended stream is
                    ignored; DATA after the client's END_STREAM is a
                    connection error STREAM_CLOSED.
+  client GOAWAY    the client's GOAWAY after a served stream gets the
+                   proxy's GOAWAY NO_ERROR naming it, then EOF.
   refused heads    a head whose last field crosses max_header_size,
                    across HEADERS and CONTINUATION frames, is answered
                    431, and with the request ended no RST_STREAM
@@ -1001,6 +1003,24 @@ def closed_streams(t, e):
     r.close()
 
 
+def client_goaway(t, e):
+    """The client's GOAWAY: the proxy's own GOAWAY, then the close."""
+    lab = "client GOAWAY"
+    r = raw(t, e.port, e.p)
+    r.settled(ptest.bound(5))
+    r.send(headers_frame(1, plain_block(request_fields(
+        e.o.address, "/len?n=100&cgoaway=1"))))
+    r.until(lambda: r.done(1), ptest.bound(10))
+    r.send(raw_frame(0x7, 0, 0, struct.pack(">LL", 0, 0)))
+    r.wait_end(ptest.bound(5))
+    t.check(r.status.get(1) == "200" and r.goaway is not None and
+            r.goaway[0] == 0 and r.goaway[1] == 1 and r.end == "eof",
+            "%s: after a served stream, the client's GOAWAY NO_ERROR gets "
+            "the proxy's (NO_ERROR, last stream 1; RFC 9113 6.8), then "
+            "EOF" % lab, r.outcome(1))
+    r.close()
+
+
 def heads(t, e):
     """Request heads refused on their stream, the connection kept."""
     lab = "refused heads"
@@ -1146,8 +1166,8 @@ def concurrency(t, e):
 
 
 ATTACKS = (rapid_reset, continuation, hpack_bomb, settings_flood,
-           ping_flood, empty_data, stream_ids, closed_streams, heads,
-           concurrency, zero_window)
+           ping_flood, empty_data, stream_ids, closed_streams,
+           client_goaway, heads, concurrency, zero_window)
 
 
 def http2_built(t):
