@@ -305,9 +305,9 @@ h2_head_field(struct h2_stream *st, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
 	if (!rh->line_done && h2_line(st) < 0)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	/* Host comes from :authority when there is one, and a Host that
-	 * names another makes the request malformed (RFC 9113 8.3.1: the
-	 * ACL judges one name, the origin would see the other); TE
-	 * ("trailers" at most, nghttp2 checks) is hop-by-hop here. */
+	 * names another makes the request malformed (RFC 9113 8.3.1): one
+	 * request, one name, whoever reads it; TE ("trailers" at most,
+	 * nghttp2 checks) is hop-by-hop here. */
 	if (h2_is(n, "host") && rh->has_host) {
 		if (!rh->too_large && !h2_host_same(st, v))
 			rh->malformed = true;

@@ -940,6 +940,17 @@ def stream_ids(t, e):
     judged(t, e, w, lab)
 
 
+def raw_served(t, e, sid, tag):
+    """A Raw client whose GET on stream <sid> (/len?n=100&<tag>) the
+    proxy answered, or gave up on."""
+    r = raw(t, e.port, e.p)
+    r.settled(ptest.bound(5))
+    r.send(headers_frame(sid, plain_block(request_fields(
+        e.o.address, "/len?n=100&" + tag))))
+    r.until(lambda: r.done(sid), ptest.bound(10))
+    return r
+
+
 def closed_streams(t, e):
     """Frames the client sends on streams already closed (RFC 9113 5.1),
     which nghttp2 no longer holds: worker/h2_ids.c judges them."""
@@ -973,11 +984,7 @@ def closed_streams(t, e):
 
     # After the client's END_STREAM: DATA is STREAM_CLOSED; a late
     # WINDOW_UPDATE or RST_STREAM is not.
-    r = raw(t, e.port, e.p)
-    r.settled(ptest.bound(5))
-    r.send(headers_frame(1, plain_block(request_fields(
-        e.o.address, "/len?n=100&ended=1"))))
-    r.until(lambda: r.done(1), ptest.bound(10))
+    r = raw_served(t, e, 1, "ended=1")
     r.send(raw_frame(0x8, 0, 1, struct.pack(">L", 1000)) + rst_frame(1, 0) +
            headers_frame(3, plain_block(request_fields(
                e.o.address, "/len?n=100&ended=3"))))
@@ -1006,11 +1013,7 @@ def closed_streams(t, e):
 def client_goaway(t, e):
     """The client's GOAWAY: the proxy's own GOAWAY, then the close."""
     lab = "client GOAWAY"
-    r = raw(t, e.port, e.p)
-    r.settled(ptest.bound(5))
-    r.send(headers_frame(1, plain_block(request_fields(
-        e.o.address, "/len?n=100&cgoaway=1"))))
-    r.until(lambda: r.done(1), ptest.bound(10))
+    r = raw_served(t, e, 1, "cgoaway=1")
     r.send(raw_frame(0x7, 0, 0, struct.pack(">LL", 0, 0)))
     r.wait_end(ptest.bound(5))
     t.check(r.status.get(1) == "200" and r.goaway is not None and
