@@ -155,9 +155,10 @@ h2_ids_recv(struct h2_conn *h2, const uint8_t *b, size_t n)
 		id = (int32_t)(((uint32_t)r->hdr[5] << 24 |
 		    (uint32_t)r->hdr[6] << 16 | (uint32_t)r->hdr[7] << 8 |
 		    r->hdr[8]) & 0x7fffffff);
-		if (r->hdr[3] != NGHTTP2_DATA || id > r->last)
+		if (r->hdr[3] != NGHTTP2_DATA)
 			continue;
-		/* Every frame before it taken, then the judgement. */
+		/* Every frame before it taken (the HEADERS that opened its
+		 * stream may be among them), then the judgement. */
 		if (head > fed) {
 			rv = nghttp2_session_mem_recv(h2->session, fed,
 			    (size_t)(head - fed));

@@ -64,8 +64,9 @@ one that keeps the rules) and an HTTP/1.1 client (curl -x) are served.
                    proxy's RST_STREAM (a POST whose target refuses) are
                    ignored and the next stream is served; a late
                    WINDOW_UPDATE or RST_STREAM on an ended stream is
-                   ignored; DATA after the client's END_STREAM is a
-                   connection error STREAM_CLOSED.
+                   ignored; DATA after the client's END_STREAM, or
+                   after its own RST_STREAM (in one write with the
+                   HEADERS), is a connection error STREAM_CLOSED.
   client GOAWAY    the client's GOAWAY after a served stream gets the
                    proxy's GOAWAY NO_ERROR naming it, then EOF.
   refused heads    a head whose last field crosses max_header_size,
@@ -1007,6 +1008,21 @@ def closed_streams(t, e):
             "%s: DATA on a stream the client ended (its header sent a "
             "byte at a time): a connection error STREAM_CLOSED (5.1), "
             "then the close" % lab, r.outcome(1))
+    r.close()
+
+    # The client's own RST_STREAM, then DATA, in one write with the
+    # HEADERS that opened the stream (h2spec 5.1/8).
+    r = raw(t, e.port, e.p)
+    r.settled(ptest.bound(5))
+    r.send(headers_frame(1, plain_block(request_fields(
+        e.o.address, "/len?n=100&rst=1")), end_stream=False) +
+        rst_frame(1, 8) + data_frame(1, b"late", end_stream=True))
+    r.wait_end(ptest.bound(5))
+    t.check(r.goaway is not None and r.goaway[0] == 5 and
+            r.end in ("eof", "reset"),
+            "%s: DATA after the client's own RST_STREAM, all in one write "
+            "with the HEADERS: STREAM_CLOSED (5.1; a connection error, "
+            "5.4.1)" % lab, r.outcome(1))
     r.close()
 
 
