@@ -952,6 +952,15 @@ def raw_served(t, e, sid, tag):
     return r
 
 
+def ends_in(t, r, code, desc):
+    """Reads Raw <r> to its end and checks a GOAWAY <code>, then EOF or a
+    reset (stream 1's outcome in the details); closes it."""
+    r.wait_end(ptest.bound(5))
+    t.check(r.goaway is not None and r.goaway[0] == code and
+            r.end in ("eof", "reset"), desc, r.outcome(1))
+    r.close()
+
+
 def closed_streams(t, e):
     """Frames the client sends on streams already closed (RFC 9113 5.1),
     which nghttp2 no longer holds: worker/h2_ids.c judges them."""
@@ -1002,13 +1011,9 @@ def closed_streams(t, e):
         r.send(late[i:i + 1])
         time.sleep(0.02)
     r.send(late[9:])
-    r.wait_end(ptest.bound(5))
-    t.check(r.goaway is not None and r.goaway[0] == 5 and
-            r.end in ("eof", "reset"),
-            "%s: DATA on a stream the client ended (its header sent a "
-            "byte at a time): a connection error STREAM_CLOSED (5.1), "
-            "then the close" % lab, r.outcome(1))
-    r.close()
+    ends_in(t, r, 5, "%s: DATA on a stream the client ended (its header "
+            "sent a byte at a time): a connection error STREAM_CLOSED "
+            "(5.1), then the close" % lab)
 
     # The client's own RST_STREAM, then DATA, in one write with the
     # HEADERS that opened the stream (h2spec 5.1/8).
@@ -1017,13 +1022,9 @@ def closed_streams(t, e):
     r.send(headers_frame(1, plain_block(request_fields(
         e.o.address, "/len?n=100&rst=1")), end_stream=False) +
         rst_frame(1, 8) + data_frame(1, b"late", end_stream=True))
-    r.wait_end(ptest.bound(5))
-    t.check(r.goaway is not None and r.goaway[0] == 5 and
-            r.end in ("eof", "reset"),
-            "%s: DATA after the client's own RST_STREAM, all in one write "
-            "with the HEADERS: STREAM_CLOSED (5.1; a connection error, "
-            "5.4.1)" % lab, r.outcome(1))
-    r.close()
+    ends_in(t, r, 5, "%s: DATA after the client's own RST_STREAM, all in "
+            "one write with the HEADERS: STREAM_CLOSED (5.1; a connection "
+            "error, 5.4.1)" % lab)
 
 
 def client_goaway(t, e):
