@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/uio.h>
 
 #include "worker/h2.h"
 #include "worker/h2_conn.h"
@@ -45,7 +46,7 @@ static struct pool		 h2_pool;
 static nghttp2_session_callbacks *h2_callbacks;
 static nghttp2_option		*h2_options;
 /* One read at a time per worker: nghttp2 takes all of it at once. */
-static uint8_t			 h2_in[16384];
+static uint8_t			 h2_in[65536];
 
 const struct pt_config *
 h2_conf(void)
@@ -288,10 +289,13 @@ h2_out_room(struct h2_conn *h2, size_t n)
 }
 
 /*
- * A DATA frame of a stream's body (h2_stream_read_body said NO_COPY):
- * its header and payload go straight from the stream's buffer into the
- * output, the one copy a body byte gets between the origin's read and
- * the socket. We ask for no padding; a frame with some gets its bytes.
+ * A DATA frame of a stream's body (h2_stream_read_body said NO_COPY). On
+ * a plain socket its header goes into the output and its payload stays
+ * in the stream's buffer, queued (h2_seg) for the writev that takes both:
+ * the payload's bytes are copied only by the kernel, out of the origin's
+ * socket and into the client's. Through a transport (TLS), which writes
+ * one buffer at a time, header and payload are copied into the output.
+ * We ask for no padding; a frame with some gets its bytes.
  */
 static int
 h2_on_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *hd,
@@ -299,16 +303,34 @@ h2_on_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *hd,
 {
 	struct h2_conn		*h2 = arg;
 	struct h2_stream	*st = src->ptr;
+	const char		*p = st->tx + st->tx_head + st->tx_queued;
+	struct h2_seg		*g;
 	size_t			 pad = f->data.padlen;
 
 	(void)s;
+	if (h2->c->c_transport == NULL && pad == 0) {
+		if (!h2_out_room(h2, 9) || (h2->segs == NULL &&
+		    (h2->segs = calloc(1, sizeof(*h2->segs))) == NULL))
+			return NGHTTP2_ERR_CALLBACK_FAILURE;
+		memcpy(h2->out + h2->out_len, hd, 9);
+		h2->out_len += 9;
+		g = &h2->segs->s[h2->segs->n++];
+		g->st = st;
+		g->p = p;
+		g->len = (uint32_t)len;
+		g->at = h2->out_len;
+		h2->segs->bytes += (uint32_t)len;
+		st->tx_queued += (uint32_t)len;
+		/* Full: nghttp2 stops here, and the frames are written. */
+		return h2->segs->n == H2_SEGS ? NGHTTP2_ERR_PAUSE : 0;
+	}
 	if (!h2_out_room(h2, 9 + pad + len))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	memcpy(h2->out + h2->out_len, hd, 9);
 	h2->out_len += 9;
 	if (pad > 0)
 		h2->out[h2->out_len++] = (char)(pad - 1);
-	memcpy(h2->out + h2->out_len, st->tx + st->tx_head, len);
+	memcpy(h2->out + h2->out_len, p, len);
 	h2->out_len += (uint32_t)len;
 	if (pad > 1) {
 		memset(h2->out + h2->out_len, 0, pad - 1);
@@ -318,6 +340,76 @@ h2_on_send_data(nghttp2_session *s, nghttp2_frame *f, const uint8_t *hd,
 	return 0;
 }
 
+/* Bytes waiting to be written: out's and the queued payloads'. */
+static size_t
+h2_out_pending(const struct h2_conn *h2)
+{
+	return (size_t)(h2->out_len - h2->out_start) +
+	    (h2->segs != NULL ? h2->segs->bytes : 0);
+}
+
+/* What waits, in order, as iovecs (at most 2 * H2_SEGS + 1). */
+static int
+h2_out_iov(const struct h2_conn *h2, struct iovec *iov)
+{
+	const struct h2_segs	*q = h2->segs;
+	const struct h2_seg	*g;
+	uint32_t		 pos = h2->out_start, i, off;
+	int			 n = 0;
+
+	for (i = q != NULL ? q->first : 0; q != NULL && i < q->n; i++) {
+		g = &q->s[i];
+		if (g->at > pos) {
+			iov[n].iov_base = h2->out + pos;
+			iov[n++].iov_len = g->at - pos;
+			pos = g->at;
+		}
+		off = i == q->first ? q->off : 0;
+		iov[n].iov_base = (char *)(uintptr_t)(g->p + off);
+		iov[n++].iov_len = g->len - off;
+	}
+	if (h2->out_len > pos) {
+		iov[n].iov_base = h2->out + pos;
+		iov[n++].iov_len = h2->out_len - pos;
+	}
+	return n;
+}
+
+/* <n> bytes of what waits were written: a payload done is its stream's
+ * to let go of (h2_stream_sent). */
+static void
+h2_out_sent(struct h2_conn *h2, size_t n)
+{
+	struct h2_segs	*q = h2->segs;
+	struct h2_seg	*g;
+	uint32_t	 lim, k;
+
+	while (n > 0) {
+		if (q != NULL && q->first < q->n &&
+		    q->s[q->first].at == h2->out_start) {
+			g = &q->s[q->first];
+			k = n < g->len - q->off ? (uint32_t)n : g->len - q->off;
+			q->off += k;
+			q->bytes -= k;
+			n -= k;
+			if (q->off == g->len) {
+				q->first++;
+				q->off = 0;
+				h2_stream_sent(g->st, g->len);
+			}
+			continue;
+		}
+		lim = q != NULL && q->first < q->n ? q->s[q->first].at :
+		    h2->out_len;
+		k = n < lim - h2->out_start ? (uint32_t)n :
+		    lim - h2->out_start;
+		h2->out_start += k;
+		n -= k;
+	}
+	if (q != NULL && q->first == q->n)
+		q->first = q->n = 0;
+}
+
 /* Frames to the client: what is left of the last write, then what
  * nghttp2 has, gathered. False when the connection closed. */
 static bool
@@ -325,11 +417,14 @@ h2_send(struct h2_conn *h2)
 {
 	struct pt_conn		*c = h2->c;
 	struct conn_side	*s = &c->c_side[SIDE_CLIENT];
+	struct iovec		 iov[2 * H2_SEGS + 1];
 	const uint8_t		*data;
+	size_t			 want;
 	ssize_t			 n;
 
 	for (;;) {
-		while (h2->out_len < H2_OUT_HIGH) {
+		while (h2->out_len < H2_OUT_HIGH && (h2->segs == NULL ||
+		    h2->segs->n < H2_SEGS)) {
 			n = nghttp2_session_mem_send(h2->session, &data);
 			if (n < 0) {
 				conn_close(c, "http2 session error");
@@ -345,12 +440,15 @@ h2_send(struct h2_conn *h2)
 			memcpy(h2->out + h2->out_len, data, (size_t)n);
 			h2->out_len += (uint32_t)n;
 		}
-		if (h2->out_start == h2->out_len)
+		if ((want = h2_out_pending(h2)) == 0)
 			break;
 		if (!(s->ready & EPOLLOUT))
 			return true;
-		n = conn_send(c, s, h2->out + h2->out_start,
-		    h2->out_len - h2->out_start);
+		if (h2->segs != NULL && h2->segs->n > 0)
+			n = conn_sendv(c, s, iov, h2_out_iov(h2, iov));
+		else
+			n = conn_send(c, s, h2->out + h2->out_start,
+			    h2->out_len - h2->out_start);
 		if (n == -EAGAIN) {
 			s->ready &= ~EPOLLOUT;
 			return true;
@@ -359,8 +457,8 @@ h2_send(struct h2_conn *h2)
 			conn_abort(c, "write failed");
 			return false;
 		}
-		h2->out_start += (uint32_t)n;
-		if (h2->out_start < h2->out_len) {
+		h2_out_sent(h2, (size_t)n);
+		if ((size_t)n < want) {
 			/* A plain socket that took less is full; a transport
 			 * (TLS) takes a record at a time: write on. */
 			if (c->c_transport == NULL) {
@@ -375,6 +473,8 @@ h2_send(struct h2_conn *h2)
 	free(h2->out);
 	h2->out = NULL;
 	h2->out_size = 0;
+	free(h2->segs);
+	h2->segs = NULL;
 	/* The last GOAWAY is written. The client may have sent more
 	 * meanwhile: a lingering close keeps those unread bytes from
 	 * turning the close into a reset, which could lose the GOAWAY and
@@ -427,7 +527,7 @@ h2_pump(struct pt_conn *c)
 		 * would: nothing more is read until they are out. The
 		 * socket's EPOLLIN stays noted, so the write that drains
 		 * them (its EPOLLOUT event comes here) reads on. */
-		more = h2->out_len - h2->out_start <= H2_OUT_HIGH &&
+		more = h2_out_pending(h2) <= H2_OUT_HIGH &&
 		    conn_readable(c, s);
 		if (more) {
 			n = conn_recv(c, s, h2_in, sizeof(h2_in));
@@ -530,6 +630,7 @@ h2_free(struct pt_conn *c)
 	nghttp2_session_del(h2->session);
 	h2_mem_fini(h2);
 	free(h2->out);
+	free(h2->segs);
 	upstream_unreserve(h2->pool_reserved);
 	pool_put(&h2_pool, h2);
 	c->c_proto = NULL;

@@ -36,6 +36,27 @@ struct h2_ids {
 	uint8_t			 hdr_len;
 };
 
+/* DATA payloads the output refers to in their streams' buffers at most
+ * (h2.c): a write's worth of 16 KiB frames. */
+#define H2_SEGS			64
+
+/* A DATA frame's payload written from its stream's <tx>, not copied into
+ * the output: on a plain socket one writev takes the frames' headers
+ * (in out) and the payloads where they are. */
+struct h2_seg {
+	struct h2_stream	*st;
+	const char		*p;
+	uint32_t		 len;
+	uint32_t		 at;	/* it follows this many bytes of out */
+};
+
+struct h2_segs {
+	uint32_t		 first, n;	/* not written: [first, n) */
+	uint32_t		 off;		/* written of s[first] */
+	uint32_t		 bytes;		/* not written, in all */
+	struct h2_seg		 s[H2_SEGS];
+};
+
 /*
  * One HTTP/2 client connection (c_proto of its pt_conn). Its socket and
  * transport stay the pt_conn's; nghttp2 owns the protocol state.
@@ -49,6 +70,8 @@ struct h2_conn {
 	char			*out;
 	uint32_t		 out_start, out_len;
 	uint32_t		 out_size;
+	/* The payloads between out's bytes (malloc; none while empty). */
+	struct h2_segs		*segs;
 	/* Every stream state it holds (h2_stream.c), for the close. */
 	struct h2_stream	*streams;
 	/* nghttp2's large allocations made with the session (its frame
@@ -145,8 +168,10 @@ struct h2_stream {
 	bool			 tx_eof;	/* END_STREAM after <tx> */
 	char			*tx;
 	uint32_t		 tx_head, tx_tail;
+	/* Bytes from tx_head in DATA frames not written yet (h2_seg):
+	 * <tx> neither moves nor goes until they are. */
+	uint32_t		 tx_queued;
 	uint64_t		 tx_length;	/* content-length, or ~0 */
-	uint64_t		 tx_sent;
 };
 
 /* ---- worker/h2.c ------------------------------------------------------ */
@@ -210,7 +235,8 @@ void	 h2_stream_detach(struct h2_stream *st);
  * bytes are <tx>'s, written by h2.c's send_data callback). */
 ssize_t	 h2_stream_read_body(nghttp2_session *s, int32_t id, uint8_t *buf,
 	    size_t len, uint32_t *flags, nghttp2_data_source *src, void *arg);
-/* <n> bytes of <tx>, from tx_head, went into a DATA frame. */
+/* <n> bytes of <tx>, from tx_head, were written to the client (copied
+ * into the output, or written from <tx> itself, no longer queued). */
 void	 h2_stream_sent(struct h2_stream *st, size_t n);
 
 /* ---- worker/h2_head.c ------------------------------------------------- */

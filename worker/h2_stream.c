@@ -82,7 +82,8 @@ h2_stream_release(struct h2_stream *st)
 {
 	struct h2_conn	*h2 = st->h2;
 
-	if (!st->closed || !st->gone || st->in_wake || st->wake.posted)
+	if (!st->closed || !st->gone || st->in_wake || st->wake.posted ||
+	    st->tx_queued > 0)
 		return;
 	h2_head_drop(st);
 	buf_put(st->head);
@@ -390,7 +391,8 @@ h2s_write(struct pt_conn *c, int fd, void *tctx, const void *buf, size_t len,
 		return (ssize_t)len;
 	if (st->tx == NULL && (st->tx = buf_get(BUF_SMALL)) == NULL)
 		return -ENOBUFS;
-	if (st->tx_head > 0) {
+	/* Not while queued DATA frames refer to its bytes (h2_seg). */
+	if (st->tx_head > 0 && st->tx_queued == 0) {
 		left = st->tx_tail - st->tx_head;
 		memmove(st->tx, st->tx + st->tx_head, left);
 		st->tx_head = 0;
@@ -425,7 +427,8 @@ h2_stream_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
     uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
 	struct h2_stream	*st = src->ptr;
-	size_t			 avail = st->tx_tail - st->tx_head;
+	size_t			 left = st->tx_tail - st->tx_head - st->tx_queued;
+	size_t			 avail = left;
 
 	(void)s;
 	(void)id;
@@ -437,7 +440,7 @@ h2_stream_read_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 	}
 	if (avail > len)
 		avail = len;
-	if (st->tx_eof && avail == st->tx_tail - st->tx_head)
+	if (st->tx_eof && avail == left)
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
 	if (avail > 0)
 		*flags |= NGHTTP2_DATA_FLAG_NO_COPY;
@@ -448,11 +451,17 @@ void
 h2_stream_sent(struct h2_stream *st, size_t n)
 {
 	st->tx_head += (uint32_t)n;
-	st->tx_sent += n;
+	if (st->tx_queued > 0)
+		st->tx_queued -= (uint32_t)n;
 	if (st->tx_head == st->tx_tail) {
 		buf_put(st->tx);
 		st->tx = NULL;
 		st->tx_head = st->tx_tail = 0;
+	}
+	/* Kept for its queued bytes alone (no transaction to wake). */
+	if (st->tx_queued == 0 && st->closed && st->gone) {
+		h2_stream_release(st);
+		return;
 	}
 	if (st->tx_blocked) {
 		st->tx_blocked = false;
@@ -635,6 +644,8 @@ h2_stream_cut(struct h2_stream *st)
 void
 h2_stream_detach(struct h2_stream *st)
 {
+	/* The output that referred to its bytes went with the connection. */
+	st->tx_queued = 0;
 	st->h2 = NULL;
 	h2_stream_release(st);
 }
