@@ -41,6 +41,7 @@
 #include <sys/epoll.h>
 
 #include "worker/h2_conn.h"
+#include "worker/h2.h"
 #include "common/conf_types.h"
 #include "worker/buf.h"
 #include "worker/conn.h"
@@ -367,6 +368,50 @@ h2_stream_resp_head(struct h2_stream *st, const char *b, size_t len)
 	return (ssize_t)take;
 }
 
+static const struct pt_transport h2_stream_transport;
+
+/* <c>'s stream when its client leg is one, else NULL. */
+static struct h2_stream *
+h2_stream_of_conn(struct pt_conn *c)
+{
+	return c->c_transport == &h2_stream_transport ? c->c_tctx : NULL;
+}
+
+/* Room at the end of <tx> for the response body's next bytes. */
+static size_t
+h2_stream_tx_room_of(struct h2_stream *st, char **p)
+{
+	uint32_t	 left;
+	size_t		 room;
+
+	if (st->tx == NULL && (st->tx = buf_get(BUF_SMALL)) == NULL)
+		return 0;
+	/* Not while queued DATA frames refer to its bytes (h2_seg). */
+	if (st->tx_head > 0 && st->tx_queued == 0) {
+		left = st->tx_tail - st->tx_head;
+		memmove(st->tx, st->tx + st->tx_head, left);
+		st->tx_head = 0;
+		st->tx_tail = left;
+	}
+	room = buf_size(st->tx) - st->tx_tail;
+	if (room == 0)
+		st->tx_blocked = true;	/* h2_stream_sent wakes the writer */
+	*p = st->tx + st->tx_tail;
+	return room;
+}
+
+/* <n> more bytes of the body at the end of <tx>: DATA for nghttp2. */
+static void
+h2_stream_tx_added(struct h2_stream *st, size_t n)
+{
+	st->tx_tail += (uint32_t)n;
+	if (st->tx_deferred) {
+		st->tx_deferred = false;
+		nghttp2_session_resume_data(st->h2->session, st->id);
+	}
+	h2_flush_soon(st->h2);
+}
+
 static ssize_t
 h2s_write(struct pt_conn *c, int fd, void *tctx, const void *buf, size_t len,
     uint32_t *want)
@@ -374,7 +419,7 @@ h2s_write(struct pt_conn *c, int fd, void *tctx, const void *buf, size_t len,
 	struct h2_stream	*st = tctx;
 	size_t			 room;
 	ssize_t			 n;
-	uint32_t		 left;
+	char			*p;
 
 	(void)c;
 	(void)fd;
@@ -391,29 +436,58 @@ h2s_write(struct pt_conn *c, int fd, void *tctx, const void *buf, size_t len,
 		return (ssize_t)len;
 	if (st->tx == NULL && (st->tx = buf_get(BUF_SMALL)) == NULL)
 		return -ENOBUFS;
-	/* Not while queued DATA frames refer to its bytes (h2_seg). */
-	if (st->tx_head > 0 && st->tx_queued == 0) {
-		left = st->tx_tail - st->tx_head;
-		memmove(st->tx, st->tx + st->tx_head, left);
-		st->tx_head = 0;
-		st->tx_tail = left;
-	}
-	room = buf_size(st->tx) - st->tx_tail;
-	if (room == 0) {
-		st->tx_blocked = true;
+	if ((room = h2_stream_tx_room_of(st, &p)) == 0) {
 		*want = EPOLLOUT;
 		return -EAGAIN;
 	}
 	if (len > room)
 		len = room;
-	memcpy(st->tx + st->tx_tail, buf, len);
-	st->tx_tail += (uint32_t)len;
-	if (st->tx_deferred) {
-		st->tx_deferred = false;
-		nghttp2_session_resume_data(st->h2->session, st->id);
-	}
-	h2_flush_soon(st->h2);
+	memcpy(p, buf, len);
+	h2_stream_tx_added(st, len);
 	return (ssize_t)len;
+}
+
+ssize_t
+h2_stream_tx_room(struct pt_conn *c, char **p)
+{
+	struct h2_stream	*st = h2_stream_of_conn(c);
+
+	/* The head, an end or a failure: write() says what to do. */
+	if (st == NULL || st->reset || !st->resp_final || !st->resp_body ||
+	    st->tx_eof || (st->tx == NULL &&
+	    (st->tx = buf_get(BUF_SMALL)) == NULL))
+		return -ENOTSUP;
+	return (ssize_t)h2_stream_tx_room_of(st, p);
+}
+
+void
+h2_stream_tx_add(struct pt_conn *c, size_t n)
+{
+	h2_stream_tx_added(c->c_tctx, n);
+}
+
+size_t
+h2_stream_rx_peek(struct pt_conn *c, const char **p)
+{
+	struct h2_stream	*st = h2_stream_of_conn(c);
+
+	/* The head and chunk framing come through read(). */
+	if (st == NULL || st->reset || st->rx == NULL || st->head != NULL ||
+	    st->rx_chunked || st->frag_off < st->frag_len)
+		return 0;
+	*p = st->rx + st->rx_head;
+	return st->rx_tail - st->rx_head;
+}
+
+void
+h2_stream_rx_take(struct pt_conn *c, size_t n)
+{
+	struct h2_stream	*st = c->c_tctx;
+
+	st->rx_head += (uint32_t)n;
+	nghttp2_session_consume(st->h2->session, st->id, n);
+	h2_flush_soon(st->h2);
+	h2_stream_rx_compact(st);
 }
 
 /*

@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/conf_types.h"
 #include "worker/buf.h"
+#include "worker/h2.h"
 #include "worker/worker_self.h"
 
 /* Rounds (a write and a read per direction) per event, so one fast
@@ -432,6 +433,50 @@ relay_can_splice(struct pt_conn *c, const struct relay_dir *r,
 }
 
 /*
+ * A tunnel whose client is an HTTP/2 stream: its bytes move between the
+ * stream's own buffer and the other socket, with no stop in the ring
+ * (worker/h2.h), when the stream says they may. The client's DATA is
+ * written to the target as it is; the target's bytes are read into the
+ * stream's buffer. Bytes moved (as relay_read counts them), or -errno;
+ * -ENOTSUP: not now, the ring's way.
+ */
+static ssize_t
+relay_h2(struct pt_conn *c, struct conn_side *src, struct conn_side *dst,
+    size_t max)
+{
+	const char	*p;
+	char		*q;
+	size_t		 len;
+	ssize_t		 n;
+
+	if (src == &c->c_side[SIDE_CLIENT]) {
+		if ((len = h2_stream_rx_peek(c, &p)) == 0)
+			return -ENOTSUP;
+		if (!(dst->ready & EPOLLOUT))
+			return -EAGAIN;
+		n = conn_send(c, dst, p, len < max ? len : max);
+		/* A short write to a plain socket filled its buffer. */
+		if (n == -EAGAIN || (n > 0 && (size_t)n < len &&
+		    (size_t)n < max && relay_plain(c, dst)))
+			dst->ready &= ~(uint32_t)EPOLLOUT;
+		if (n > 0)
+			h2_stream_rx_take(c, (size_t)n);
+		return n;
+	}
+	if ((n = h2_stream_tx_room(c, &q)) == -ENOTSUP || n == 0)
+		return n == 0 ? -EAGAIN : n;
+	len = (size_t)n < max ? (size_t)n : max;
+	n = conn_recv(c, src, q, len);
+	/* As relay_read: a short read from a plain socket drained it. */
+	if (n == -EAGAIN || (n > 0 && (size_t)n < len &&
+	    relay_plain(c, src) && !src->hup))
+		src->ready &= ~(uint32_t)EPOLLIN;
+	if (n > 0)
+		h2_stream_tx_add(c, (size_t)n);
+	return n;
+}
+
+/*
  * Reads at most <max> bytes (the budget, > 0) from side <src> into the
  * direction's pipe or ring: bytes read, 0 at EOF, or -errno (-EAGAIN:
  * nothing to read, or no room). Clears src's EPOLLIN only when the socket
@@ -494,6 +539,9 @@ relay_read(struct pt_conn *c, struct relay_dir *r, struct conn_side *src,
 		return n;
 	}
 ring:
+	/* The ring's older bytes go first. */
+	if (r->tail == r->head && (n = relay_h2(c, src, dst, max)) != -ENOTSUP)
+		return n;
 	if (r->buf == NULL) {
 		if ((r->buf = buf_get(BUF_SMALL)) == NULL)
 			return -ENOBUFS;
