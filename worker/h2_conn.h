@@ -166,6 +166,7 @@ struct h2_stream {
 	bool			 tx_blocked;	/* a write said EAGAIN */
 	bool			 tx_deferred;	/* nghttp2 waits for bytes */
 	bool			 tx_eof;	/* END_STREAM after <tx> */
+	bool			 tx_bulk;	/* a large <tx> next (h2.h) */
 	char			*tx;
 	uint32_t		 tx_head, tx_tail;
 	/* Bytes from tx_head in DATA frames not written yet (h2_seg):

@@ -384,7 +384,11 @@ h2_stream_tx_room_of(struct h2_stream *st, char **p)
 	uint32_t	 left;
 	size_t		 room;
 
-	if (st->tx == NULL && (st->tx = buf_get(BUF_SMALL)) == NULL)
+	/* A tunnel moving bulk reads a large buffer's worth at a time:
+	 * fewer system calls per byte, as a spliced tunnel's grown pipe. */
+	if (st->tx == NULL && (!st->tx_bulk ||
+	    (st->tx = buf_get(BUF_LARGE)) == NULL) &&
+	    (st->tx = buf_get(BUF_SMALL)) == NULL)
 		return 0;
 	/* Not while queued DATA frames refer to its bytes (h2_seg). */
 	if (st->tx_head > 0 && st->tx_queued == 0) {
@@ -451,19 +455,29 @@ ssize_t
 h2_stream_tx_room(struct pt_conn *c, char **p)
 {
 	struct h2_stream	*st = h2_stream_of_conn(c);
+	size_t			 room;
 
 	/* The head, an end or a failure: write() says what to do. */
 	if (st == NULL || st->reset || !st->resp_final || !st->resp_body ||
-	    st->tx_eof || (st->tx == NULL &&
-	    (st->tx = buf_get(BUF_SMALL)) == NULL))
+	    st->tx_eof)
 		return -ENOTSUP;
-	return (ssize_t)h2_stream_tx_room_of(st, p);
+	room = h2_stream_tx_room_of(st, p);
+	/* Out of buffers: write() says so. */
+	return st->tx == NULL ? -ENOTSUP : (ssize_t)room;
 }
 
 void
 h2_stream_tx_add(struct pt_conn *c, size_t n)
 {
-	h2_stream_tx_added(c->c_tctx, n);
+	struct h2_stream	*st = c->c_tctx;
+
+	/* Half a small buffer or more at once is bulk; less than a page,
+	 * interactive (as relay.c's guess for splicing). */
+	if (n >= buf_class_size(BUF_SMALL) / 2)
+		st->tx_bulk = true;
+	else if (n < 4096)
+		st->tx_bulk = false;
+	h2_stream_tx_added(st, n);
 }
 
 size_t
