@@ -17,6 +17,11 @@ CONNECT over HTTP/2 with prior knowledge (h2c), plain and extended
   for it) while its target sends 8 MiB: it gets no more than its
   window, and 4 other tunnels on the connection move 1 MiB each to the
   end meanwhile; released, it gets all 8 MiB;
+- the client stops reading its socket for 1 s while 4 tunnels download
+  8 MiB each with 16 MiB windows (the proxy's writes stop part way
+  through frames whose payloads wait in the streams' buffers) and resets
+  one of them meanwhile: the other three get every byte (sha256) and
+  END_STREAM, the connection stays up, and a new tunnel on it echoes;
 - a CONNECT to a refusing port: a 5xx, and the tunnel already open on
   the connection and a new one still work;
 - RST_STREAM on one of three tunnels: its target sees its connection
@@ -34,6 +39,7 @@ CONNECT over HTTP/2 with prior knowledge (h2c), plain and extended
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ptest  # noqa: E402
@@ -179,6 +185,38 @@ def stalled(t, port, echo, source):
             "released (WINDOW_UPDATE), the held stream gets all %d bytes "
             "(sha256), then END_STREAM (the target closed)" % source.nbytes,
             lambda: h2t.describe(held) + [c.why()])
+    c.close()
+
+
+def socket_held(t, port, echo, source):
+    """The client stops reading its socket while 4 tunnels download with
+    16 MiB windows, so the proxy's writes stop part way through DATA
+    frames whose payloads wait in the streams' own buffers; one of them
+    is reset meanwhile."""
+    c = client(port)
+    t.at_exit(c.close)
+    c.h2.update_settings({h2t.h2.settings.SettingCodes.INITIAL_WINDOW_SIZE:
+                          1 << 24})
+    c.pump(0)
+    sts = [tunnel(c, source.address) for _ in range(4)]
+    time.sleep(1.0)
+    c.reset(sts[1])
+    time.sleep(0.3)
+    rest = [sts[0], sts[2], sts[3]]
+    c.run_until(lambda: all(s.done for s in rest), ptest.bound(60))
+    good = [s for s in rest if len(s.data) == source.nbytes and
+            s.sha() == source.digest and s.clean_end]
+    t.check(len(good) == 3 and c.error is None and not c.goaways,
+            "the client read nothing for 1 s while 4 tunnels on one "
+            "connection downloaded %d bytes each, and reset one of them "
+            "meanwhile: the other 3 get every byte (sha256), then "
+            "END_STREAM, and the connection stays up" % source.nbytes,
+            lambda: [s.describe()[:200] for s in rest if s not in good] +
+            [c.why(), "GOAWAY %r" % (c.goaways,)])
+    st = tunnel(c, echo.address)
+    t.check(st.status == 200 and echoes(c, st, b"after the stall\n"),
+            "a new tunnel on that connection echoes",
+            lambda: [st.describe(), c.why()])
     c.close()
 
 
@@ -336,6 +374,7 @@ def main(t):
     part("basics", basics, t, port, echo, note, closer)
     part("8 at once", eight, t, port, echo)
     part("stalled", stalled, t, port, echo, source)
+    part("socket held", socket_held, t, port, echo, source)
     part("refused", refused, t, port, echo)
     part("RST_STREAM", rst_one, t, port, echo)
     part("extended CONNECT", websocket, t, port, o)
