@@ -3,8 +3,10 @@
  * An HTTP/2 client connection: nghttp2's server session driven by the
  * worker's loop, on the pt_conn that was accepted (its socket, its
  * transport, its timer). What is read goes to nghttp2 whole; frames
- * nghttp2 has to send are gathered into one buffer and written with one
- * call per round; streams become transactions (h2_stream.c).
+ * nghttp2 has to send are gathered and written with one call per round
+ * (on a plain socket a writev, DATA payloads taken from their streams'
+ * buffers where they are: h2_seg); streams become transactions
+ * (h2_stream.c).
  *
  * Limits (RFC 9113 10.5, and the attacks since): at most the listener's
  * http2_max_streams streams at once, each with a window of

@@ -16,10 +16,13 @@
  * Flow control is the memory bound: a stream receives at most its window
  * (relay.buffer_size), and WINDOW_UPDATE gives the client more only as
  * the transaction reads (nghttp2_session_consume); a response's bytes
- * wait in one buffer of the same size, which the HTTP/1.1 side stops
- * filling (its write says EAGAIN) until nghttp2 took them within the
- * client's window. So a stream holds at most two buffers, as a tunnel
- * does, and none while idle.
+ * wait in one buffer of the same size (a large one for a tunnel moving
+ * bulk: tx_bulk), which the HTTP/1.1 side stops filling (its write says
+ * EAGAIN) until nghttp2 took them within the client's window. So a
+ * stream holds at most two buffers, and none while idle. A tunnel's
+ * relay moves bytes between these two buffers and the target's socket
+ * itself (h2_stream_rx_peek, h2_stream_tx_room: worker/h2.h), so its
+ * own ring holds none.
  *
  * Readiness: the HTTP/1.1 code registers the virtual socket (loop_io.virt)
  * and reads until EAGAIN, as with a socket; this file notes what changed
