@@ -6,7 +6,7 @@ bench/report.py: turns one bench/fairness campaign into Markdown and charts.
     bench/report.py DIR [DIR...] [--output FILE] [--no-charts]
                     [--side-by-side SBSDIR] [--haproxy-chain CHAINDIR]
                     [--parent-chain PCDIR] [--h2-pageload PLDIR]
-                    [--h2 H2DIR]
+                    [--h2 H2DIR] [--h2-floor H2FDIR]
 
 DIR is a results directory written by bench/fairness (runs.jsonl, one JSON
 line per run or per test that could not run, and machine.json). With
@@ -31,7 +31,9 @@ directory's PARENT-CHAIN.md (portico through a parent portico, against
 bench/h2-pageload results directory's H2-PAGELOAD.md (Chromium's page
 loads through the HTTPS proxy, HTTP/2 against HTTP/1.1), after them;
 with --h2 H2DIR, a bench/h2-bench results directory's H2.md (HTTP/2
-to portico against HTTP/1.1 and nghttpx's chain), last.
+to portico against HTTP/1.1 and nghttpx's chain), after them; with
+--h2-floor H2FDIR, a bench/h2-floor results directory's H2-FLOOR.md
+(what HTTP/2 framing costs a tunnel's bytes at least), last.
 
 The tables are generated: never edit FILE by hand, rerun this script.
 Python 3 standard library only.
@@ -556,9 +558,11 @@ def main():
     pchains = []
     pageloads = []
     h2s = []
+    h2floors = []
     usage = ("usage: report.py DIR [DIR...] [--output FILE] [--no-charts] "
              "[--side-by-side SBSDIR] [--haproxy-chain CHAINDIR] "
-             "[--parent-chain PCDIR] [--h2-pageload PLDIR] [--h2 H2DIR]")
+             "[--parent-chain PCDIR] [--h2-pageload PLDIR] [--h2 H2DIR] "
+             "[--h2-floor H2FDIR]")
     while args:
         a = args.pop(0)
         if a in ("-o", "--output"):
@@ -575,6 +579,8 @@ def main():
             pageloads.append(os.path.abspath(args.pop(0)))
         elif a == "--h2":
             h2s.append(os.path.abspath(args.pop(0)))
+        elif a == "--h2-floor":
+            h2floors.append(os.path.abspath(args.pop(0)))
         elif a in ("-h", "--help"):
             print(__doc__.strip())
             return 0
@@ -794,6 +800,10 @@ def main():
     for d in h2s:
         L.extend(side_by_side(d, odir, "H2.md", "per run: `runs.jsonl`",
                               "HTTP/2 to portico"))
+    for d in h2floors:
+        L.extend(side_by_side(d, odir, "H2-FLOOR.md",
+                              "per run: `runs.jsonl`",
+                              "HTTP/2 DATA framing: the floor"))
     with open(out, "w") as f:
         f.write("\n".join(L) + "\n")
     print("report.py: wrote %s" % out)
