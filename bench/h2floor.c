@@ -176,6 +176,13 @@ h2f_writev_all(struct h2f *f, struct iovec *iov, int niov)
 	}
 }
 
+/* The next frame's payload when <left> bytes are left. */
+static size_t
+h2f_frame(const struct h2f *f, size_t left)
+{
+	return left < f->frame ? left : f->frame;
+}
+
 /* One read's worth moved the chosen way: how many bytes. */
 static size_t
 h2f_round(struct h2f *f, int pipe1[2], int pipe2[2], char *buf)
@@ -206,8 +213,7 @@ h2f_round(struct h2f *f, int pipe1[2], int pipe2[2], char *buf)
 		break;
 	case COPY_FRAMED:
 		for (k = 0; k < (size_t)got; k += len) {
-			len = (size_t)got - k < f->frame ? (size_t)got - k :
-			    f->frame;
+			len = h2f_frame(f, (size_t)got - k);
 			iov[niov].iov_base = (void *)(uintptr_t)hd;
 			iov[niov++].iov_len = H2F_HEADER;
 			iov[niov].iov_base = buf + k;
@@ -217,8 +223,7 @@ h2f_round(struct h2f *f, int pipe1[2], int pipe2[2], char *buf)
 		break;
 	case SPLICE_FRAMED:
 		for (k = 0; k < (size_t)got; k += len) {
-			len = (size_t)got - k < f->frame ? (size_t)got - k :
-			    f->frame;
+			len = h2f_frame(f, (size_t)got - k);
 			f->calls++;
 			if (write(pipe2[1], hd, sizeof(hd)) != sizeof(hd))
 				h2f_die("write to pipe");
@@ -229,8 +234,7 @@ h2f_round(struct h2f *f, int pipe1[2], int pipe2[2], char *buf)
 		break;
 	case SPLICE_HEADER:
 		for (k = 0; k < (size_t)got; k += len) {
-			len = (size_t)got - k < f->frame ? (size_t)got - k :
-			    f->frame;
+			len = h2f_frame(f, (size_t)got - k);
 			f->calls++;
 			if (send(f->out, hd, sizeof(hd), MSG_MORE |
 			    MSG_NOSIGNAL) != sizeof(hd))
