@@ -86,8 +86,11 @@ h2_stream_release(struct h2_stream *st)
 {
 	struct h2_conn	*h2 = st->h2;
 
+	/* A connection closing keeps every stream until its free
+	 * (h2_free, h2_stream_detach): h2_on_close walks the list while
+	 * it cuts their transactions, which may have ended already. */
 	if (!st->closed || !st->gone || st->in_wake || st->wake.posted ||
-	    st->tx_queued > 0)
+	    st->tx_queued > 0 || (h2 != NULL && h2->closing))
 		return;
 	h2_head_drop(st);
 	buf_put(st->head);
@@ -720,9 +723,10 @@ h2_stream_closed(struct h2_stream *st, uint32_t error)
 void
 h2_stream_cut(struct h2_stream *st)
 {
-	/* Not closed yet while its transaction goes, so that the free
-	 * (h2s_free) keeps the memory: h2_on_close walks the list, and
-	 * h2_free lets go of every stream after. */
+	/* Its memory stays through the transaction's free (h2s_free), even
+	 * when nghttp2 closed the stream already: the connection is
+	 * closing (h2_stream_release), and h2_free lets go of every stream
+	 * after. */
 	if (st->c != NULL) {
 		/* A module's resume may come after the connection is gone. */
 		st->c->c_owner = NULL;
