@@ -34,7 +34,14 @@ struct h2_ids {
 	uint32_t		 skip;
 	uint8_t			 hdr[9];
 	uint8_t			 hdr_len;
+	/* Empty DATA frames without END_STREAM in a row (h2_ids_recv). */
+	uint16_t		 empty_run;
 };
+
+/* Empty DATA frames without END_STREAM in a row that end the connection
+ * (ENHANCE_YOUR_CALM): they carry nothing, and each costs a frame's work
+ * (CVE-2019-9518). A client that keeps the rules sends one at most. */
+#define H2_EMPTY_RUN_MAX	32
 
 /* DATA payloads the output refers to in their streams' buffers at most
  * (h2.c): a write's worth of 16 KiB frames. */
@@ -196,7 +203,8 @@ void	 h2_ids_done(struct h2_ids *r, int32_t id);
 uint32_t h2_ids_judge(const struct h2_ids *r, int32_t id);
 /* nghttp2_session_mem_recv of the client's next <n> bytes, from the
  * preface on, with each DATA frame on a stream the client ended judged
- * first. 0, or nghttp2's error. */
+ * first, and runs of empty DATA frames counted. 0, or nghttp2's error
+ * (NGHTTP2_ERR_FLOODED: a GOAWAY ENHANCE_YOUR_CALM is queued). */
 int	 h2_ids_recv(struct h2_conn *h2, const uint8_t *b, size_t n);
 
 /* ---- worker/h2_mem.c -------------------------------------------------- */

@@ -26,6 +26,11 @@
  * window: a HEADERS is taken as on an ended stream, a DATA frame is
  * ignored (it may cross our RST_STREAM of a long-lived tunnel); 5.1 lets
  * the time such frames are ignored be limited.
+ *
+ * The same walk counts empty DATA frames without END_STREAM in a row
+ * (any frame with a payload ends the run): more than H2_EMPTY_RUN_MAX is
+ * a flood that carries nothing (CVE-2019-9518), answered with GOAWAY
+ * ENHANCE_YOUR_CALM. nghttp2 has no guard of its own for it.
  */
 #include "config.h"
 
@@ -121,6 +126,20 @@ h2_ids_data_closed(const struct h2_ids *r, int32_t id)
 	return (id & 1) && h2_ids_recent(r, id) && h2_ids_has(r->done, id);
 }
 
+/* The frame header in r->hdr (its length in r->skip) continues or ends a
+ * run of empty DATA frames: whether the run is now a flood. */
+static bool
+h2_ids_empty_flood(struct h2_ids *r)
+{
+	if (r->skip > 0 || r->hdr[3] != NGHTTP2_DATA ||
+	    (r->hdr[4] & NGHTTP2_FLAG_END_STREAM)) {
+		if (r->skip > 0)
+			r->empty_run = 0;
+		return false;
+	}
+	return ++r->empty_run > H2_EMPTY_RUN_MAX;
+}
+
 int
 h2_ids_recv(struct h2_conn *h2, const uint8_t *b, size_t n)
 {
@@ -155,6 +174,20 @@ h2_ids_recv(struct h2_conn *h2, const uint8_t *b, size_t n)
 		id = (int32_t)(((uint32_t)r->hdr[5] << 24 |
 		    (uint32_t)r->hdr[6] << 16 | (uint32_t)r->hdr[7] << 8 |
 		    r->hdr[8]) & 0x7fffffff);
+		if (h2_ids_empty_flood(r)) {
+			/* Everything before this frame taken, then the end. */
+			if (head > fed) {
+				rv = nghttp2_session_mem_recv(h2->session,
+				    fed, (size_t)(head - fed));
+				if (rv < 0)
+					return (int)rv;
+			}
+			/* As nghttp2's own guards end a flood: the GOAWAY
+			 * goes out, then the close (h2_pump). */
+			return nghttp2_session_terminate_session(h2->session,
+			    NGHTTP2_ENHANCE_YOUR_CALM) != 0 ?
+			    NGHTTP2_ERR_NOMEM : NGHTTP2_ERR_FLOODED;
+		}
 		if (r->hdr[3] != NGHTTP2_DATA)
 			continue;
 		/* Every frame before it taken (the HEADERS that opened its
