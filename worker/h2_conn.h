@@ -25,17 +25,20 @@ struct http_msg;
 
 struct h2_ids {
 	int32_t			 last;	/* highest stream the client opened */
-	uint64_t		 opened[H2_IDS_RECENT / 64];
-	uint64_t		 done[H2_IDS_RECENT / 64];	/* it ended or
-							 * reset them */
 	/* Where the client's bytes stand (h2_ids_recv): bytes to pass
 	 * before the next frame header (the preface's at first: h2_start
 	 * sets it), and a header split between reads. */
 	uint32_t		 skip;
+	uint64_t		 opened[H2_IDS_RECENT / 64];
+	uint64_t		 done[H2_IDS_RECENT / 64];	/* it ended or
+							 * reset them */
 	uint8_t			 hdr[9];
 	uint8_t			 hdr_len;
-	/* Empty DATA frames without END_STREAM in a row (h2_ids_recv). */
+	/* Empty DATA frames without END_STREAM in a row (h2_ids_recv),
+	 * and whether the next byte is a padded DATA frame's pad length,
+	 * which says if it is empty too. */
 	uint16_t		 empty_run;
+	bool			 pad_check;
 };
 
 /* Empty DATA frames without END_STREAM in a row that end the connection

@@ -28,9 +28,10 @@
  * the time such frames are ignored be limited.
  *
  * The same walk counts empty DATA frames without END_STREAM in a row
- * (any frame with a payload ends the run): more than H2_EMPTY_RUN_MAX is
- * a flood that carries nothing (CVE-2019-9518), answered with GOAWAY
- * ENHANCE_YOUR_CALM. nghttp2 has no guard of its own for it.
+ * (padding only is empty too; any frame with a payload ends the run):
+ * more than H2_EMPTY_RUN_MAX is a flood that carries nothing
+ * (CVE-2019-9518), answered with GOAWAY ENHANCE_YOUR_CALM. nghttp2 has
+ * no guard of its own for it.
  */
 #include "config.h"
 
@@ -126,18 +127,52 @@ h2_ids_data_closed(const struct h2_ids *r, int32_t id)
 	return (id & 1) && h2_ids_recent(r, id) && h2_ids_has(r->done, id);
 }
 
-/* The frame header in r->hdr (its length in r->skip) continues or ends a
- * run of empty DATA frames: whether the run is now a flood. */
+/* One more frame in the run of empty DATA frames (<empty>), or the run's
+ * end: whether the run is now a flood. */
 static bool
-h2_ids_empty_flood(struct h2_ids *r)
+h2_ids_run(struct h2_ids *r, bool empty)
 {
-	if (r->skip > 0 || r->hdr[3] != NGHTTP2_DATA ||
-	    (r->hdr[4] & NGHTTP2_FLAG_END_STREAM)) {
-		if (r->skip > 0)
-			r->empty_run = 0;
+	if (!empty) {
+		r->empty_run = 0;
 		return false;
 	}
 	return ++r->empty_run > H2_EMPTY_RUN_MAX;
+}
+
+/* What the frame header in r->hdr (its payload's length in r->skip) does
+ * to the run: an empty DATA frame without END_STREAM is one more, a frame
+ * with a payload ends it, one without (a SETTINGS ACK) leaves it be. A
+ * padded DATA frame is judged at its pad length (r->pad_check). Whether
+ * the run is now a flood. */
+static bool
+h2_ids_empty_flood(struct h2_ids *r)
+{
+	bool	 data = r->hdr[3] == NGHTTP2_DATA &&
+	    !(r->hdr[4] & NGHTTP2_FLAG_END_STREAM);
+
+	if (r->skip == 0)
+		return data && h2_ids_run(r, true);
+	if (data && (r->hdr[4] & NGHTTP2_FLAG_PADDED)) {
+		r->pad_check = true;
+		return false;
+	}
+	return h2_ids_run(r, false);
+}
+
+/* The end of a flood: the client's bytes up to <upto> go to nghttp2, then
+ * its GOAWAY ENHANCE_YOUR_CALM; h2_pump ends the connection as it ends
+ * nghttp2's own floods (the GOAWAY goes out, then the close). */
+static int
+h2_ids_flood(struct h2_conn *h2, const uint8_t *fed, const uint8_t *upto)
+{
+	ssize_t	 rv;
+
+	if (upto > fed && (rv = nghttp2_session_mem_recv(h2->session, fed,
+	    (size_t)(upto - fed))) < 0)
+		return (int)rv;
+	return nghttp2_session_terminate_session(h2->session,
+	    NGHTTP2_ENHANCE_YOUR_CALM) != 0 ? NGHTTP2_ERR_NOMEM :
+	    NGHTTP2_ERR_FLOODED;
 }
 
 int
@@ -151,6 +186,13 @@ h2_ids_recv(struct h2_conn *h2, const uint8_t *b, size_t n)
 
 	while (p < end) {
 		if (r->skip > 0) {
+			/* A padded DATA frame's pad length: padding only
+			 * (RFC 9113 6.1) carries as little as no payload. */
+			if (r->pad_check) {
+				r->pad_check = false;
+				if (h2_ids_run(r, *p == r->skip - 1))
+					return h2_ids_flood(h2, fed, p);
+			}
 			k = (size_t)(end - p) < r->skip ? (size_t)(end - p) :
 			    r->skip;
 			p += k;
@@ -174,20 +216,8 @@ h2_ids_recv(struct h2_conn *h2, const uint8_t *b, size_t n)
 		id = (int32_t)(((uint32_t)r->hdr[5] << 24 |
 		    (uint32_t)r->hdr[6] << 16 | (uint32_t)r->hdr[7] << 8 |
 		    r->hdr[8]) & 0x7fffffff);
-		if (h2_ids_empty_flood(r)) {
-			/* Everything before this frame taken, then the end. */
-			if (head > fed) {
-				rv = nghttp2_session_mem_recv(h2->session,
-				    fed, (size_t)(head - fed));
-				if (rv < 0)
-					return (int)rv;
-			}
-			/* As nghttp2's own guards end a flood: the GOAWAY
-			 * goes out, then the close (h2_pump). */
-			return nghttp2_session_terminate_session(h2->session,
-			    NGHTTP2_ENHANCE_YOUR_CALM) != 0 ?
-			    NGHTTP2_ERR_NOMEM : NGHTTP2_ERR_FLOODED;
-		}
+		if (h2_ids_empty_flood(r))
+			return h2_ids_flood(h2, fed, p);
 		if (r->hdr[3] != NGHTTP2_DATA)
 			continue;
 		/* Every frame before it taken (the HEADERS that opened its

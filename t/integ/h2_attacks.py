@@ -47,7 +47,8 @@ one that keeps the rules) and an HTTP/1.1 client (curl -x) are served.
   empty DATA       empty DATA frames without end on an open POST stream
                    (CVE-2019-9518): two runs of 32 are let be (the stream
                    completes with its body); a flood ends the connection
-                   with GOAWAY ENHANCE_YOUR_CALM.
+                   with GOAWAY ENHANCE_YOUR_CALM, also one of frames that
+                   are all padding.
   zero window      on a proxy of its own with idle_timeout = 2: a client
                    that gives its window back gets a 10 MiB body whole;
                    one that never sends WINDOW_UPDATE gets no more than
@@ -806,8 +807,11 @@ def empty_data(t, e):
     # The flood: the 33rd empty frame in a row ends the connection. It
     # ends so soon that it is repeated on new connections for the
     # window, as the module comment says.
+    # Every other connection floods DATA frames that are all padding.
     w = X.Watch(t, e.p, e.canary, e.base, lab)
-    batch = data_frame(1, b"") * 10000
+    padded = HF.DataFrame(1, data=b"", pad_length=4)
+    padded.flags.add("PADDED")
+    batches = (data_frame(1, b"") * 10000, padded.serialize() * 10000)
     conns, frames, calm, first = 0, 0, 0, None
     t0 = time.monotonic()
     while conns < 500 and time.monotonic() - t0 < X.window(3.0):
@@ -817,7 +821,8 @@ def empty_data(t, e):
             e.o.address, "/echo?empty=flood", method="POST")),
             end_stream=False) + data_frame(1, b"first"))
         n = 0
-        while n < 1000000 and r.end is None and r.send(batch):
+        while n < 1000000 and r.end is None and r.send(
+                batches[conns % 2]):
             n += 10000
             r.poll(0)
         r.until(lambda: r.end is not None, ptest.bound(5))

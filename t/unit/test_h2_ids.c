@@ -189,6 +189,23 @@ test_h2_ids_empty_data_runs(void)
 	CU_ASSERT(ids_goaway(&h2) == -1);
 	nghttp2_session_del(h2.session);
 
+	/* Padding only is empty too, its pad length in the next read or
+	 * not; a padded frame with a byte of data ends the run. */
+	ids_session(&h2);
+	CU_ASSERT(ids_empty(&h2, H2_EMPTY_RUN_MAX - 1, 0) == 0);
+	n = ids_frame(b, NGHTTP2_DATA, NGHTTP2_FLAG_PADDED, 1, 6,
+	    "\x04" "x\0\0\0\0");
+	CU_ASSERT(h2_ids_recv(&h2, b, n) == 0);
+	CU_ASSERT(ids_empty(&h2, H2_EMPTY_RUN_MAX - 1, 0) == 0);
+	n = ids_frame(b, NGHTTP2_DATA, NGHTTP2_FLAG_PADDED, 1, 5,
+	    "\x04\0\0\0\0");
+	CU_ASSERT(h2_ids_recv(&h2, b, n) == 0);
+	n = ids_frame(b, NGHTTP2_DATA, NGHTTP2_FLAG_PADDED, 1, 1, "\0");
+	CU_ASSERT(h2_ids_recv(&h2, b, 9) == 0);
+	CU_ASSERT(h2_ids_recv(&h2, b + 9, n - 9) == NGHTTP2_ERR_FLOODED);
+	CU_ASSERT(ids_goaway(&h2) == NGHTTP2_ENHANCE_YOUR_CALM);
+	nghttp2_session_del(h2.session);
+
 	/* Nor does the run stop at a read's end. */
 	ids_session(&h2);
 	CU_ASSERT(ids_empty(&h2, H2_EMPTY_RUN_MAX / 2, 0) == 0);
