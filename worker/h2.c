@@ -156,6 +156,7 @@ h2_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 	struct h2_conn		*h2 = arg;
 	struct h2_stream	*st = h2_stream_of(s, f->hd.stream_id);
 	bool			 end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
+	int			 rv;
 
 	if (f->hd.type == NGHTTP2_RST_STREAM || (end &&
 	    (f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA)))
@@ -171,10 +172,18 @@ h2_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 	switch (f->hd.type) {
 	case NGHTTP2_HEADERS:
 		if (f->headers.cat != NGHTTP2_HCAT_REQUEST) {
-			if (end)
+			/* A tunnel carries DATA only (RFC 9113 8.5): trailers
+			 * on it are a stream error, and the reset ends the
+			 * tunnel (h2_on_stream_close). nghttp2 resets those
+			 * without END_STREAM itself. */
+			if (st->tunnel)
+				nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE,
+				    f->hd.stream_id, NGHTTP2_PROTOCOL_ERROR);
+			else if (end)
 				h2_stream_end(st);
 			break;
 		}
+		rv = h2_head_finish(st, end);
 		if (st->rh.malformed) {
 			/* RFC 9113 8.1.1: a stream error PROTOCOL_ERROR. */
 			st->gone = st->rx_eof = true;
@@ -182,7 +191,7 @@ h2_on_frame(nghttp2_session *s, const nghttp2_frame *f, void *arg)
 			    f->hd.stream_id, NGHTTP2_PROTOCOL_ERROR);
 			break;
 		}
-		if (h2_head_finish(st, end) < 0) {
+		if (rv < 0) {
 			/* A request that ended gets no RST_STREAM after the
 			 * answer (h2_on_frame_sent): the stream is closed. */
 			st->rx_eof = end;

@@ -115,7 +115,7 @@ struct h2_reqhead {
 	bool			 expect_continue; /* expect: 100-continue */
 	bool			 too_large;
 	/* A Host field names another authority than :authority (RFC 9113
-	 * 8.3.1): the request is malformed. */
+	 * 8.3.1), or :path is not a path: the request is malformed. */
 	bool			 malformed;
 	/* Where :authority is in the head (written as Host), and the port
 	 * that :scheme makes the default (0: none, a CONNECT). */

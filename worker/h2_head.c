@@ -227,9 +227,15 @@ h2_line(struct h2_stream *st)
 		h2_put_str(st, ps[PS_METHOD]);
 		h2_puts(st, " ");
 	}
-	/* The absolute form a forward proxy reads; a path that is not one
-	 * ("*", or none: nghttp2 lets neither through for these methods
-	 * but OPTIONS) goes as it is, and the HTTP/1.1 code answers it. */
+	/* :path is an absolute path, or "*" for OPTIONS (RFC 9113 8.3.1).
+	 * nghttp2 checks it for http and https only; anything else (an
+	 * absolute URI, which the HTTP/1.1 code would take over
+	 * :authority) makes the request malformed, whatever :scheme. */
+	if (!(ps[PS_PATH].len > 0 && ps[PS_PATH].ptr[0] == '/') &&
+	    !(h2_is(ps[PS_PATH], "*") && h2_is(ps[PS_METHOD], "OPTIONS")))
+		rh->malformed = true;
+	/* The absolute form a forward proxy reads; "*" goes as it is, and
+	 * the HTTP/1.1 code answers it. */
 	if (ps[PS_AUTHORITY].ptr != NULL && ps[PS_PATH].len > 0 &&
 	    ps[PS_PATH].ptr[0] == '/') {
 		h2_put_str(st, ps[PS_SCHEME]);

@@ -43,6 +43,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +246,47 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/*
+ * The client's socket, connected to the listener (the kernel completes
+ * the handshake; the worker accepts at its next round), or -1 and errno.
+ * Non-blocking, as everything the harness does with it is: a blocking
+ * connect can take a second, which libFuzzer's alarm cuts short (EINTR).
+ * That happens when the new connection's ports are those of a server
+ * side still in TIME_WAIT (the worker closed first) whose timestamp check
+ * drops the SYN: its retransmission comes a second later.
+ */
+static int
+fz_connect(void)
+{
+	struct pollfd	 pfd;
+	socklen_t	 len = sizeof(int);
+	int		 fd, err = 0, i;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) < 0)
+		return -1;
+	if (__real_connect(fd, (struct sockaddr *)&fz_listen_sa,
+	    sizeof(fz_listen_sa)) == 0)
+		return fd;
+	if (errno != EINPROGRESS)
+		err = errno;
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	/* At most 5 s (a SYN retransmitted four times), whatever signals
+	 * come meanwhile. */
+	for (i = 0; err == 0 && i < 50; i++)
+		if (poll(&pfd, 1, 100) > 0) {
+			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+				err = errno;
+			if (err == 0)
+				return fd;
+		} else if (i == 49)
+			err = ETIMEDOUT;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
 /* Writes <data> in pieces, the loop turning after each; a client whose
  * proxy stopped reading (its output is full, it closed) gives up. */
 static void
@@ -299,10 +341,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	    plen + len - (sizeof(preface) - 1));
 	/* A failure here is the harness's (descriptors, ports), or a worker
 	 * that leaks descriptors or stopped accepting: say which. */
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	FUZZ_CHECK(fd >= 0 && __real_connect(fd, (struct sockaddr *)
-	    &fz_listen_sa, sizeof(fz_listen_sa)) == 0, "client socket: %s "
-	    "(%u connections open)", strerror(errno), conn_count());
+	fd = fz_connect();
+	FUZZ_CHECK(fd >= 0, "client socket: %s (%u connections open)",
+	    strerror(errno), conn_count());
 	fz_rounds(fd, &o, FZ_ROUNDS);
 	fz_send(fd, &o, in, plen + len, &seed);
 	free(in);

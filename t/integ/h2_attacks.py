@@ -78,7 +78,10 @@ one that keeps the rules) and an HTTP/1.1 client (curl -x) are served.
                    field naming another authority than :authority is
                    RST_STREAM PROTOCOL_ERROR (RFC 9113 8.3.1) and never
                    reaches the origin; one equal but for case or the
-                   default port is no error.
+                   default port is no error; a :path that is an absolute
+                   URI (:scheme ftp, which nghttp2 does not check) is
+                   RST_STREAM PROTOCOL_ERROR and never reaches the
+                   origin.
   concurrency      110 streams at once, with MAX_CONCURRENT_STREAMS 100:
                    the 10 extra are refused (RST_STREAM REFUSED_STREAM or
                    PROTOCOL_ERROR, RFC 9113 5.1.2), the first 100 are
@@ -1138,6 +1141,20 @@ def heads(t, e):
             "%s: a Host equal to :authority but for case, or for the "
             "default port, is no error (the streams are answered)" % lab,
             "%s; %s" % (r.outcome(7), r.outcome(9)))
+    # A :path that is not a path (RFC 9113 8.3.1): an absolute URI, with a
+    # :scheme nghttp2 does not check :path for. Taken as HTTP/1.1's
+    # absolute form, it would go to the host it names, not :authority's.
+    r.send(headers_frame(11, plain_block(
+        [(":method", "GET"), (":scheme", "ftp"),
+         (":authority", "other.invalid:80"),
+         (":path", "http://%s/len?n=10&abspath=1" % e.o.address)])))
+    r.until(lambda: r.done(11) or r.goaway is not None, ptest.bound(10))
+    t.check(r.rst.get(11) == 1 and 11 not in r.status,
+            "%s: a :path that is an absolute URI (:scheme ftp): RST_STREAM "
+            "PROTOCOL_ERROR (malformed, RFC 9113 8.3.1)" % lab,
+            r.outcome(11))
+    t.check(len(e.o.reqs_for("abspath=1")) == 0,
+            "%s: it never reached the origin" % lab)
     r.close()
 
 

@@ -26,6 +26,10 @@ CONNECT over HTTP/2 with prior knowledge (h2c), plain and extended
   the connection and a new one still work;
 - RST_STREAM on one of three tunnels: its target sees its connection
   closed, the other two still echo and stay open at their targets;
+- HEADERS with END_STREAM (trailers) on a tunnel: RST_STREAM
+  PROTOCOL_ERROR (RFC 9113 8.5 allows DATA, RST_STREAM, WINDOW_UPDATE
+  and PRIORITY only), its target sees its connection closed, and the
+  other tunnel on the connection still echoes;
 - extended CONNECT (:protocol websocket, :scheme http, :path): the
   proxy announced ENABLE_CONNECT_PROTOCOL; the origin gets an HTTP/1.1
   GET with Upgrade: websocket, Connection: Upgrade, a Sec-WebSocket-Key
@@ -270,6 +274,31 @@ def rst_one(t, port, echo):
     c.close()
 
 
+def trailers(t, port, echo):
+    """HEADERS (trailers, END_STREAM) on a tunnel: a stream error (RFC
+    9113 8.5: DATA, RST_STREAM, WINDOW_UPDATE and PRIORITY only), not
+    the tunnel's orderly end."""
+    c = client(port)
+    t.at_exit(c.close)
+    sts = {}
+    for tag in ("trl-a", "trl-b"):
+        sts[tag] = tunnel(c, echo.address)
+        echoes(c, sts[tag], tag.encode() + b"\n")
+    st = sts["trl-a"]
+    c.h2.send_headers(st.id, [(b"x-trailer", b"t")], end_stream=True)
+    c.pump(0)
+    c.run_until(lambda: st.done or c.dead, ptest.bound(10))
+    rec = echo.wait_end("trl-a", ptest.bound(10))
+    t.check(st.reset == 1 and rec is not None and rec["end"] is not None,
+            "HEADERS with END_STREAM on a tunnel: RST_STREAM PROTOCOL_ERROR "
+            "(RFC 9113 8.5), and its target sees its connection closed",
+            lambda: [st.describe(), "target record %r" % (rec,), c.why()])
+    t.check(echoes(c, sts["trl-b"], b"still there\n") and not c.dead,
+            "the other tunnel on the connection still echoes",
+            lambda: [sts["trl-b"].describe(), c.why()])
+    c.close()
+
+
 def websocket(t, port, o):
     c = client(port)
     t.at_exit(c.close)
@@ -377,6 +406,7 @@ def main(t):
     part("socket held", socket_held, t, port, echo, source)
     part("refused", refused, t, port, echo)
     part("RST_STREAM", rst_one, t, port, echo)
+    part("trailers on a tunnel", trailers, t, port, echo)
     part("extended CONNECT", websocket, t, port, o)
     part("access log", access_log, t, jlog, parts["basics"] or [],
          parts["refused"] or [])
