@@ -721,6 +721,18 @@ def case(section, name, expect):
     return deco
 
 
+# -- the cases that are one frame on a connection, and a connection error
+
+def frame_case(section, name, code, ftype, flags, sid, payload=b""):
+    """A case: one frame (<ftype> <flags> on <sid>, <payload>) after the
+    handshake, answered with the connection error <code>."""
+    def fn(e):
+        c = e.conn()
+        c.send_frame(ftype, flags, sid, payload)
+        return conn_error(c, code)
+    CASES.append((section, name, "connection error %s" % ERR[code], fn))
+
+
 # -- 3.4 the connection preface ---------------------------------------------
 
 @case("RFC 9113 3.4", "the proxy's first frame",
@@ -843,36 +855,20 @@ def c_headers_too_big(e):
     return conn_error(c, FRAME_SIZE_ERROR)
 
 
-@case("RFC 9113 4.2, 6.5", "SETTINGS of 3 octets (not a multiple of 6)",
-      "connection error FRAME_SIZE_ERROR")
-def c_settings_len(e):
-    c = e.conn()
-    c.send_frame(SETTINGS, 0, 0, b"\x00\x03\x00")
-    return conn_error(c, FRAME_SIZE_ERROR)
+frame_case("RFC 9113 4.2, 6.5", "SETTINGS of 3 octets (not a multiple of 6)",
+           FRAME_SIZE_ERROR, SETTINGS, 0, 0, b"\x00\x03\x00")
 
 
-@case("RFC 9113 4.2, 6.7", "PING of 7 octets",
-      "connection error FRAME_SIZE_ERROR")
-def c_ping_len7(e):
-    c = e.conn()
-    c.send_frame(PING, 0, 0, b"1234567")
-    return conn_error(c, FRAME_SIZE_ERROR)
+frame_case("RFC 9113 4.2, 6.7", "PING of 7 octets",
+           FRAME_SIZE_ERROR, PING, 0, 0, b"1234567")
 
 
-@case("RFC 9113 4.2, 6.7", "PING of 9 octets",
-      "connection error FRAME_SIZE_ERROR")
-def c_ping_len9(e):
-    c = e.conn()
-    c.send_frame(PING, 0, 0, b"123456789")
-    return conn_error(c, FRAME_SIZE_ERROR)
+frame_case("RFC 9113 4.2, 6.7", "PING of 9 octets",
+           FRAME_SIZE_ERROR, PING, 0, 0, b"123456789")
 
 
-@case("RFC 9113 4.2, 6.9", "WINDOW_UPDATE of 3 octets on stream 0",
-      "connection error FRAME_SIZE_ERROR")
-def c_wu_len3(e):
-    c = e.conn()
-    c.send_frame(WINDOW_UPDATE, 0, 0, b"\x00\x00\x01")
-    return conn_error(c, FRAME_SIZE_ERROR)
+frame_case("RFC 9113 4.2, 6.9", "WINDOW_UPDATE of 3 octets on stream 0",
+           FRAME_SIZE_ERROR, WINDOW_UPDATE, 0, 0, b"\x00\x00\x01")
 
 
 @case("RFC 9113 4.2, 6.9", "WINDOW_UPDATE of 5 octets on an open stream",
@@ -901,12 +897,8 @@ def c_rst_len(e):
     return conn_error(c, FRAME_SIZE_ERROR)
 
 
-@case("RFC 9113 4.2, 6.8", "GOAWAY of 4 octets (short of its fields)",
-      "connection error FRAME_SIZE_ERROR")
-def c_goaway_len(e):
-    c = e.conn()
-    c.send_frame(GOAWAY, 0, 0, b"\x00\x00\x00\x00")
-    return conn_error(c, FRAME_SIZE_ERROR)
+frame_case("RFC 9113 4.2, 6.8", "GOAWAY of 4 octets (short of its fields)",
+           FRAME_SIZE_ERROR, GOAWAY, 0, 0, b"\x00\x00\x00\x00")
 
 
 # -- 4.3 field section compression (RFC 7541) -------------------------------
@@ -1000,35 +992,20 @@ def c_headers_in_block(e):
 
 # -- 5.1 stream states ------------------------------------------------------
 
-@case("RFC 9113 5.1", "idle stream: DATA", "connection error PROTOCOL_ERROR")
-def c_idle_data(e):
-    c = e.conn()
-    c.send_frame(DATA, END_STREAM, 1, b"test")
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 5.1", "idle stream: DATA",
+           PROTOCOL_ERROR, DATA, END_STREAM, 1, b"test")
 
 
-@case("RFC 9113 5.1", "idle even (server) stream: DATA",
-      "connection error PROTOCOL_ERROR")
-def c_idle_even_data(e):
-    c = e.conn()
-    c.send_frame(DATA, END_STREAM, 2, b"test")
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 5.1", "idle even (server) stream: DATA",
+           PROTOCOL_ERROR, DATA, END_STREAM, 2, b"test")
 
 
-@case("RFC 9113 5.1", "idle stream: RST_STREAM",
-      "connection error PROTOCOL_ERROR")
-def c_idle_rst(e):
-    c = e.conn()
-    c.send_frame(RST_STREAM, 0, 1, struct.pack(">I", CANCEL))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 5.1", "idle stream: RST_STREAM",
+           PROTOCOL_ERROR, RST_STREAM, 0, 1, struct.pack(">I", CANCEL))
 
 
-@case("RFC 9113 5.1", "idle stream: WINDOW_UPDATE",
-      "connection error PROTOCOL_ERROR")
-def c_idle_wu(e):
-    c = e.conn()
-    c.send_frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 100))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 5.1", "idle stream: WINDOW_UPDATE",
+           PROTOCOL_ERROR, WINDOW_UPDATE, 0, 1, struct.pack(">I", 100))
 
 
 # (also the audit's 6.10 "CONTINUATION without any HEADERS": the same frame)
@@ -1297,11 +1274,8 @@ def c_unknown_in_block(e):
 
 # -- 6.1 DATA ---------------------------------------------------------------
 
-@case("RFC 9113 6.1", "DATA on stream 0", "connection error PROTOCOL_ERROR")
-def c_data_0(e):
-    c = e.conn()
-    c.send_frame(DATA, END_STREAM, 0, b"test")
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.1", "DATA on stream 0",
+           PROTOCOL_ERROR, DATA, END_STREAM, 0, b"test")
 
 
 @case("RFC 9113 6.1", "DATA whose pad length is the payload's length",
@@ -1363,71 +1337,42 @@ def c_headers_then_data(e):
 
 # -- 6.3 to 6.8 -------------------------------------------------------------
 
-@case("RFC 9113 6.3", "PRIORITY on stream 0",
-      "connection error PROTOCOL_ERROR")
-def c_prio_0(e):
-    c = e.conn()
-    c.send_frame(PRIORITY, 0, 0, struct.pack(">IB", 1, 15))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.3", "PRIORITY on stream 0",
+           PROTOCOL_ERROR, PRIORITY, 0, 0, struct.pack(">IB", 1, 15))
 
 
-@case("RFC 9113 6.4", "RST_STREAM on stream 0",
-      "connection error PROTOCOL_ERROR")
-def c_rst_0(e):
-    c = e.conn()
-    c.send_frame(RST_STREAM, 0, 0, struct.pack(">I", CANCEL))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.4", "RST_STREAM on stream 0",
+           PROTOCOL_ERROR, RST_STREAM, 0, 0, struct.pack(">I", CANCEL))
 
 
-@case("RFC 9113 6.5", "SETTINGS with ACK and a payload",
-      "connection error FRAME_SIZE_ERROR")
-def c_settings_ack_payload(e):
-    c = e.conn()
-    c.send_frame(SETTINGS, ACK, 0, settings_payload([(S_ENABLE_PUSH, 0)]))
-    return conn_error(c, FRAME_SIZE_ERROR)
+frame_case("RFC 9113 6.5", "SETTINGS with ACK and a payload",
+           FRAME_SIZE_ERROR,
+           SETTINGS, ACK, 0, settings_payload([(S_ENABLE_PUSH, 0)]))
 
 
-@case("RFC 9113 6.5", "SETTINGS on stream 1",
-      "connection error PROTOCOL_ERROR")
-def c_settings_stream(e):
-    c = e.conn()
-    c.send_frame(SETTINGS, 0, 1, settings_payload([(S_ENABLE_PUSH, 0)]))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.5", "SETTINGS on stream 1",
+           PROTOCOL_ERROR,
+           SETTINGS, 0, 1, settings_payload([(S_ENABLE_PUSH, 0)]))
 
 
-@case("RFC 9113 6.5.2", "SETTINGS_ENABLE_PUSH 2",
-      "connection error PROTOCOL_ERROR")
-def c_settings_push2(e):
-    c = e.conn()
-    c.send_frame(SETTINGS, 0, 0, settings_payload([(S_ENABLE_PUSH, 2)]))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.5.2", "SETTINGS_ENABLE_PUSH 2",
+           PROTOCOL_ERROR,
+           SETTINGS, 0, 0, settings_payload([(S_ENABLE_PUSH, 2)]))
 
 
-@case("RFC 9113 6.5.2", "SETTINGS_INITIAL_WINDOW_SIZE 2^31",
-      "connection error FLOW_CONTROL_ERROR")
-def c_settings_iws(e):
-    c = e.conn()
-    c.send_frame(SETTINGS, 0, 0, settings_payload([(S_INITIAL_WINDOW_SIZE,
-                                                    1 << 31)]))
-    return conn_error(c, FLOW_CONTROL_ERROR)
+frame_case("RFC 9113 6.5.2", "SETTINGS_INITIAL_WINDOW_SIZE 2^31",
+           FLOW_CONTROL_ERROR,
+           SETTINGS, 0, 0, settings_payload([(S_INITIAL_WINDOW_SIZE,1 << 31)]))
 
 
-@case("RFC 9113 6.5.2", "SETTINGS_MAX_FRAME_SIZE 16383 (below the least)",
-      "connection error PROTOCOL_ERROR")
-def c_settings_mfs_low(e):
-    c = e.conn()
-    c.send_frame(SETTINGS, 0, 0, settings_payload([(S_MAX_FRAME_SIZE,
-                                                    16383)]))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.5.2", "SETTINGS_MAX_FRAME_SIZE 16383 (below the least)",
+           PROTOCOL_ERROR,
+           SETTINGS, 0, 0, settings_payload([(S_MAX_FRAME_SIZE,16383)]))
 
 
-@case("RFC 9113 6.5.2", "SETTINGS_MAX_FRAME_SIZE 2^24 (past the most)",
-      "connection error PROTOCOL_ERROR")
-def c_settings_mfs_high(e):
-    c = e.conn()
-    c.send_frame(SETTINGS, 0, 0, settings_payload([(S_MAX_FRAME_SIZE,
-                                                    1 << 24)]))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.5.2", "SETTINGS_MAX_FRAME_SIZE 2^24 (past the most)",
+           PROTOCOL_ERROR,
+           SETTINGS, 0, 0, settings_payload([(S_MAX_FRAME_SIZE,1 << 24)]))
 
 
 @case("RFC 9113 6.5.3", "SETTINGS (MAX_HEADER_LIST_SIZE 65536)",
@@ -1443,13 +1388,9 @@ def c_settings_acked(e):
         f.describe()
 
 
-@case("RFC 8441 3", "SETTINGS_ENABLE_CONNECT_PROTOCOL 2 (0 or 1 only)",
-      "connection error PROTOCOL_ERROR")
-def c_settings_ecp(e):
-    c = e.conn()
-    c.send_frame(SETTINGS, 0, 0, settings_payload([(S_ENABLE_CONNECT_PROTOCOL,
-                                                    2)]))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 8441 3", "SETTINGS_ENABLE_CONNECT_PROTOCOL 2 (0 or 1 only)",
+           PROTOCOL_ERROR,
+           SETTINGS, 0, 0, settings_payload([(S_ENABLE_CONNECT_PROTOCOL,2)]))
 
 
 @case("RFC 9113 6.6, 8.4", "PUSH_PROMISE from the client",
@@ -1480,29 +1421,18 @@ def c_ping_ack(e):
         "%s payload %r" % (f.describe(), f.payload)
 
 
-@case("RFC 9113 6.7", "PING on stream 1", "connection error PROTOCOL_ERROR")
-def c_ping_stream(e):
-    c = e.conn()
-    c.send_frame(PING, 0, 1, b"12345678")
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.7", "PING on stream 1",
+           PROTOCOL_ERROR, PING, 0, 1, b"12345678")
 
 
-@case("RFC 9113 6.8", "GOAWAY on stream 1", "connection error "
-      "PROTOCOL_ERROR")
-def c_goaway_stream(e):
-    c = e.conn()
-    c.send_frame(GOAWAY, 0, 1, struct.pack(">II", 0, 0))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.8", "GOAWAY on stream 1",
+           PROTOCOL_ERROR, GOAWAY, 0, 1, struct.pack(">II", 0, 0))
 
 
 # -- 6.9 WINDOW_UPDATE and flow control -------------------------------------
 
-@case("RFC 9113 6.9", "WINDOW_UPDATE of 0 on the connection",
-      "connection error PROTOCOL_ERROR")
-def c_wu0_conn(e):
-    c = e.conn()
-    c.send_frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 0))
-    return conn_error(c, PROTOCOL_ERROR)
+frame_case("RFC 9113 6.9", "WINDOW_UPDATE of 0 on the connection",
+           PROTOCOL_ERROR, WINDOW_UPDATE, 0, 0, struct.pack(">I", 0))
 
 
 @case("RFC 9113 6.9", "WINDOW_UPDATE of 0 on an open stream",
