@@ -75,7 +75,11 @@ http_upstream_close(struct pt_conn *c)
  * every later one would get the answer before its own. Known from the
  * events when the last read was short (the usual case, no system call);
  * otherwise a read came to the exact end of the response with more
- * possibly behind it, and one peek tells.
+ * possibly behind it, and one peek tells. Asked again of a parked one
+ * when the next request comes (http_access_ok, http_unpark): an EPOLLIN
+ * noted meanwhile may be stale, an event of the batch in which the
+ * response's last bytes were read by another's handler, and one peek
+ * tells that too rather than the origin connection being thrown away.
  */
 static bool
 http_upstream_clean(struct pt_conn *c, struct conn_side *up)
@@ -146,7 +150,7 @@ http_unpark(struct pt_conn *c)
 	/* Something came while it was parked: stray bytes or a close. A
 	 * TLS session (an https parent's) stays with its client connection:
 	 * the pool keeps plain sockets only. */
-	if (up->hup || (up->ready & EPOLLIN) || a == NULL ||
+	if (!http_upstream_clean(c, up) || a == NULL ||
 	    c->c_up_transport != NULL) {
 		http_upstream_close(c);
 		return;
@@ -416,10 +420,9 @@ http_access_ok(struct pt_conn *c)
 	}
 	if (c->c_route != NULL && c->c_route->via != NULL)
 		http_route_client_via(c);
-	if (h->parked && !h->is_connect && !h->is_websocket && !up->hup &&
+	if (h->parked && !h->is_connect && !h->is_websocket &&
 	    h->up_parent == http_route_parent(c) &&
-	    !(up->ready & EPOLLIN) && conn_pending(c, up) == 0 &&
-	    target_addr(c) != NULL &&
+	    http_upstream_clean(c, up) && target_addr(c) != NULL &&
 	    outbound_fits(c, target_addr(c), &c->c_up_local)) {
 		/* Same origin as the last request, or the same parent
 		 * (http_origin_target pooled it otherwise), and nothing came
